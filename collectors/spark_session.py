@@ -1,0 +1,42 @@
+"""One place that builds the SparkSession, configured the way the pipeline needs it
+(RocksDB state store for per-group state, a larger thread stack, loopback when local)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def check_java() -> None:
+    """PySpark needs a JVM: say so plainly instead of failing deep inside py4j."""
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        raise RuntimeError(
+            "Java 17 is required by Spark but 'java' is not on PATH (Debian: openjdk-17-jre-headless)"
+        )
+
+
+def build_spark(master: str = "local[*]", app_name: str = "groupscope", **conf: str):
+    """Create (or return the running) SparkSession for the collectors."""
+    check_java()
+    if master.startswith("local"):
+        # Keep Spark's driver and block manager on loopback: no network is needed on one machine.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(master)
+        .appName(app_name)
+        .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+        # stop() mid-batch can overflow the default stack; see docs/spark-notes
+        .config("spark.driver.extraJavaOptions", "-Xss16m")
+        .config("spark.executor.extraJavaOptions", "-Xss16m")
+        .config("spark.sql.shuffle.partitions", conf.pop("spark.sql.shuffle.partitions", "8"))
+        .config("spark.ui.enabled", conf.pop("spark.ui.enabled", "false"))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+    )
+    for k, v in conf.items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()
