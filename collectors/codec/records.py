@@ -1,0 +1,389 @@
+"""Typed records of the `__consumer_offsets` topic: what the coordinator model consumes.
+
+The codec (`collectors.codec.decoder`) turns one raw record (key bytes, value bytes or None) into an
+`OffsetsRecord`, whose `key` and `value` are the dataclasses below. The coordinator model replays
+these, one small method per key class, the way Kafka's `GroupMetadataManager.replay(key, value)` does.
+
+Naming: every class is named after Kafka's JSON message schema (apache/kafka
+`group-coordinator/src/main/resources/common/message/*.json`) and every attribute is the schema's
+field name in snake_case (`leaderEpoch` -> `leader_epoch`). Kafka's defaults are kept: a field
+that a version does not carry holds Kafka's default (-1 for timestamps/epochs/timeouts, None for
+nullable strings), so `OffsetCommitValue.leader_epoch` is -1 for a v1 record, exactly as Kafka
+reads it.
+
+- Every key class exposes `.group` (the group id), so consumers can route by group without knowing
+  the record type (KIP-848 keys call the field `group_id`; `.group` is an alias).
+- A `value` of None is a tombstone: the key's entity (the group, one committed offset, one member's
+  assignment, ...) was deleted. `OffsetsRecord.is_tombstone` says so.
+- Topic ids (KIP-848 records) are kept as Kafka prints them: 22 characters of URL-safe base64
+  without padding (`Uuid.toString()`), e.g. "ShUO6j_ERf206hfij4NzFg".
+- Classic members keep their raw `subscription` / `assignment` bytes; when the group's protocol type
+  is "consumer" and the bytes parse, `subscription_decoded` / `assignment_decoded` hold the decoded
+  consumer-protocol payloads, otherwise None (Connect, Streams and broken payloads stay bytes).
+- Flexible (tagged-field) structs keep tags the codec does not know in `unknown_tagged_fields` as
+  (tag, raw bytes) pairs, so re-encoding is byte-exact.
+- Record types the codec does not model (share groups 9-15, streams groups 17+, anything newer)
+  decode to `UnknownKey` / `UnknownValue` with the raw bytes.
+
+Keys are frozen (hashable, usable as dict keys); values are slotted and treated as read-only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+TaggedFields = tuple[tuple[int, bytes], ...]
+
+# ----------------------------------------------------------------------------------------------
+# Record types (the int16 at the start of every key).
+OFFSET_COMMIT_LEGACY = 0  # LegacyOffsetCommitKey
+OFFSET_COMMIT = 1  # OffsetCommitKey
+GROUP_METADATA = 2  # GroupMetadataKey (classic groups)
+CONSUMER_GROUP_METADATA = 3
+CONSUMER_GROUP_PARTITION_METADATA = 4
+CONSUMER_GROUP_MEMBER_METADATA = 5
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+
+# ConsumerGroupCurrentMemberAssignmentValue.state (Kafka's MemberState ids).
+MEMBER_STATE_STABLE = 0
+MEMBER_STATE_UNREVOKED_PARTITIONS = 1
+MEMBER_STATE_UNRELEASED_PARTITIONS = 2
+MEMBER_STATE_UNKNOWN = 127
+
+
+# ----------------------------------------------------------------------------------------------
+# Offset commits (key types 0 and 1).
+@dataclass(frozen=True, slots=True)
+class OffsetCommitKey:
+    group: str
+    topic: str
+    partition: int
+
+
+@dataclass(slots=True)
+class OffsetCommitValue:
+    offset: int
+    leader_epoch: int = -1  # v3+
+    metadata: str = ""
+    commit_timestamp: int = -1
+    expire_timestamp: int = -1  # v1 only
+    unknown_tagged_fields: TaggedFields = ()  # v4+ (flexible)
+
+
+# ----------------------------------------------------------------------------------------------
+# Consumer protocol payloads carried inside classic members (protocolType "consumer").
+@dataclass(slots=True)
+class TopicPartition:
+    """ConsumerProtocol's TopicPartition: a topic name and partitions, in the order the client sent."""
+
+    topic: str
+    partitions: list[int]
+
+
+@dataclass(slots=True)
+class ConsumerProtocolSubscription:
+    version: int
+    topics: list[str]
+    user_data: bytes | None = None
+    owned_partitions: list[TopicPartition] = field(default_factory=list)  # v1+
+    generation_id: int = -1  # v2+
+    rack_id: str | None = None  # v3+
+    # StickyAssignor / CooperativeStickyAssignor userData, when it parses as such.
+    user_data_decoded: StickyAssignorUserData | None = None
+
+
+@dataclass(slots=True)
+class ConsumerProtocolAssignment:
+    version: int
+    assigned_partitions: list[TopicPartition]
+    user_data: bytes | None = None
+    user_data_decoded: StickyAssignorUserData | None = None
+
+
+@dataclass(slots=True)
+class StickyAssignorUserData:
+    """The (Java) StickyAssignor's userData: the member's previous assignment, and from v1 its
+    generation (-1 when absent). Kafka: StickyAssignor.serializeTopicPartitionAssignment."""
+
+    version: int
+    previous_assignment: list[TopicPartition]
+    generation: int = -1
+
+
+# ----------------------------------------------------------------------------------------------
+# Classic group metadata (key type 2).
+@dataclass(frozen=True, slots=True)
+class GroupMetadataKey:
+    group: str
+
+
+@dataclass(slots=True)
+class MemberMetadata:
+    member_id: str
+    group_instance_id: str | None  # v3+
+    client_id: str
+    client_host: str
+    rebalance_timeout: int  # v1+ (v0: same as session timeout in Kafka's reader: -1 here)
+    session_timeout: int
+    subscription: bytes
+    assignment: bytes
+    subscription_decoded: ConsumerProtocolSubscription | None = None
+    assignment_decoded: ConsumerProtocolAssignment | None = None
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class GroupMetadataValue:
+    protocol_type: str
+    generation: int
+    protocol: str | None
+    leader: str | None
+    current_state_timestamp: int  # v2+, -1 before
+    members: list[MemberMetadata]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+# ----------------------------------------------------------------------------------------------
+# KIP-848 consumer groups (key types 3-8 and 16). Keys call the group `group_id` like Kafka's
+# schemas; `.group` is the alias every key class has.
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataKey:
+    group_id: str
+
+    @property
+    def group(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True)
+class ConsumerGroupMetadataValue:
+    epoch: int
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupPartitionMetadataKey:
+    group_id: str
+
+    @property
+    def group(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True)
+class PartitionMetadata:
+    partition: int
+    racks: list[str]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class TopicMetadata:
+    topic_id: str
+    topic_name: str
+    num_partitions: int
+    partition_metadata: list[PartitionMetadata]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class ConsumerGroupPartitionMetadataValue:
+    topics: list[TopicMetadata]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMemberMetadataKey:
+    group_id: str
+    member_id: str
+
+    @property
+    def group(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True)
+class ClassicProtocol:
+    name: str
+    metadata: bytes
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class ClassicMemberMetadata:
+    """Set when a classic (JoinGroup) member is part of a KIP-848 group (upgrade path)."""
+
+    session_timeout_ms: int
+    supported_protocols: list[ClassicProtocol]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class ConsumerGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    subscribed_topic_regex: str | None
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    classic_member_metadata: ClassicMemberMetadata | None = None  # tagged field 0
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMetadataKey:
+    group_id: str
+
+    @property
+    def group(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True)
+class ConsumerGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class TopicIdPartitions:
+    """KIP-848 records name topics by id: (topic_id, partitions)."""
+
+    topic_id: str
+    partitions: list[int]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupTargetAssignmentMemberKey:
+    group_id: str
+    member_id: str
+
+    @property
+    def group(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True)
+class ConsumerGroupTargetAssignmentMemberValue:
+    topic_partitions: list[TopicIdPartitions]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupCurrentMemberAssignmentKey:
+    group_id: str
+    member_id: str
+
+    @property
+    def group(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True)
+class ConsumerGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # MEMBER_STATE_*
+    assigned_partitions: list[TopicIdPartitions]
+    partitions_pending_revocation: list[TopicIdPartitions]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupRegularExpressionKey:
+    group_id: str
+    regular_expression: str
+
+    @property
+    def group(self) -> str:
+        return self.group_id
+
+
+@dataclass(slots=True)
+class ConsumerGroupRegularExpressionValue:
+    topics: list[str]
+    version: int
+    timestamp: int
+    unknown_tagged_fields: TaggedFields = ()
+
+
+# ----------------------------------------------------------------------------------------------
+# Anything else (share groups 9-15, streams groups 17+, future types): raw bytes, never an error.
+@dataclass(frozen=True, slots=True)
+class UnknownKey:
+    record_type: int
+    key_bytes: bytes  # the whole key, record type included
+
+    @property
+    def group(self) -> str | None:
+        """Best effort: every known coordinator key starts with the group id as an int16-length
+        string; None when the bytes do not look like one."""
+        data = self.key_bytes
+        if len(data) < 4:
+            return None
+        n = int.from_bytes(data[2:4], "big", signed=True)
+        if n < 0 or 4 + n > len(data):
+            return None
+        try:
+            return data[4 : 4 + n].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+
+
+@dataclass(slots=True)
+class UnknownValue:
+    version: int
+    value_bytes: bytes  # the whole value, version included
+
+
+RecordKey = (
+    OffsetCommitKey
+    | GroupMetadataKey
+    | ConsumerGroupMetadataKey
+    | ConsumerGroupPartitionMetadataKey
+    | ConsumerGroupMemberMetadataKey
+    | ConsumerGroupTargetAssignmentMetadataKey
+    | ConsumerGroupTargetAssignmentMemberKey
+    | ConsumerGroupCurrentMemberAssignmentKey
+    | ConsumerGroupRegularExpressionKey
+    | UnknownKey
+)
+RecordValue = (
+    OffsetCommitValue
+    | GroupMetadataValue
+    | ConsumerGroupMetadataValue
+    | ConsumerGroupPartitionMetadataValue
+    | ConsumerGroupMemberMetadataValue
+    | ConsumerGroupTargetAssignmentMetadataValue
+    | ConsumerGroupTargetAssignmentMemberValue
+    | ConsumerGroupCurrentMemberAssignmentValue
+    | ConsumerGroupRegularExpressionValue
+    | UnknownValue
+)
+
+
+@dataclass(slots=True)
+class OffsetsRecord:
+    """One `__consumer_offsets` record. `value` None is a tombstone: the key's entity was deleted."""
+
+    partition: int
+    offset: int
+    timestamp: int
+    record_type: int  # the key's int16 (Kafka calls it the key version)
+    key: RecordKey
+    value_version: int | None  # None for a tombstone
+    value: RecordValue | None
+
+    @property
+    def is_tombstone(self) -> bool:
+        return self.value is None
+
+    @property
+    def group(self) -> str | None:
+        return self.key.group
