@@ -1,0 +1,549 @@
+"""The Redis layout groupscope keeps, with its write side (the pipeline's sink) and its read side
+(the CLI, the dashboard and the alerts). docs/redis-schema.md documents every key.
+
+Design choices, and why:
+- The current document of a group is stored verbatim (the JSON `groupscope model --json` prints for
+  that group), so `groupscope group NAME --json` is a plain read and can never disagree with the model.
+- The fleet table is one hash of small JSON rows plus one sorted set per sort key (and one per sort key
+  and state), so a page of 50,000 groups sorted by lag and filtered by state is a ZRANGE: O(log N + page).
+  Only the name-substring and type filters walk an index, inside one Lua call on the server.
+- History (timeline, generations, lag points, dead letters) is keyed by the row's own identity (start
+  time and state, generation number, timestamp, record position), never by arrival order, so a batch
+  replayed after a failure rewrites the same fields and adds nothing.
+- Every write goes through a non-transactional pipeline; the caller decides when to execute it, so the
+  sink can send ~1000 commands per round trip.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+SCHEMA_VERSION = "1"
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
+HOUR_MS = 3600 * 1000
+
+SORT_KEYS = ("name", "state", "lag", "lag_seconds", "rebalance_rate", "members", "last_change")
+# Scores of the state index: alphabetical, so sorting by state reads like sorting the column's text.
+KNOWN_STATES = (
+    "Assigning",
+    "CompletingRebalance",
+    "Dead",
+    "Empty",
+    "PreparingRebalance",
+    "Reconciling",
+    "Stable",
+    "Unknown",
+)
+
+# Walk one index in order, keep the names that match a substring / type / state set, count them all
+# and return the requested page. Runs on the server, so 50,000 names never cross the network.
+_FILTER_SCRIPT = """
+local index, types, states = KEYS[1], KEYS[2], KEYS[3]
+local rev = ARGV[1] == '1'
+local sub = ARGV[2]
+local want_type = ARGV[3]
+local offset = tonumber(ARGV[4])
+local limit = tonumber(ARGV[5])
+local want_states = {}
+local any_state = true
+for i = 6, #ARGV do want_states[ARGV[i]] = true; any_state = false end
+local total = 0
+local page = {}
+local n = redis.call('ZCARD', index)
+local chunk = 5000
+local start = 0
+while start < n do
+  local names
+  if rev then names = redis.call('ZRANGE', index, start, start + chunk - 1, 'REV')
+  else names = redis.call('ZRANGE', index, start, start + chunk - 1) end
+  for _, name in ipairs(names) do
+    local ok = true
+    if sub ~= '' and not string.find(string.lower(name), sub, 1, true) then ok = false end
+    if ok and want_type ~= '' and redis.call('HGET', types, name) ~= want_type then ok = false end
+    if ok and not any_state and not want_states[redis.call('HGET', states, name) or ''] then ok = false end
+    if ok then
+      if total >= offset and #page < limit then page[#page + 1] = name end
+      total = total + 1
+    end
+  end
+  start = start + chunk
+end
+return {total, page}
+"""
+
+# Trim one history series (hash of rows + sorted set of row ids by time) older than a cutoff. The
+# newest row always stays: it is the state in force now, however long ago it began.
+_TRIM_SERIES_SCRIPT = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. ARGV[1])
+local last = redis.call('ZRANGE', KEYS[2], -1, -1)[1]
+local gone = {}
+for _, id in ipairs(ids) do if id ~= last then gone[#gone + 1] = id end end
+for i = 1, #gone, 1000 do
+  local j = math.min(i + 999, #gone)
+  redis.call('HDEL', KEYS[1], unpack(gone, i, j))
+  redis.call('ZREM', KEYS[2], unpack(gone, i, j))
+end
+return #gone
+"""
+
+# Add a dead letter once per record position: a replayed batch finds the position already seen.
+_DEAD_LETTER_SCRIPT = """
+if redis.call('ZSCORE', KEYS[2], ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[4], '*', 'position', ARGV[1], 'ts', ARGV[2], 'entry', ARGV[3])
+return 1
+"""
+
+
+@dataclass(frozen=True)
+class FleetRow:
+    """One row of the fleet table (what `groupscope groups` and the dashboard's grid show)."""
+
+    name: str
+    type: str | None
+    state: str
+    members: int
+    generation: int | None
+    group_epoch: int | None
+    protocol: str | None
+    lag: int
+    lag_seconds: float
+    rebalances_1h: int
+    last_change: int | None
+    last_refreshed: int
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+def _dumps(obj: Any) -> str:
+    return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=str)
+
+
+def _num(x: Any) -> float:
+    try:
+        return float(x) if x is not None else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def lag_totals(lag: Any) -> tuple[int, float]:
+    """(total lag in offsets, worst lag in seconds) of a document's `lag` section.
+
+    Accepts the shapes the model may give: a dict with group totals (`total_lag`/`lag`,
+    `lag_seconds`/`max_lag_seconds`), a dict with a `partitions` list, or a bare list of partitions.
+    """
+    if not lag:
+        return 0, 0.0
+    parts: list[Any] = []
+    if isinstance(lag, Mapping):
+        total = lag.get("total_lag", lag.get("lag_offsets", lag.get("lag")))
+        secs = lag.get("max_lag_seconds", lag.get("lag_seconds"))
+        group = lag.get("group") or lag.get("totals")
+        if isinstance(group, Mapping):
+            total = group.get("lag", group.get("total_lag", group.get("lag_offsets", total)))
+            secs = group.get("lag_seconds", group.get("max_lag_seconds", secs))
+        if isinstance(total, int | float) and isinstance(secs, int | float | type(None)):
+            return int(total), _num(secs)
+        p = lag.get("partitions")
+        parts = list(p.values()) if isinstance(p, Mapping) else list(p or [])
+    elif isinstance(lag, list):
+        parts = lag
+    total, worst = 0, 0.0
+    for p in parts:
+        if isinstance(p, Mapping):
+            total += int(_num(p.get("lag", p.get("lag_offsets"))))
+            worst = max(worst, _num(p.get("lag_seconds")))
+    return total, worst
+
+
+def fleet_row(doc: Mapping[str, Any], now_ms: int) -> FleetRow:
+    """The fleet row of a model document; `now_ms` ends the one-hour window of rebalances."""
+    gens = doc.get("generations") or []
+    starts = [g.get("start") for g in gens if isinstance(g, Mapping) and g.get("start") is not None]
+    timeline = doc.get("timeline") or []
+    last_change = None
+    if timeline:
+        last_change = timeline[-1].get("start")
+    lag, lag_s = lag_totals(doc.get("lag"))
+    return FleetRow(
+        name=str(doc["group"]),
+        type=doc.get("type"),
+        state=str(doc.get("state") or "Unknown"),
+        members=len(doc.get("members") or []),
+        generation=doc.get("generation"),
+        group_epoch=doc.get("group_epoch"),
+        protocol=doc.get("protocol"),
+        lag=lag,
+        lag_seconds=lag_s,
+        rebalances_1h=sum(1 for s in starts if now_ms - HOUR_MS <= s <= now_ms),
+        last_change=last_change,
+        last_refreshed=int(now_ms),
+    )
+
+
+class RedisStore:
+    """groupscope's view of one Redis database. Thread-compatible: one instance per thread/process."""
+
+    def __init__(
+        self,
+        client: Any,
+        prefix: str = "gs",
+        retention_ms: int = DEFAULT_RETENTION_MS,
+        storm_rebalances_per_hour: int = 10,
+        lagging_seconds: float = 60.0,
+        dead_letter_max: int = 100_000,
+    ) -> None:
+        self.r = client
+        self.p = prefix
+        self.retention_ms = retention_ms
+        self.storm_rebalances_per_hour = storm_rebalances_per_hour
+        self.lagging_seconds = lagging_seconds
+        self.dead_letter_max = dead_letter_max
+        self._filter = client.register_script(_FILTER_SCRIPT)
+        self._trim_series = client.register_script(_TRIM_SERIES_SCRIPT)
+        self._dead_letter = client.register_script(_DEAD_LETTER_SCRIPT)
+
+    @classmethod
+    def from_url(cls, url: str, **kw: Any) -> RedisStore:
+        import redis
+
+        return cls(redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5), **kw)
+
+    # ---- key names (documented in docs/redis-schema.md) -------------------------------------------
+    def k(self, *parts: str) -> str:
+        return ":".join((self.p, *parts))
+
+    def gk(self, group: str, what: str) -> str:
+        # Group names may contain ':'; braces keep the name one visible unit and a cluster hash tag.
+        return f"{self.p}:group:{{{group}}}:{what}"
+
+    def idx(self, sort: str, state: str | None = None) -> str:
+        return self.k("idx", sort) if state is None else self.k("idx", sort, "state", state)
+
+    # ---- write side --------------------------------------------------------------------------------
+    def pipeline(self) -> Any:
+        return self.r.pipeline(transaction=False)
+
+    def write_groups(
+        self, docs: Iterable[Mapping[str, Any]], now_ms: int, *, as_of_ms: int | None = None, pipe: Any = None
+    ) -> int:
+        """Write each group's document, fleet row, indexes, timeline and generations.
+
+        Idempotent: the same documents with the same times leave Redis exactly as it was. `now_ms` is
+        when the collector refreshed the groups (wall clock); `as_of_ms` (default `now_ms`) ends the
+        one-hour window of the rebalance rate (the evidence time on replay). Returns commands queued.
+        """
+        docs = [d for d in docs if d.get("group") is not None]
+        if not docs:
+            return 0
+        names = [str(d["group"]) for d in docs]
+        # The previous state tells which per-state indexes to leave: one round trip per call.
+        old_states = self.r.hmget(self.k("fleet", "state"), names)
+        own = pipe is None
+        p = self.pipeline() if own else pipe
+        n0 = len(p)
+        ref = as_of_ms if as_of_ms is not None else now_ms
+        for doc, old in zip(docs, old_states, strict=True):
+            self._queue_group(p, doc, now_ms, ref, old.decode() if old else None)
+        queued = len(p) - n0
+        if own:
+            p.execute()
+        return queued
+
+    def write_group(self, doc: Mapping[str, Any], now_ms: int, *, as_of_ms: int | None = None) -> None:
+        self.write_groups([doc], now_ms, as_of_ms=as_of_ms)
+
+    def _queue_group(
+        self, p: Any, doc: Mapping[str, Any], now_ms: int, ref: int, old_state: str | None
+    ) -> None:
+        row = fleet_row(doc, ref)
+        row = FleetRow(**{**row.__dict__, "last_refreshed": int(now_ms)})
+        name = row.name
+        p.set(self.gk(name, "doc"), _dumps(doc))
+        p.hset(self.k("fleet"), name, _dumps(row.to_json()))
+        p.hset(self.k("fleet", "state"), name, row.state)
+        p.hset(self.k("fleet", "type"), name, row.type or "")
+        p.hset(self.k("refreshed"), name, int(now_ms))
+        p.sadd(self.k("states"), row.state)
+        scores = {
+            "name": 0.0,
+            "state": float(KNOWN_STATES.index(row.state)) if row.state in KNOWN_STATES else 99.0,
+            "lag": float(row.lag),
+            "lag_seconds": float(row.lag_seconds),
+            "rebalance_rate": float(row.rebalances_1h),
+            "members": float(row.members),
+            "last_change": float(row.last_change or 0),
+        }
+        if old_state and old_state != row.state:
+            for sort in SORT_KEYS:
+                p.zrem(self.idx(sort, old_state), name)
+        for sort, score in scores.items():
+            p.zadd(self.idx(sort), {name: score})
+            p.zadd(self.idx(sort, row.state), {name: score})
+        # Timeline rows: id = start:state (two states can start in the same millisecond).
+        for t in doc.get("timeline") or []:
+            start = t.get("start")
+            if start is None:
+                continue
+            rid = f"{int(start)}:{t.get('state')}"
+            p.hset(self.gk(name, "timeline"), rid, _dumps(t))
+            p.zadd(self.gk(name, "timeline:idx"), {rid: float(start)})
+        # Generations: id = generation (or epoch) number, scored by start.
+        for g in doc.get("generations") or []:
+            gen = g.get("generation")
+            start = g.get("start")
+            if gen is None or start is None:
+                continue
+            rid = str(gen)
+            p.hset(self.gk(name, "generations"), rid, _dumps(g))
+            p.zadd(self.gk(name, "generations:idx"), {rid: float(start)})
+
+    def write_lag_points(
+        self,
+        group: str,
+        ts: int,
+        *,
+        total: int,
+        lag_seconds: float,
+        partitions: Mapping[str, Any] | None = None,
+        members: Mapping[str, Any] | None = None,
+        pipe: Any = None,
+    ) -> None:
+        """One point of a group's lag history at `ts` (ms): totals plus per-partition ("topic:p") and
+        per-member lag. Keyed by ts, so writing the same point twice keeps one."""
+        point = {
+            "ts": int(ts),
+            "lag": int(total),
+            "lag_seconds": float(lag_seconds),
+            "partitions": dict(partitions or {}),
+            "members": dict(members or {}),
+        }
+        own = pipe is None
+        p = self.pipeline() if own else pipe
+        rid = str(int(ts))
+        p.hset(self.gk(group, "lag"), rid, _dumps(point))
+        p.zadd(self.gk(group, "lag:idx"), {rid: float(ts)})
+        if own:
+            p.execute()
+
+    def add_dead_letter(
+        self,
+        raw: Mapping[str, Any] | bytes | None,
+        position: str,
+        error: str,
+        ts: int | None = None,
+        *,
+        source: str = "__consumer_offsets",
+        pipe: Any = None,
+    ) -> None:
+        """A record that failed to decode: raw bytes (base64), where it came from and why.
+
+        `raw` is bytes or a mapping like {"key": bytes, "value": bytes|None}; `position` identifies the
+        record (e.g. "__consumer_offsets/7@1234" or "broker.log:88"), so a replay adds it once."""
+        ts = int(ts if ts is not None else time.time() * 1000)
+        if isinstance(raw, bytes | bytearray):
+            raw_j: dict[str, Any] = {"raw": base64.b64encode(bytes(raw)).decode()}
+        elif isinstance(raw, Mapping):
+            raw_j = {
+                k: (base64.b64encode(bytes(v)).decode() if isinstance(v, bytes | bytearray) else v)
+                for k, v in raw.items()
+            }
+        else:
+            raw_j = {}
+        entry = {"source": source, "position": position, "error": error, "ts": ts, **raw_j}
+        self._dead_letter(
+            keys=[self.k("deadletters"), self.k("deadletters", "seen")],
+            args=[position, ts, _dumps(entry), self.dead_letter_max],
+            client=pipe if pipe is not None else self.r,
+        )
+
+    def set_source_status(self, source: str, ok: bool, detail: str, now_ms: int, *, pipe: Any = None) -> None:
+        """Per-source health (offsets topic, heartbeats, broker log, admin API); `since` is kept while
+        the status does not change, so the UI can say "unreadable since ..."."""
+        key = self.k("sources")
+        prev_raw = self.r.hget(key, source) if pipe is None else None
+        since = int(now_ms)
+        if prev_raw:
+            prev = json.loads(prev_raw)
+            if prev.get("ok") == ok and prev.get("detail") == detail:
+                since = prev.get("since", since)
+        val = {"ok": bool(ok), "detail": detail, "since": since, "updated": int(now_ms)}
+        (pipe if pipe is not None else self.r).hset(key, source, _dumps(val))
+
+    def heartbeat_collector(
+        self, now_ms: int, *, batch_id: int | None = None, event_ms: int | None = None, **extra: Any
+    ) -> None:
+        """The collector is alive: wall-clock time of its last batch and the evidence time it reached."""
+        val = {"ts": int(now_ms), "batch_id": batch_id, "event_ms": event_ms, **extra}
+        self.r.set(self.k("collector", "heartbeat"), _dumps(val))
+        self.r.set(self.k("schema"), SCHEMA_VERSION)
+
+    def trim(self, now_ms: int) -> int:
+        """Drop history older than the retention (timelines, generations, lag points, dead letters),
+        and groups that are Dead/Empty and were not refreshed within it. Returns rows removed."""
+        cutoff = int(now_ms - self.retention_ms)
+        removed = 0
+        stale: list[str] = []
+        cursor = 0
+        while True:
+            cursor, chunk = self.r.hscan(self.k("refreshed"), cursor, count=1000)
+            names = [n.decode() for n in chunk]
+            p = self.pipeline()
+            for name in names:
+                for what in ("timeline", "generations", "lag"):
+                    self._trim_series(
+                        keys=[self.gk(name, what), self.gk(name, f"{what}:idx")], args=[cutoff], client=p
+                    )
+            removed += sum(int(x or 0) for x in p.execute())
+            stale += [n for n in names if int(chunk[n.encode()]) < cutoff]
+            if cursor == 0:
+                break
+        states = self.r.hmget(self.k("fleet", "state"), stale) if stale else []
+        for name, st in zip(stale, states, strict=True):
+            if st and st.decode() in ("Dead", "Empty"):
+                self.delete_group(name)
+                removed += 1
+        # Dead letters: the seen-set by record time; the stream itself is capped by length (MAXLEN), as
+        # its ids are wall-clock times while retention runs on evidence time (replays of old captures).
+        removed += int(self.r.zremrangebyscore(self.k("deadletters", "seen"), "-inf", f"({cutoff}"))
+        return removed
+
+    def delete_group(self, name: str) -> None:
+        st = self.r.hget(self.k("fleet", "state"), name)
+        p = self.pipeline()
+        for sort in SORT_KEYS:
+            p.zrem(self.idx(sort), name)
+            if st:
+                p.zrem(self.idx(sort, st.decode()), name)
+        for h in ("fleet", "fleet:state", "fleet:type", "refreshed"):
+            p.hdel(self.k(*h.split(":")), name)
+        for what in ("doc", "timeline", "timeline:idx", "generations", "generations:idx", "lag", "lag:idx"):
+            p.delete(self.gk(name, what))
+        p.execute()
+
+    # ---- read side ---------------------------------------------------------------------------------
+    def list_groups(
+        self,
+        sort_by: str = "name",
+        descending: bool = False,
+        state: str | list[str] | None = None,
+        name_contains: str | None = None,
+        type_: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """(total matching, one page of fleet rows). Ties sort by name."""
+        if sort_by not in SORT_KEYS:
+            raise ValueError(f"sort_by must be one of {', '.join(SORT_KEYS)}, not {sort_by!r}")
+        offset, limit = max(0, int(offset)), max(0, int(limit))
+        states = [state] if isinstance(state, str) else list(state or [])
+        if not name_contains and not type_ and len(states) <= 1:
+            index = self.idx(sort_by, states[0] if states else None)
+            p = self.pipeline()
+            p.zcard(index)
+            if limit:
+                p.zrange(index, offset, offset + limit - 1, desc=descending)
+            res = p.execute()
+            total, names = int(res[0]), (res[1] if limit else [])
+        else:
+            index = self.idx(sort_by, states[0] if len(states) == 1 else None)
+            total, names = self._filter(
+                keys=[index, self.k("fleet", "type"), self.k("fleet", "state")],
+                args=[
+                    "1" if descending else "0",
+                    (name_contains or "").lower(),
+                    type_ or "",
+                    offset,
+                    limit,
+                    *(states if len(states) > 1 else []),
+                ],
+            )
+            total = int(total)
+        if not names:
+            return total, []
+        rows = self.r.hmget(self.k("fleet"), names)
+        return total, [json.loads(r) for r in rows if r]
+
+    def fleet_counts(self) -> dict[str, Any]:
+        """Counts for the fleet header: total, by state, in a rebalance storm, lagging."""
+        states = sorted(s.decode() for s in self.r.smembers(self.k("states")))
+        p = self.pipeline()
+        p.hlen(self.k("fleet"))
+        for s in states:
+            p.zcard(self.idx("name", s))
+        p.zcount(self.idx("rebalance_rate"), self.storm_rebalances_per_hour, "+inf")
+        p.zcount(self.idx("lag_seconds"), f"({self.lagging_seconds}", "+inf")
+        res = p.execute()
+        by_state = {s: int(n) for s, n in zip(states, res[1 : 1 + len(states)], strict=True) if n}
+        return {
+            "total": int(res[0]),
+            "by_state": by_state,
+            "storms": int(res[-2]),
+            "lagging": int(res[-1]),
+            "storm_rebalances_per_hour": self.storm_rebalances_per_hour,
+            "lagging_seconds": self.lagging_seconds,
+        }
+
+    def get_group(self, name: str) -> dict[str, Any] | None:
+        """The group's document exactly as `groupscope model --json` prints it, or None."""
+        raw = self.r.get(self.gk(name, "doc"))
+        return json.loads(raw) if raw else None
+
+    def get_row(self, name: str) -> dict[str, Any] | None:
+        raw = self.r.hget(self.k("fleet"), name)
+        return json.loads(raw) if raw else None
+
+    def _series(self, group: str, what: str, since: int | None, until: int | None) -> list[dict[str, Any]]:
+        ids = self.r.zrangebyscore(
+            self.gk(group, f"{what}:idx"),
+            "-inf" if since is None else since,
+            "+inf" if until is None else until,
+        )
+        if not ids:
+            return []
+        return [json.loads(v) for v in self.r.hmget(self.gk(group, what), ids) if v]
+
+    def get_timeline(self, name: str, since: int | None = None, until: int | None = None) -> list[dict]:
+        """State intervals that start in [since, until] plus the one in force at `since`, by start."""
+        rows = self._series(name, "timeline", None, until)
+        if since is None:
+            return rows
+        return [t for t in rows if (t.get("end") is None or t["end"] >= since)]
+
+    def get_generations(self, name: str, since: int | None = None, until: int | None = None) -> list[dict]:
+        return self._series(name, "generations", since, until)
+
+    def get_lag_history(self, name: str, since: int | None = None, until: int | None = None) -> list[dict]:
+        return self._series(name, "lag", since, until)
+
+    def dead_letters(self, n: int = 100) -> list[dict[str, Any]]:
+        """The newest n dead letters, newest first."""
+        out = []
+        for _id, fields in self.r.xrevrange(self.k("deadletters"), count=n):
+            out.append(json.loads(fields[b"entry"]))
+        return out
+
+    def freshness(self, groups: Iterable[str] | None = None) -> dict[str, Any]:
+        """Last collector heartbeat (and how old it is), per-source status, and last refresh per group
+        (only the groups asked for, or none: the fleet rows carry `last_refreshed` too)."""
+        hb = self.r.get(self.k("collector", "heartbeat"))
+        sources = {k.decode(): json.loads(v) for k, v in self.r.hgetall(self.k("sources")).items()}
+        out: dict[str, Any] = {
+            "collector": json.loads(hb) if hb else None,
+            "collector_age_ms": None,
+            "sources": sources,
+            "groups": {},
+        }
+        if out["collector"]:
+            out["collector_age_ms"] = int(time.time() * 1000) - int(out["collector"]["ts"])
+        if groups:
+            names = list(groups)
+            vals = self.r.hmget(self.k("refreshed"), names)
+            out["groups"] = {n: (int(v) if v else None) for n, v in zip(names, vals, strict=True)}
+        return out

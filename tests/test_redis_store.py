@@ -1,0 +1,204 @@
+"""The Redis layout and its read/write API, against the harness's real redis-server."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+from collectors.redis_store import HOUR_MS, RedisStore, fleet_row, lag_totals
+
+pytestmark = pytest.mark.servers
+
+T0 = 1_700_000_000_000
+
+
+def make_doc(name: str, state: str = "Stable", gen: int = 3, members: int = 2, lag: int = 0, **kw) -> dict:
+    gens = [
+        {
+            "generation": g,
+            "start": T0 + g * 1000,
+            "end": T0 + g * 1000 + 500,
+            "duration_ms": 500,
+            "cause": "member_joined",
+        }
+        for g in range(1, gen + 1)
+    ]
+    return {
+        "group": name,
+        "type": kw.get("type", "classic"),
+        "state": state,
+        "protocol_type": "consumer",
+        "protocol": "range",
+        "generation": gen,
+        "members": [{"member_id": f"m{i}", "assignment": []} for i in range(members)],
+        "timeline": [
+            {"state": "Empty", "start": T0, "end": T0 + 1000},
+            {"state": state, "start": T0 + 1000, "end": None},
+        ],
+        "generations": gens,
+        "offsets": {},
+        "lag": {"partitions": [{"topic": "t", "partition": 0, "lag": lag, "lag_seconds": lag / 10}]},
+    }
+
+
+def dump(r) -> dict:
+    """Every key with its full content, to compare Redis before and after."""
+    out = {}
+    for k in sorted(r.keys("*")):
+        t = r.type(k).decode()
+        if t == "string":
+            out[k] = r.get(k)
+        elif t == "hash":
+            out[k] = r.hgetall(k)
+        elif t == "zset":
+            out[k] = r.zrange(k, 0, -1, withscores=True)
+        elif t == "set":
+            out[k] = sorted(r.smembers(k))
+        elif t == "stream":
+            out[k] = [f for _, f in r.xrange(k)]
+    return out
+
+
+def test_get_group_returns_the_document_verbatim(redis_client):
+    st = RedisStore(redis_client)
+    doc = make_doc("g1", lag=7)
+    st.write_group(doc, T0 + 10_000)
+    assert st.get_group("g1") == doc
+    assert st.get_group("nope") is None
+    row = st.get_row("g1")
+    assert row["lag"] == 7 and row["members"] == 2 and row["state"] == "Stable"
+    assert row["rebalances_1h"] == 3 and row["last_change"] == T0 + 1000
+
+
+def test_writes_are_idempotent(redis_client):
+    st = RedisStore(redis_client)
+    docs = [make_doc(f"g{i}", lag=i) for i in range(20)]
+    st.write_groups(docs, T0 + 5000)
+    st.write_lag_points("g1", T0 + 4000, total=1, lag_seconds=0.1, partitions={"t:0": 1})
+    st.add_dead_letter({"key": b"\x00\x01", "value": None}, "__consumer_offsets/3@17", "short key", T0)
+    before = dump(redis_client)
+    st.write_groups(docs, T0 + 5000)
+    st.write_lag_points("g1", T0 + 4000, total=1, lag_seconds=0.1, partitions={"t:0": 1})
+    st.add_dead_letter({"key": b"\x00\x01", "value": None}, "__consumer_offsets/3@17", "short key", T0)
+    assert dump(redis_client) == before
+    assert len(st.dead_letters()) == 1
+
+
+def test_state_change_moves_the_group_between_state_indexes(redis_client):
+    st = RedisStore(redis_client)
+    st.write_group(make_doc("g", state="Stable"), T0)
+    assert st.list_groups(state="Stable")[0] == 1
+    st.write_group(make_doc("g", state="Empty", members=0), T0 + 1)
+    assert st.list_groups(state="Stable")[0] == 0
+    total, rows = st.list_groups(state="Empty")
+    assert total == 1 and rows[0]["name"] == "g"
+    assert st.fleet_counts()["by_state"] == {"Empty": 1}
+
+
+def test_list_groups_sorts_filters_and_pages_like_python(redis_client):
+    rnd = random.Random(7)
+    st = RedisStore(redis_client, storm_rebalances_per_hour=5, lagging_seconds=30)
+    states = ["Stable", "Empty", "PreparingRebalance", "Dead"]
+    docs = [
+        make_doc(
+            f"svc-{rnd.choice(['orders', 'billing', 'audit'])}-{i:03d}",
+            state=rnd.choice(states),
+            gen=rnd.randint(1, 8),
+            members=rnd.randint(0, 5),
+            lag=rnd.randint(0, 1000),
+            type=rnd.choice(["classic", "consumer"]),
+        )
+        for i in range(300)
+    ]
+    st.write_groups(docs, T0 + HOUR_MS // 2)
+    rows = {d["group"]: fleet_row(d, T0 + HOUR_MS // 2).to_json() for d in docs}
+    key = {
+        "name": lambda r: (0, r["name"]),
+        "lag": lambda r: (r["lag"], r["name"]),
+        "members": lambda r: (r["members"], r["name"]),
+        "rebalance_rate": lambda r: (r["rebalances_1h"], r["name"]),
+    }
+    for sort_by, fn in key.items():
+        for desc in (False, True):
+            for state in (None, "Stable"):
+                for sub in (None, "BILL"):
+                    want = [
+                        r
+                        for r in rows.values()
+                        if (state is None or r["state"] == state)
+                        and (sub is None or sub.lower() in r["name"].lower())
+                    ]
+                    want.sort(key=fn, reverse=desc)
+                    total, page = st.list_groups(
+                        sort_by, desc, state=state, name_contains=sub, offset=10, limit=25
+                    )
+                    assert total == len(want)
+                    assert [r["name"] for r in page] == [r["name"] for r in want[10:35]]
+    total, page = st.list_groups("name", state=["Stable", "Dead"], type_="consumer", limit=1000)
+    want = sorted(n for n, r in rows.items() if r["state"] in ("Stable", "Dead") and r["type"] == "consumer")
+    assert total == len(want) and [r["name"] for r in page] == want
+    counts = st.fleet_counts()
+    assert counts["total"] == 300
+    assert sum(counts["by_state"].values()) == 300
+    assert counts["storms"] == sum(1 for r in rows.values() if r["rebalances_1h"] >= 5)
+    assert counts["lagging"] == sum(1 for r in rows.values() if r["lag_seconds"] > 30)
+    with pytest.raises(ValueError):
+        st.list_groups("bogus")
+
+
+def test_history_ranges_and_trim(redis_client):
+    st = RedisStore(redis_client, retention_ms=10_000)
+    st.write_group(make_doc("g", gen=5), T0 + 6000)
+    for i in range(10):
+        st.write_lag_points("g", T0 + i * 1000, total=i, lag_seconds=i / 2, members={"m0": i})
+    assert [g["generation"] for g in st.get_generations("g", since=T0 + 2000, until=T0 + 4000)] == [2, 3, 4]
+    assert [p["lag"] for p in st.get_lag_history("g", since=T0 + 7000)] == [7, 8, 9]
+    assert [t["state"] for t in st.get_timeline("g", since=T0 + 2000)] == ["Stable"]
+    st.add_dead_letter(b"\xff", "f:1", "bad", T0)
+    # cutoff T0+3500: generations 1-3, lag points 0-3, the Empty interval (the newest row stays even when
+    # it began before the cutoff: it is the state in force), one dead letter
+    removed = st.trim(T0 + 13_500)
+    assert removed == 3 + 4 + 1 + 1
+    assert [t["state"] for t in st.get_timeline("g")] == ["Stable"]
+    assert [g["generation"] for g in st.get_generations("g")] == [4, 5]
+    assert len(st.get_lag_history("g")) == 6
+    assert st.get_group("g") is not None  # a live group is never dropped, only its old history
+
+
+def test_trim_drops_groups_gone_quiet_in_empty_or_dead(redis_client):
+    st = RedisStore(redis_client, retention_ms=1000)
+    st.write_group(make_doc("old", state="Dead", members=0), T0)
+    st.write_group(make_doc("busy", state="Stable"), T0)
+    st.trim(T0 + 5000)
+    assert st.get_group("old") is None and st.list_groups()[0] == 1
+    assert not [k for k in redis_client.keys("*") if b"{old}" in k]
+
+
+def test_freshness_and_source_status(redis_client):
+    st = RedisStore(redis_client)
+    assert st.freshness()["collector"] is None
+    st.set_source_status("__consumer_offsets", False, "topic does not exist", T0)
+    st.set_source_status("__consumer_offsets", False, "topic does not exist", T0 + 5000)
+    st.heartbeat_collector(T0 + 5000, batch_id=4)
+    st.write_group(make_doc("g"), T0 + 4000)
+    f = st.freshness(["g", "missing"])
+    assert f["sources"]["__consumer_offsets"]["since"] == T0
+    assert f["sources"]["__consumer_offsets"]["updated"] == T0 + 5000
+    assert f["collector"]["batch_id"] == 4
+    assert f["groups"] == {"g": T0 + 4000, "missing": None}
+
+
+def test_dead_letter_keeps_raw_bytes(redis_client):
+    st = RedisStore(redis_client)
+    st.add_dead_letter({"key": b"\x00\x09abc", "value": b"\x01"}, "__consumer_offsets/0@5", "bad version", T0)
+    (dl,) = st.dead_letters()
+    assert dl["key"] == "AAlhYmM=" and dl["value"] == "AQ==" and dl["error"] == "bad version"
+    assert json.loads(json.dumps(dl)) == dl
+
+
+def test_lag_totals_shapes():
+    assert lag_totals(None) == (0, 0.0)
+    assert lag_totals({"total_lag": 5, "max_lag_seconds": 2.5}) == (5, 2.5)
+    assert lag_totals([{"lag": 2, "lag_seconds": 1}, {"lag": None, "lag_seconds": 3}]) == (2, 3.0)
