@@ -1,0 +1,279 @@
+"""One evaluation cycle: read the groups from Redis, run the rules, move alerts through their lifecycle.
+
+Fast at fleet scale because a quiet group is not re-read: the collector stamps each group it writes
+in `gs:refreshed`; the evaluator remembers the stamp it judged (`gs:alerts:seen`) and re-reads only
+groups whose stamp moved, plus groups whose findings may change with time alone (a sliding window, a
+growing duration), which the rules announce through `recheck_at` (`gs:alerts:recheck`). Documents
+are fetched with pipelined GETs, 1,000 per round trip, and all writes of a chunk go in one pipeline.
+
+`at_ms` evaluates as of a past moment: every group is judged, with its generations and timeline
+cut at that moment and its lag taken from the lag history point in force then.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.alerts.store import Alert, AlertStore
+from collectors.redis_store import RedisStore
+from coordinator_model.alerting import AlertConfig, Finding, evaluate_group
+
+log = logging.getLogger(__name__)
+
+MAX_EVIDENCE_ITEMS = 50
+
+
+@dataclass(frozen=True)
+class Transition:
+    """An alert that started firing or was resolved in this cycle: what the notifiers send."""
+
+    event: str  # "firing" | "resolved"
+    alert: dict[str, Any]
+
+
+@dataclass
+class CycleResult:
+    now_ms: int
+    groups_total: int = 0
+    evaluated: int = 0
+    fired: int = 0
+    resolved: int = 0
+    updated: int = 0
+    active: int = 0
+    duration_s: float = 0.0
+    skipped_locked: bool = False
+    transitions: list[Transition] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        d = {k: v for k, v in self.__dict__.items() if k != "transitions"}
+        d["transitions"] = len(self.transitions)
+        return d
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _chunks(items: list[str], n: int) -> Iterator[list[str]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+def _trim_evidence(evidence: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for k, v in evidence.items():
+        if isinstance(v, list) and len(v) > MAX_EVIDENCE_ITEMS:
+            out[k] = v[-MAX_EVIDENCE_ITEMS:]
+            out[f"{k}_truncated"] = len(v) - MAX_EVIDENCE_ITEMS
+        else:
+            out[k] = v
+    return out
+
+
+def lag_from_point(point: dict[str, Any]) -> dict[str, Any]:
+    """A lag-history point (docs/redis-schema.md) as a document `lag` section.
+
+    A point carries offsets per partition and the group's worst seconds; per-partition seconds are
+    not kept in history, so the worst seconds go to the partition with the largest lag."""
+    rows: list[dict[str, Any]] = []
+    parts = point.get("partitions") or {}
+    items = parts.items() if isinstance(parts, dict) else []
+    for key, value in items:
+        topic, _, part = str(key).rpartition(":")
+        if not topic or not part.lstrip("-").isdigit():
+            continue
+        if isinstance(value, dict):
+            rows.append({"topic": topic, "partition": int(part), **value})
+        else:
+            rows.append({"topic": topic, "partition": int(part), "lag": value, "lag_seconds": None})
+    if rows and all(r.get("lag_seconds") is None for r in rows):
+        worst = max(rows, key=lambda r: r.get("lag") or 0)
+        worst["lag_seconds"] = point.get("lag_seconds")
+    return {"partitions": rows, "as_of": point.get("ts")}
+
+
+class Evaluator:
+    def __init__(self, client: Any, config: AlertConfig, prefix: str = "gs", chunk: int = 1000) -> None:
+        self.r = client
+        self.config = config
+        self.data = RedisStore(client, prefix=prefix)
+        self.alerts = AlertStore(client, prefix=prefix)
+        self.chunk = chunk
+
+    def run_cycle(
+        self,
+        now_ms: int | None = None,
+        at_ms: int | None = None,
+        full: bool = False,
+        lock_ttl_ms: int = 120_000,
+    ) -> CycleResult:
+        """Evaluate once. `at_ms` replays a past moment (every group judged); `full` re-judges every
+        group now. Holds a Redis lock so overlapping beats skip instead of doubling work."""
+        t0 = time.perf_counter()
+        historic = at_ms is not None
+        now = at_ms if historic else (now_ms if now_ms is not None else _now_ms())
+        assert now is not None
+        result = CycleResult(now_ms=now)
+        token = uuid.uuid4().hex
+        if not self.alerts.acquire_lock(lock_ttl_ms, token):
+            result.skipped_locked = True
+            return result
+        try:
+            self._cycle(result, now, historic, full or historic)
+        finally:
+            self.alerts.release_lock(token)
+        result.duration_s = time.perf_counter() - t0
+        self.r.set(self.alerts.k("cycle"), json.dumps({**result.summary(), "wall_ms": _now_ms()}))
+        return result
+
+    def _cycle(self, result: CycleResult, now: int, historic: bool, full: bool) -> None:
+        refreshed = {k.decode(): v.decode() for k, v in self.r.hgetall(self.data.k("refreshed")).items()}
+        result.groups_total = len(refreshed)
+        active = self.alerts.active_by_group()
+        if full:
+            todo = list(refreshed)
+        else:
+            seen = self.alerts.seen()
+            due = set(self.alerts.due(now))
+            todo = [g for g, stamp in refreshed.items() if seen.get(g) != stamp or g in due]
+        # Groups the collector no longer keeps (trimmed, deleted): their alerts end.
+        gone = [g for g in active if g not in refreshed]
+        for chunk in _chunks(todo, self.chunk):
+            self._chunk(chunk, refreshed, active, now, historic, result)
+        if gone and not historic:
+            pipe = self.r.pipeline(transaction=False)
+            for g in gone:
+                for alert in active[g].values():
+                    self._resolve(pipe, alert, now, result, reason="group no longer in Redis")
+                pipe.zrem(self.alerts.k("recheck"), g)
+                pipe.hdel(self.alerts.k("seen"), g)
+            pipe.execute()
+        result.active = self.r.hlen(self.alerts.k("active"))
+
+    def _docs(self, groups: list[str], now: int, historic: bool) -> list[dict[str, Any] | None]:
+        pipe = self.r.pipeline(transaction=False)
+        for g in groups:
+            pipe.get(self.data.gk(g, "doc"))
+        docs: list[dict[str, Any] | None] = []
+        for g, raw in zip(groups, pipe.execute(), strict=True):
+            try:
+                doc = json.loads(raw) if raw else None
+            except ValueError:
+                log.warning("group %s: document in Redis is not JSON; skipped", g)
+                doc = None
+            if doc is not None:
+                doc.setdefault("group", g)
+            docs.append(doc)
+        if historic:
+            self._lag_as_of(groups, docs, now)
+        return docs
+
+    def _lag_as_of(self, groups: list[str], docs: list[dict[str, Any] | None], at_ms: int) -> None:
+        """Replace each document's lag by the history point in force at at_ms when the document is
+        newer than at_ms (its latest lag point is after at_ms)."""
+        pipe = self.r.pipeline(transaction=False)
+        for g in groups:
+            idx = self.data.gk(g, "lag:idx")
+            pipe.zrevrangebyscore(idx, "+inf", "-inf", start=0, num=1, withscores=True)
+            pipe.zrevrangebyscore(idx, at_ms, "-inf", start=0, num=1)
+        res = pipe.execute()
+        fetch: list[tuple[int, str]] = []
+        for i in range(len(groups)):
+            newest, at = res[2 * i], res[2 * i + 1]
+            if docs[i] is None or not newest or newest[0][1] <= at_ms:
+                continue  # no history, or the document is not newer than at_ms: its lag stands
+            if not at:
+                docs[i]["lag"] = {"partitions": []}  # type: ignore[index]  # nothing known yet then
+                continue
+            fetch.append((i, at[0].decode()))
+        if not fetch:
+            return
+        pipe = self.r.pipeline(transaction=False)
+        for i, field_id in fetch:
+            pipe.hget(self.data.gk(groups[i], "lag"), field_id)
+        for (i, _), raw in zip(fetch, pipe.execute(), strict=True):
+            if raw and docs[i] is not None:
+                docs[i]["lag"] = lag_from_point(json.loads(raw))  # type: ignore[index]
+
+    def _chunk(
+        self,
+        groups: list[str],
+        refreshed: dict[str, str],
+        active: dict[str, dict[str, Alert]],
+        now: int,
+        historic: bool,
+        result: CycleResult,
+    ) -> None:
+        docs = self._docs(groups, now, historic)
+        pipe = self.r.pipeline(transaction=False)
+        for g, doc in zip(groups, docs, strict=True):
+            current = active.get(g, {})
+            findings: dict[str, Finding] = {}
+            recheck = None
+            if doc is not None:
+                try:
+                    ev = evaluate_group(doc, now, self.config)
+                except Exception:  # one malformed document must not stop the fleet's evaluation
+                    log.exception("group %s: rule evaluation failed; its alerts are left as they are", g)
+                    continue
+                findings = {f.rule: f for f in ev.findings}
+                recheck = ev.recheck_at
+            result.evaluated += 1
+            for rule, f in findings.items():
+                alert = current.get(rule)
+                if alert is not None and alert.updated > now:
+                    continue  # already judged at a later moment (an older --at replay): leave it
+                if alert is None:
+                    self._fire(pipe, f, now, result)
+                else:
+                    alert.severity, alert.summary = f.severity, f.summary
+                    alert.evidence = _trim_evidence(f.evidence)
+                    alert.updated = now
+                    self.alerts.queue_update(pipe, alert)
+                    result.updated += 1
+            for rule, alert in current.items():
+                if rule not in findings and alert.updated <= now:
+                    self._resolve(pipe, alert, now, result)
+            if historic:
+                pipe.hdel(self.alerts.k("seen"), g)  # the live evaluator re-judges it next cycle
+            else:
+                pipe.hset(self.alerts.k("seen"), g, refreshed[g])
+                if recheck is not None:
+                    pipe.zadd(self.alerts.k("recheck"), {g: recheck})
+                else:
+                    pipe.zrem(self.alerts.k("recheck"), g)
+        pipe.execute()
+
+    def _fire(self, pipe: Any, f: Finding, now: int, result: CycleResult) -> None:
+        alert = Alert(
+            group=f.group,
+            rule=f.rule,
+            state="firing",
+            severity=f.severity,
+            summary=f.summary,
+            since=min(f.since, now),
+            until=None,
+            updated=now,
+            evidence=_trim_evidence(f.evidence),
+        )
+        self.alerts.queue_fire(pipe, alert)
+        result.fired += 1
+        result.transitions.append(Transition("firing", alert.to_json()))
+
+    def _resolve(
+        self, pipe: Any, alert: Alert, now: int, result: CycleResult, reason: str | None = None
+    ) -> None:
+        alert.state = "resolved"
+        alert.until = now
+        alert.updated = now
+        if reason:
+            alert.evidence = {**alert.evidence, "resolved_because": reason}
+        self.alerts.queue_resolve(pipe, alert)
+        result.resolved += 1
+        result.transitions.append(Transition("resolved", alert.to_json()))

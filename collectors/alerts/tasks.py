@@ -1,0 +1,146 @@
+"""The Celery app of `groupscope worker`: beat schedules an evaluation cycle every few seconds, and each
+notification is its own task, retried with exponential backoff, so a failing channel holds up nothing.
+
+Redis is the broker (the same Redis the collector writes). Tasks go to the `groupscope-alerts` queue,
+so a Celery worker of the dashboard (background callbacks) on the same Redis never takes them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from typing import Any
+
+from celery import Celery
+
+from collectors.alerts.evaluate import Evaluator
+from collectors.alerts.notify import Notifier, NotifyError, backoff_delay, build_notifier
+from coordinator_model.alerting import AlertConfig
+
+log = logging.getLogger(__name__)
+
+QUEUE = "groupscope-alerts"
+EVALUATE = "groupscope.alerts.evaluate"
+NOTIFY = "groupscope.alerts.notify"
+
+app = Celery("groupscope")
+app.conf.update(
+    task_default_queue=QUEUE,
+    task_serializer="json",
+    accept_content=["json"],
+    task_ignore_result=True,
+    worker_prefetch_multiplier=4,
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+    timezone="UTC",
+)
+
+
+class _Runtime:
+    """What the tasks need, set once by `configure` in the worker process."""
+
+    redis_url: str = ""
+    prefix: str = "gs"
+    config: AlertConfig = AlertConfig()
+    notifiers: dict[str, Notifier] = {}  # noqa: RUF012 - replaced as a whole by configure()
+    evaluator: Evaluator | None = None
+
+
+def configure(redis_url: str, config: AlertConfig, interval_s: float = 5.0, prefix: str = "gs") -> Celery:
+    app.conf.broker_url = redis_url
+    app.conf.beat_schedule = {
+        "groupscope-evaluate": {
+            "task": EVALUATE,
+            "schedule": float(interval_s),
+            # A cycle that could not start within two intervals is stale: the next one replaces it.
+            "options": {"queue": QUEUE, "expires": max(2.0, 2 * float(interval_s))},
+        }
+    }
+    _Runtime.redis_url = redis_url
+    _Runtime.prefix = prefix
+    _Runtime.config = config
+    _Runtime.notifiers = {
+        n["name"]: build_notifier(n, float(config.notify.get("timeout_s", 5.0))) for n in config.notifiers
+    }
+    _Runtime.evaluator = None
+    return app
+
+
+def _evaluator() -> Evaluator:
+    if _Runtime.evaluator is None:
+        import redis
+
+        client = redis.Redis.from_url(_Runtime.redis_url, socket_timeout=30, socket_connect_timeout=5)
+        _Runtime.evaluator = Evaluator(client, _Runtime.config, prefix=_Runtime.prefix)
+    return _Runtime.evaluator
+
+
+def enqueue_notifications(transitions: list[Any]) -> int:
+    """One notify task per (channel, event) the channel wants."""
+    sent = 0
+    for t in transitions:
+        event = {"event": t.event, "alert": t.alert}
+        if t.event == "resolved" and not _Runtime.config.notify.get("resolved", True):
+            continue
+        for name, n in _Runtime.notifiers.items():
+            if n.wants(event):
+                notify_task.apply_async(args=(name, event), queue=QUEUE)
+                sent += 1
+    return sent
+
+
+@app.task(name=EVALUATE, ignore_result=True)
+def evaluate_task(at_ms: int | None = None) -> dict[str, Any]:
+    result = _evaluator().run_cycle(at_ms=at_ms)
+    summary = result.summary()
+    summary["notifications"] = enqueue_notifications(result.transitions)
+    if result.fired or result.resolved:
+        log.info("alerts: %s", summary)
+    return summary
+
+
+@app.task(name=NOTIFY, bind=True, ignore_result=True, max_retries=None)
+def notify_task(self: Any, channel: str, event: dict[str, Any]) -> bool:
+    notifier = _Runtime.notifiers.get(channel)
+    if notifier is None:
+        log.error("notify: no channel named %s in the configuration", channel)
+        return False
+    try:
+        notifier.send(event)
+        return True
+    except NotifyError as e:
+        retries = int(_Runtime.config.notify.get("retries", 5))
+        attempt = self.request.retries
+        if attempt >= retries:
+            log.error("notify %s: gave up after %d attempts: %s", channel, attempt + 1, e)
+            return False
+        delay = backoff_delay(attempt, float(_Runtime.config.notify.get("backoff_s", 1.0)))
+        log.warning("notify %s failed (%s); retry %d in %.1f s", channel, e, attempt + 1, delay)
+        raise self.retry(exc=e, countdown=delay) from e
+
+
+def run_worker(
+    redis_url: str,
+    config: AlertConfig,
+    interval_s: float = 5.0,
+    concurrency: int = 4,
+    loglevel: str = "INFO",
+    prefix: str = "gs",
+) -> int:
+    """Run the worker with embedded beat until stopped (SIGTERM/SIGINT: warm shutdown)."""
+    configure(redis_url, config, interval_s, prefix)
+    schedule_dir = tempfile.mkdtemp(prefix="groupscope-beat-")
+    worker = app.Worker(
+        beat=True,
+        pool="threads",
+        concurrency=concurrency,
+        loglevel=loglevel,
+        queues=[QUEUE],
+        schedule_filename=os.path.join(schedule_dir, "schedule"),
+        without_gossip=True,
+        without_mingle=True,
+        quiet=True,
+    )
+    worker.start()
+    return int(worker.exitcode or 0)

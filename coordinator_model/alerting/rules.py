@@ -1,0 +1,400 @@
+"""The alert rules: pure functions of (group document, now_ms, parameters) -> findings with evidence.
+
+Each rule looks at the document as of now_ms: generations and timeline spans that start after now_ms
+are ignored, so a document rebuilt later can still be judged "as of" an earlier moment. A rule also
+says when its answer may change with no new data (`recheck_at`): windows slide and durations grow,
+so the evaluator re-runs a quiet group only then instead of every cycle.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator_model.alerting.config import AlertConfig
+from coordinator_model.alerting.docview import (
+    GONE_STATES,
+    REBALANCING_STATES,
+    Generation,
+    PartitionLag,
+    generations,
+    partition_lags,
+    state_at,
+    timeline,
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A rule that holds for a group at now_ms."""
+
+    group: str
+    rule: str
+    severity: str
+    summary: str
+    since: int  # when the condition started to hold (threshold crossed), epoch ms
+    evidence: dict[str, Any]
+
+
+@dataclass
+class RuleResult:
+    finding: Finding | None = None
+    recheck_at: int | None = None  # earliest moment the result may change with no new data
+
+
+@dataclass
+class Evaluation:
+    group: str
+    now_ms: int
+    findings: list[Finding] = field(default_factory=list)
+    recheck_at: int | None = None
+
+
+def _min(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)
+
+
+def _gens_until(doc: dict[str, Any], now_ms: int) -> list[Generation]:
+    return [g for g in generations(doc) if g.start <= now_ms]
+
+
+# --- rebalance storm --------------------------------------------------------------------------
+
+
+def _unexplained(
+    gens: list[Generation], window_start: int, now_ms: int, settle_ms: int
+) -> tuple[list[Generation], int | None]:
+    """Generations in the window with a membership change no ordinary deploy explains.
+
+    Per member key (client.id or group.instance.id) the first join in the window is explained when the
+    member stayed settle_ms, and the first leave when the member had been in the group settle_ms: a
+    scale-out, a scale-in and a rolling restart each touch every client once. A second change by the
+    same client, or a member that leaves within seconds of joining, is churn and counts."""
+    joined_at: dict[str, int] = {}
+    left_at: dict[str, int] = {}
+    for g in gens:
+        for m in g.joined:
+            joined_at.setdefault(m.member_id, g.start)
+        for m in g.left:
+            left_at.setdefault(m.member_id, g.start)
+    seen_join: set[str] = set()
+    seen_leave: set[str] = set()
+    counted: list[Generation] = []
+    recheck: int | None = None
+    for g in gens:
+        if g.start <= window_start:
+            continue
+        if not g.joined and not g.left:
+            counted.append(g)  # no membership detail: a rebalance all the same
+            continue
+        churn = False
+        for m in g.joined:
+            end = left_at.get(m.member_id)
+            stayed = (end if end is not None else now_ms) - g.start
+            if m.key in seen_join or (end is not None and stayed < settle_ms):
+                churn = True
+            elif end is None and stayed < settle_ms:
+                churn = True  # too early to say: counts until it has stayed settle_ms
+                recheck = _min(recheck, g.start + settle_ms)
+            seen_join.add(m.key)
+        for m in g.left:
+            began = joined_at.get(m.member_id)
+            if m.key in seen_leave or (began is not None and g.start - began < settle_ms):
+                churn = True
+            seen_leave.add(m.key)
+        if churn:
+            counted.append(g)
+    return counted, recheck
+
+
+def rebalance_storm(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+    window = int(p["window_s"] * 1000)
+    threshold = max(1, int(p["count"]))
+    ignore = set(p.get("ignore_causes") or [])
+    window_start = now_ms - window
+    gens = _gens_until(doc, now_ms)
+    # The rebalance that empties the group is a shutdown, not a storm.
+    relevant = [g for g in gens if g.cause not in ignore and g.member_count != 0]
+    counted, recheck = _unexplained(relevant, window_start, now_ms, int(p["settle_s"] * 1000))
+    if counted:
+        recheck = _min(recheck, counted[0].start + window + 1)
+    if len(counted) < threshold:
+        return RuleResult(None, recheck)
+    since = counted[threshold - 1].start  # the moment the threshold-th rebalance began
+    finding = Finding(
+        group=str(doc.get("group")),
+        rule="rebalance_storm",
+        severity=p["severity"],
+        summary=f"{len(counted)} rebalances in the last {p['window_s']:g} s (threshold {threshold})",
+        since=since,
+        evidence={
+            "rebalances": len(counted),
+            "threshold": threshold,
+            "window_s": p["window_s"],
+            "generations": [g.evidence() for g in counted],
+        },
+    )
+    return RuleResult(finding, recheck)
+
+
+# --- rebalance stuck --------------------------------------------------------------------------
+
+
+def rebalance_stuck(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+    state, idx = state_at(doc, now_ms)
+    if state not in REBALANCING_STATES:
+        return RuleResult()
+    spans = timeline(doc)
+    if idx < 0:
+        return RuleResult()  # no timeline: the start of the rebalance is unknown
+    # PreparingRebalance -> CompletingRebalance -> PreparingRebalance ... is one long rebalance.
+    begin = spans[idx].start
+    j = idx - 1
+    while j >= 0 and spans[j].state in REBALANCING_STATES and spans[j].start is not None:
+        begin = spans[j].start
+        j -= 1
+    assert begin is not None
+    after = int(p["after_s"] * 1000)
+    if now_ms - begin < after:
+        return RuleResult(None, begin + after)
+    finding = Finding(
+        group=str(doc.get("group")),
+        rule="rebalance_stuck",
+        severity=p["severity"],
+        summary=f"not Stable for {(now_ms - begin) / 1000:.0f} s (in {state})",
+        since=begin + after,
+        evidence={
+            "state": state,
+            "rebalancing_since": begin,
+            "after_s": p["after_s"],
+            "timeline": [
+                {"state": s.state, "start": s.start, "end": s.end} for s in spans[max(0, j + 1) : idx + 1]
+            ],
+        },
+    )
+    return RuleResult(finding, None)
+
+
+# --- member flapping --------------------------------------------------------------------------
+
+
+def member_flapping(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+    window = int(p["window_s"] * 1000)
+    need = max(2, int(p["joins"]))
+    joins: dict[str, list[Generation]] = defaultdict(list)
+    leaves: dict[str, list[Generation]] = defaultdict(list)
+    oldest: int | None = None
+    for g in _gens_until(doc, now_ms):
+        if g.start <= now_ms - window:
+            continue
+        for m in g.joined:
+            joins[m.key].append(g)
+        for m in g.left:
+            leaves[m.key].append(g)
+        if g.joined or g.left:
+            oldest = g.start if oldest is None else oldest
+    flapping = {}
+    since = None
+    for key, js in joins.items():
+        # Joining again means having left in between: count the joins that follow a leave.
+        if len(js) >= need and len(leaves.get(key, ())) >= need - 1:
+            flapping[key] = js
+            t = js[need - 1].start
+            since = t if since is None else min(since, t)
+    recheck = oldest + window + 1 if oldest is not None else None
+    if not flapping:
+        return RuleResult(None, recheck)
+    assert since is not None
+    clients = {
+        key.split(":", 1)[1]: {
+            "joins": len(js),
+            "leaves": len(leaves.get(key, ())),
+            "generations": sorted(
+                {g.generation for g in js + leaves.get(key, []) if g.generation is not None}
+            ),
+        }
+        for key, js in flapping.items()
+    }
+    finding = Finding(
+        group=str(doc.get("group")),
+        rule="member_flapping",
+        severity=p["severity"],
+        summary=f"{', '.join(sorted(clients))} joined and left repeatedly in {p['window_s']:g} s",
+        since=since,
+        evidence={"clients": clients, "window_s": p["window_s"], "joins": need},
+    )
+    return RuleResult(finding, recheck)
+
+
+# --- members lost to session timeout / poll interval -------------------------------------------
+
+
+def member_lost(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+    window = int(p["window_s"] * 1000)
+    causes = set(p["causes"])
+    lost = [g for g in _gens_until(doc, now_ms) if g.cause in causes and g.start > now_ms - window]
+    if not lost:
+        return RuleResult()
+    by_cause: dict[str, int] = defaultdict(int)
+    for g in lost:
+        by_cause[g.cause] += 1
+    members = sorted({m.member_id for g in lost for m in g.left})
+    words = {"session_timeout": "session timeout", "poll_timeout": "poll interval exceeded"}
+    finding = Finding(
+        group=str(doc.get("group")),
+        rule="member_lost",
+        severity=p["severity"],
+        summary=", ".join(f"{n} lost to {words.get(c, c)}" for c, n in sorted(by_cause.items())),
+        since=lost[0].start,
+        evidence={
+            "members": members,
+            "causes": dict(by_cause),
+            "window_s": p["window_s"],
+            "generations": [g.evidence() for g in lost],
+        },
+    )
+    return RuleResult(finding, lost[-1].start + window + 1)
+
+
+# --- group became Empty or Dead ----------------------------------------------------------------
+
+
+def group_empty(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+    states = set(p["states"])
+    state, idx = state_at(doc, now_ms)
+    if state not in states or idx < 0:
+        return RuleResult()
+    spans = timeline(doc)
+    # It must have BECOME Empty: a group that was active before. A standalone (assign()) group that
+    # only commits offsets is Empty all its life and is not an alert.
+    begin = spans[idx].start
+    j = idx - 1
+    while j >= 0 and spans[j].state in GONE_STATES:
+        begin = spans[j].start
+        j -= 1
+    if j < 0 or begin is None:
+        return RuleResult()
+    for_ms = int(p["for_s"] * 1000)
+    if now_ms - begin < for_ms:
+        return RuleResult(None, begin + for_ms)
+    resolve_after = p.get("resolve_after_s")
+    if resolve_after is not None and now_ms - begin >= for_ms + int(resolve_after * 1000):
+        return RuleResult()
+    recheck = begin + for_ms + int(resolve_after * 1000) if resolve_after is not None else None
+    finding = Finding(
+        group=str(doc.get("group")),
+        rule="group_empty",
+        severity=p["severity"],
+        summary=f"group {state} since {begin} (was {spans[j].state})",
+        since=begin + for_ms,
+        evidence={"state": state, "became_at": begin, "previous_state": spans[j].state},
+    )
+    return RuleResult(finding, recheck)
+
+
+# --- lag -------------------------------------------------------------------------------------
+
+
+def _lag_breaches(row: PartitionLag, p: dict[str, Any]) -> bool:
+    if row.lag_offsets is not None and row.lag_offsets <= p["ignore_lag_at_most"]:
+        return False
+    checks = []
+    if p.get("min_offsets") is not None:
+        checks.append(row.lag_offsets is not None and row.lag_offsets >= p["min_offsets"])
+    if p.get("min_seconds") is not None:
+        checks.append(row.lag_seconds is not None and row.lag_seconds >= p["min_seconds"])
+    if not checks:
+        return row.lag_offsets is not None and row.lag_offsets > 0
+    return all(checks) if p["match"] == "all" else any(checks)
+
+
+def lag(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+    statuses = {s.upper() for s in p["statuses"]}
+    rows = partition_lags(doc)
+    # Without a Burrow-style status at all (an old document), thresholds alone decide.
+    have_status = any(r.status for r in rows)
+    hits = [r for r in rows if (not have_status or r.status in statuses) and _lag_breaches(r, p)]
+    if not hits:
+        return RuleResult()
+    critical = {s.upper() for s in p["critical_statuses"]}
+    severity = "critical" if any(r.status in critical for r in hits) else p["severity"]
+    total = sum(r.lag_offsets or 0 for r in hits)
+    worst = max((r.lag_seconds or 0.0) for r in hits)
+    hits.sort(key=lambda r: (-(r.lag_seconds or 0.0), -(r.lag_offsets or 0)))
+    finding = Finding(
+        group=str(doc.get("group")),
+        rule="lag",
+        severity=severity,
+        summary=f"{len(hits)} partition(s) lagging: {total} messages, up to {worst:.0f} s",
+        since=now_ms,
+        evidence={
+            "partitions": [r.evidence() for r in hits[:100]],
+            "partitions_total": len(hits),
+            "lag": total,
+            "max_lag_seconds": worst,
+            "thresholds": {"min_offsets": p.get("min_offsets"), "min_seconds": p.get("min_seconds")},
+        },
+    )
+    return RuleResult(finding)
+
+
+def lag_retention(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+    hits = []
+    for r in partition_lags(doc):
+        if r.lag_offsets is not None and r.lag_offsets <= p["ignore_lag_at_most"]:
+            continue
+        retention = r.retention_ms or (p.get("topics") or {}).get(r.topic) or p["default_retention_ms"]
+        lost = (
+            r.log_start_offset is not None
+            and r.committed_offset is not None
+            and r.committed_offset < r.log_start_offset
+        )
+        near = (
+            r.lag_seconds is not None and retention > 0 and r.lag_seconds * 1000 >= p["fraction"] * retention
+        )
+        if near or lost:
+            ev = r.evidence()
+            ev["retention_ms"] = retention
+            ev["fraction_of_retention"] = (r.lag_seconds or 0) * 1000 / retention if retention > 0 else None
+            ev["already_deleted"] = lost
+            hits.append(ev)
+    if not hits:
+        return RuleResult()
+    finding = Finding(
+        group=str(doc.get("group")),
+        rule="lag_retention",
+        severity=p["severity"],
+        summary=f"{len(hits)} partition(s) lagging close to the topic's retention",
+        since=now_ms,
+        evidence={"partitions": hits[:100], "fraction": p["fraction"]},
+    )
+    return RuleResult(finding)
+
+
+RULES: dict[str, Callable[[dict[str, Any], int, dict[str, Any]], RuleResult]] = {
+    "rebalance_storm": rebalance_storm,
+    "rebalance_stuck": rebalance_stuck,
+    "member_flapping": member_flapping,
+    "member_lost": member_lost,
+    "group_empty": group_empty,
+    "lag": lag,
+    "lag_retention": lag_retention,
+}
+
+
+def evaluate_group(doc: dict[str, Any], now_ms: int, config: AlertConfig) -> Evaluation:
+    """Every enabled rule over one group document."""
+    group = str(doc.get("group") or "")
+    ev = Evaluation(group=group, now_ms=now_ms)
+    for name, params in config.rules_for(group).items():
+        result = RULES[name](doc, now_ms, params)
+        if result.finding is not None:
+            ev.findings.append(result.finding)
+        ev.recheck_at = _min(ev.recheck_at, result.recheck_at)
+    return ev
