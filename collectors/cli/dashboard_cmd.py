@@ -1,14 +1,106 @@
-"""`groupscope dashboard`: filled in by the dashboard issue."""
+"""`groupscope dashboard`: serve the dashboard with gunicorn (a production WSGI server), plus a Celery
+worker for the what-if page's background computations unless --no-worker says one runs elsewhere."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
 
 import click
 
-from collectors.cli.options import not_finished, redis_option
+from collectors.cli.options import redis_option, settings_from
+
+
+def celery_worker_argv(concurrency: int = 2) -> list[str]:
+    from dashboard.background import CELERY_QUEUE
+
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "--quiet",
+        "-A",
+        "dashboard.celery_app:celery_app",
+        "worker",
+        "-Q",
+        CELERY_QUEUE,
+        "--pool",
+        "threads",
+        "--concurrency",
+        str(concurrency),
+        "--loglevel",
+        "WARNING",
+        "--without-gossip",
+        "--without-mingle",
+        "--without-heartbeat",
+    ]
+
+
+def serve(host: str, port: int, workers: int, threads: int) -> None:
+    from gunicorn.app.base import BaseApplication
+
+    class _App(BaseApplication):  # type: ignore[misc]
+        def load_config(self) -> None:
+            self.cfg.set("bind", f"{host}:{port}")
+            self.cfg.set("workers", workers)
+            self.cfg.set("worker_class", "gthread")
+            self.cfg.set("threads", threads)
+            self.cfg.set("timeout", 60)
+            self.cfg.set("accesslog", None)
+            self.cfg.set("errorlog", "-")
+            self.cfg.set("loglevel", "warning")
+
+        def load(self) -> Any:
+            from dashboard.app import create_app
+
+            return create_app().server
+
+    _App().run()
 
 
 @click.command()
 @redis_option
-@click.option("--host", default=None)
-@click.option("--port", type=int, default=None)
-def dashboard(redis_url: str | None, host: str | None, port: int | None) -> None:
-    """Serve the dashboard."""
-    not_finished("dashboard")()
+@click.option("--host", default=None, help="Address to listen on (default: dashboard_host, 127.0.0.1).")
+@click.option("--port", type=int, default=None, help="Port to listen on (default: dashboard_port, 8050).")
+@click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="gunicorn workers.")
+@click.option(
+    "--threads", type=click.IntRange(1, 64), default=4, show_default=True, help="Threads per worker."
+)
+@click.option(
+    "--no-worker",
+    is_flag=True,
+    help="Do not start a Celery worker for the what-if computations (one runs elsewhere: "
+    "celery -A dashboard.celery_app:celery_app worker -Q groupscope-dashboard).",
+)
+def dashboard(
+    redis_url: str | None, host: str | None, port: int | None, workers: int, threads: int, no_worker: bool
+) -> None:
+    """Serve the dashboard (fleet, groups, what-if, alerts) from the collector's Redis.
+
+    Host, port and optional basic authentication (dashboard_user / dashboard_password) come from the
+    configuration (GROUPSCOPE_DASHBOARD_* or the config file); --host/--port override them.
+    """
+    settings = settings_from(redis_url=redis_url, dashboard_host=host, dashboard_port=port)
+    # gunicorn's workers and the Celery worker load the settings themselves: hand them the same values.
+    os.environ["GROUPSCOPE_REDIS_URL"] = settings.redis_url
+    os.environ["GROUPSCOPE_DASHBOARD_HOST"] = settings.dashboard_host
+    os.environ["GROUPSCOPE_DASHBOARD_PORT"] = str(settings.dashboard_port)
+    worker: subprocess.Popen | None = None
+    if not no_worker:
+        worker = subprocess.Popen(celery_worker_argv(), env=os.environ.copy())
+    click.echo(
+        f"groupscope dashboard on http://{settings.dashboard_host}:{settings.dashboard_port}/ "
+        f"(Redis {settings.redis_url.split('@')[-1]})",
+        err=True,
+    )
+    try:
+        serve(settings.dashboard_host, settings.dashboard_port, workers, threads)
+    finally:
+        if worker is not None and worker.poll() is None:
+            worker.terminate()
+            try:
+                worker.wait(10)
+            except subprocess.TimeoutExpired:
+                worker.kill()

@@ -1,0 +1,263 @@
+"""Plotly figures built from the group document and its history. Pure functions: data in, figure
+out, so tests and the benchmark can call them without a server."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+import plotly.graph_objects as go
+
+from dashboard.group_doc import Band, Generation, Member, PartitionLag
+
+STATE_COLORS = {
+    "Stable": "#2e7d32",
+    "PreparingRebalance": "#ef6c00",
+    "CompletingRebalance": "#f9a825",
+    "Assigning": "#8e24aa",
+    "Reconciling": "#1565c0",
+    "Empty": "#9e9e9e",
+    "Dead": "#212121",
+}
+STATE_ORDER = list(STATE_COLORS)
+CAUSE_COLORS = {
+    "group_created": "#1565c0",
+    "member_joined": "#2e7d32",
+    "member_left": "#6d4c41",
+    "session_timeout": "#c62828",
+    "poll_timeout": "#ad1457",
+    "metadata_change": "#00838f",
+    "leader_rejoin": "#f9a825",
+    "unknown": "#757575",
+}
+
+
+def iso(ms: int | float | None) -> str | None:
+    if ms is None:
+        return None
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _layout(fig: go.Figure, title: str, height: int = 320, **kw: Any) -> go.Figure:
+    fig.update_layout(
+        title={"text": title, "x": 0.01, "font": {"size": 15}},
+        height=height,
+        margin={"l": 10, "r": 10, "t": 40, "b": 30},
+        template="plotly_white",
+        legend={"orientation": "h", "y": -0.2},
+        **kw,
+    )
+    return fig
+
+
+def empty_figure(title: str, message: str, height: int = 220) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, font={"size": 14, "color": "#666"})
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return _layout(fig, title, height)
+
+
+def timeline_figure(bands: Sequence[Band], since: int | None, until: int) -> go.Figure:
+    """Gantt-style state timeline: one row per state, a bar for each period spent in it."""
+    shown = []
+    for b in bands:
+        end = b.end if b.end is not None else until
+        if end < (since or end) or b.start > until:
+            continue
+        start = max(b.start, since) if since is not None else b.start
+        shown.append((b.state, start, min(end, until), b))
+    if not shown:
+        return empty_figure("State timeline", "No state changes in this time range.")
+    states = [s for s in STATE_ORDER if any(x[0] == s for x in shown)]
+    states += sorted({x[0] for x in shown} - set(states))
+    fig = go.Figure()
+    for state in states:
+        rows = [x for x in shown if x[0] == state]
+        fig.add_trace(
+            go.Bar(
+                name=state,
+                y=[state] * len(rows),
+                base=[iso(x[1]) for x in rows],
+                x=[max(x[2] - x[1], 1) for x in rows],
+                orientation="h",
+                marker_color=STATE_COLORS.get(state, "#546e7a"),
+                customdata=[
+                    [iso(x[3].start), iso(x[3].end) if x[3].end else "now", _dur(x[2] - x[1])] for x in rows
+                ],
+                hovertemplate="<b>%{y}</b><br>from %{customdata[0]}<br>to %{customdata[1]}"
+                "<br>%{customdata[2]}<extra></extra>",
+            )
+        )
+    fig.update_xaxes(type="date")
+    fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(states)))
+    return _layout(fig, "State timeline", 90 + 34 * len(states), barmode="overlay", showlegend=False)
+
+
+def _dur(ms: int | float | None) -> str:
+    if ms is None:
+        return ""
+    if ms < 1000:
+        return f"{ms:.0f} ms"
+    s = ms / 1000
+    if s < 120:
+        return f"{s:.1f} s"
+    if s < 7200:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def generations_figure(gens: Sequence[Generation], since: int | None, until: int) -> go.Figure:
+    """One bar per generation: how long its rebalance took, coloured by cause, details on hover."""
+    shown = [
+        g
+        for g in gens
+        if g.start is None or ((since is None or (g.end or g.start) >= since) and g.start <= until)
+    ]
+    if not shown:
+        return empty_figure("Generations", "No rebalance in this time range.")
+    fig = go.Figure()
+    causes = []
+    for g in shown:
+        if (g.cause or "unknown") not in causes:
+            causes.append(g.cause or "unknown")
+    for cause in causes:
+        rows = [g for g in shown if (g.cause or "unknown") == cause]
+        fig.add_trace(
+            go.Bar(
+                name=cause,
+                x=[f"gen {g.generation}" for g in rows],
+                y=[(g.duration_ms or 0) / 1000 for g in rows],
+                marker_color=CAUSE_COLORS.get(cause, "#546e7a"),
+                customdata=[
+                    [
+                        iso(g.start),
+                        _dur(g.duration_ms) if g.duration_ms is not None else "unknown",
+                        ", ".join(g.members_joined) or "-",
+                        ", ".join(g.members_left) or "-",
+                        g.protocol or "-",
+                        (g.reason or "")[:160] or "-",
+                        ", ".join(g.inferred) or "-",
+                    ]
+                    for g in rows
+                ],
+                hovertemplate="<b>%{x}</b> (" + cause + ")<br>started %{customdata[0]}"
+                "<br>rebalance took %{customdata[1]}<br>joined: %{customdata[2]}"
+                "<br>left: %{customdata[3]}<br>protocol: %{customdata[4]}"
+                "<br>reason: %{customdata[5]}<br>inferred: %{customdata[6]}<extra></extra>",
+            )
+        )
+    order = [f"gen {g.generation}" for g in shown]
+    fig.update_xaxes(categoryorder="array", categoryarray=order)
+    fig.update_yaxes(title="rebalance duration (s)")
+    return _layout(fig, f"Generations ({len(shown)})", 320, barmode="overlay")
+
+
+def _short(member_id: str, n: int = 28) -> str:
+    return member_id if len(member_id) <= n else member_id[: n - 1] + "…"
+
+
+def assignment_heatmap(
+    members: Sequence[Member],
+    lag: Sequence[PartitionLag],
+    title: str = "Assignment (member × partition, colour = lag)",
+    assignment: Mapping[str, Sequence[tuple[str, int]]] | None = None,
+    height: int | None = None,
+) -> go.Figure:
+    """Member x partition matrix; a cell is filled where the member owns the partition, coloured by
+    the partition's lag in offsets. ``assignment`` overrides the members' current one (what-if)."""
+    assign = (
+        {k: list(v) for k, v in assignment.items()}
+        if assignment is not None
+        else {m.member_id: list(m.assignment) for m in members}
+    )
+    tps = sorted({tuple(tp) for v in assign.values() for tp in v} | {(r.topic, r.partition) for r in lag})
+    if not assign or not tps:
+        return empty_figure(title, "No members or partitions to show.")
+    lag_by = {(r.topic, r.partition): r.lag for r in lag}
+    col = {tp: i for i, tp in enumerate(tps)}
+    ids = list(assign)
+    z: list[list[float | None]] = [[None] * len(tps) for _ in ids]
+    for i, mid in enumerate(ids):
+        for tp in assign[mid]:
+            tp = (tp[0], int(tp[1]))
+            if tp in col:
+                z[i][col[tp]] = float(lag_by.get(tp) or 0)
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[f"{t}-{p}" for t, p in tps],
+            y=[_short(m) for m in ids],
+            colorscale="YlOrRd",
+            colorbar={"title": "lag"},
+            hoverongaps=False,
+            xgap=1,
+            ygap=1,
+            hovertemplate="member %{y}<br>partition %{x}<br>lag %{z}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(showticklabels=len(tps) <= 60, tickangle=-45)
+    fig.update_yaxes(showticklabels=len(ids) <= 60, autorange="reversed")
+    return _layout(fig, title, height or min(160 + 24 * len(ids), 700))
+
+
+def lag_over_time_figure(
+    series: Mapping[str, Sequence[tuple[int, float | None]]], metric: str, by: str
+) -> go.Figure:
+    """Lines of lag (offsets or seconds, or committed offsets) over time, one per partition/member."""
+    label = {"lag": "lag (offsets)", "lag_seconds": "lag (seconds)", "committed": "committed offset"}[metric]
+    title = f"{label.capitalize()} over time, per {by}"
+    if not series:
+        return empty_figure(title, "No lag history in this time range.")
+    fig = go.Figure()
+    for name, points in sorted(series.items()):
+        fig.add_trace(
+            go.Scattergl(
+                name=_short(name, 40),
+                x=[iso(t) for t, _ in points],
+                y=[v for _, v in points],
+                mode="lines",
+                hovertemplate=f"{name}<br>%{{x}}<br>{label} %{{y}}<extra></extra>",
+            )
+        )
+    fig.update_yaxes(title=label, rangemode="tozero")
+    return _layout(fig, title, 340, showlegend=len(series) <= 20)
+
+
+def per_member_bars(
+    rows: Sequence[tuple[str, int, float]], title: str, value_label: str = "lag"
+) -> go.Figure:
+    """Partitions and lag per member (what-if results)."""
+    if not rows:
+        return empty_figure(title, "No members.")
+    fig = go.Figure()
+    names = [_short(r[0], 20) for r in rows]
+    fig.add_trace(go.Bar(name="partitions", x=names, y=[r[1] for r in rows], marker_color="#1565c0"))
+    fig.add_trace(
+        go.Bar(name=value_label, x=names, y=[r[2] for r in rows], marker_color="#ef6c00", yaxis="y2")
+    )
+    fig.update_layout(
+        yaxis={"title": "partitions"},
+        yaxis2={"title": value_label, "overlaying": "y", "side": "right", "showgrid": False},
+        barmode="group",
+    )
+    return _layout(fig, title, 300)
+
+
+def fleet_state_figure(counts: Mapping[str, int]) -> go.Figure:
+    states = [s for s in STATE_ORDER if counts.get(s)] + sorted(set(counts) - set(STATE_ORDER))
+    if not states:
+        return empty_figure("Groups by state", "No groups yet.")
+    fig = go.Figure(
+        go.Bar(
+            x=[counts[s] for s in states],
+            y=states,
+            orientation="h",
+            marker_color=[STATE_COLORS.get(s, "#546e7a") for s in states],
+            text=[counts[s] for s in states],
+            textposition="auto",
+        )
+    )
+    fig.update_yaxes(autorange="reversed")
+    return _layout(fig, "Groups by state", 60 + 32 * len(states), showlegend=False)

@@ -1,0 +1,1 @@
+"""The dashboard's pages: each module has layout(...) and register(app, data)."""

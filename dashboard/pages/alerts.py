@@ -1,0 +1,97 @@
+"""The alerts page (`/alerts`): active alerts and recent history, from the alerting component."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_ag_grid as dag
+from dash import Dash, Input, Output, html
+
+from dashboard.components import empty_state, fmt_ms
+from dashboard.data import DashboardData, Unavailable
+
+COLUMNS = [
+    {"field": "group", "headerName": "Group", "cellRenderer": "GroupLink", "flex": 1, "minWidth": 200},
+    {"field": "rule", "headerName": "Rule", "width": 180},
+    {"field": "severity", "headerName": "Severity", "width": 110},
+    {"field": "since", "headerName": "Since (UTC)", "width": 200},
+    {"field": "message", "headerName": "Message", "flex": 2, "minWidth": 260, "tooltipField": "message"},
+]
+
+
+def layout() -> html.Div:
+    return html.Div(
+        [
+            html.H2("Alerts"),
+            html.Div(id="alerts-body", className="card"),
+            html.Div(
+                [
+                    html.H3("Active"),
+                    dag.AgGrid(
+                        id="alerts-active",
+                        columnDefs=COLUMNS,
+                        rowData=[],
+                        className="ag-theme-alpine",
+                        defaultColDef={"sortable": True, "resizable": True, "filter": True},
+                        style={"height": "300px"},
+                    ),
+                    html.H3("History"),
+                    dag.AgGrid(
+                        id="alerts-history",
+                        columnDefs=COLUMNS,
+                        rowData=[],
+                        className="ag-theme-alpine",
+                        defaultColDef={"sortable": True, "resizable": True, "filter": True},
+                        style={"height": "360px"},
+                    ),
+                ],
+                className="card",
+            ),
+        ]
+    )
+
+
+def _row(a: dict[str, Any]) -> dict[str, Any]:
+    since = a.get("since") or a.get("started") or a.get("ts") or a.get("fired_at")
+    return {
+        "group": a.get("group"),
+        "rule": a.get("rule") or a.get("name"),
+        "severity": a.get("severity"),
+        "since": fmt_ms(since) if isinstance(since, int | float) else since,
+        "message": a.get("message") or a.get("summary") or a.get("description"),
+    }
+
+
+def register(app: Dash, data: DashboardData) -> None:
+    @app.callback(
+        Output("alerts-body", "children"),
+        Output("alerts-active", "rowData"),
+        Output("alerts-history", "rowData"),
+        Input("tick", "n_intervals"),
+        Input("url", "pathname"),
+    )
+    def refresh(_n: int | None, _p: str | None) -> tuple[Any, Any, Any]:
+        try:
+            got = data.alerts()
+        except Unavailable as e:
+            return empty_state("Redis is unreachable", str(e)), [], []
+        if got is None:
+            return (
+                empty_state(
+                    "Alerts are not set up",
+                    html.Span(
+                        [
+                            "Run the alert evaluator with ",
+                            html.Code("groupscope worker"),
+                            " and a rules file.",
+                        ]
+                    ),
+                ),
+                [],
+                [],
+            )
+        active, history = got
+        summary = html.Div(
+            f"{len(active)} active alert(s); {len(history)} in the recent history.", id="alerts-summary"
+        )
+        return summary, [_row(a) for a in active], [_row(a) for a in history]

@@ -1,0 +1,280 @@
+"""The fleet page (`/`): counts by state, storms, lagging groups, and the grid of every group.
+
+The grid uses AG Grid's infinite row model: the browser asks for one block of rows at a time with
+its sort and filter model, and the server answers from the fleet index in Redis (a ZRANGE for a
+sort, filtered by state through the per-state index), so 50,000 groups page like 50."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_ag_grid as dag
+from dash import ClientsideFunction, Dash, Input, Output, State, dcc, html, no_update
+
+from dashboard.components import empty_state, fmt_age, graph, stat, state_badge
+from dashboard.data import DashboardData, Unavailable, fleet_page, now_ms
+from dashboard.figures import STATE_ORDER, fleet_state_figure
+from dashboard.urls import group_url
+
+TEXT_FILTER = {"filterOptions": ["contains"], "maxNumConditions": 1, "buttons": ["reset"]}
+EQUALS_FILTER = {"filterOptions": ["equals"], "maxNumConditions": 4, "buttons": ["reset"]}
+
+COLUMNS: list[dict[str, Any]] = [
+    {
+        "field": "name",
+        "headerName": "Group",
+        "cellRenderer": "GroupLink",
+        "filter": "agTextColumnFilter",
+        "filterParams": TEXT_FILTER,
+        "flex": 2,
+        "minWidth": 220,
+    },
+    {
+        "field": "type",
+        "headerName": "Type",
+        "filter": "agTextColumnFilter",
+        "filterParams": EQUALS_FILTER,
+        "sortable": False,
+        "width": 105,
+    },
+    {
+        "field": "state",
+        "headerName": "State",
+        "filter": "agTextColumnFilter",
+        "filterParams": EQUALS_FILTER,
+        "width": 170,
+    },
+    {"field": "members", "headerName": "Members", "type": "numericColumn", "width": 110},
+    {"field": "gen_or_epoch", "headerName": "Gen / epoch", "sortable": False, "width": 115},
+    {"field": "protocol", "headerName": "Protocol", "sortable": False, "width": 150},
+    {
+        "field": "lag",
+        "headerName": "Lag (offsets)",
+        "type": "numericColumn",
+        "width": 130,
+        "valueFormatter": {
+            "function": "params.value == null ? '' : Number(params.value).toLocaleString('en-US')"
+        },
+    },
+    {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 105},
+    {"field": "rebalances_1h", "headerName": "Rebalances 1 h", "type": "numericColumn", "width": 140},
+    {
+        "field": "last_change",
+        "headerName": "Last change (UTC)",
+        "width": 190,
+        "valueFormatter": {
+            "function": "groupscopeTime(params.value)"
+        },
+    },
+]
+
+
+def layout() -> html.Div:
+    return html.Div(
+        [
+            html.H2("Fleet"),
+            html.Div(id="fleet-summary", className="card"),
+            html.Div(
+                [
+                    html.Div(graph("fleet-states"), className="card"),
+                    html.Div(id="fleet-storms", className="card"),
+                    html.Div(id="fleet-lagging", className="card"),
+                ],
+                className="row",
+            ),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            dcc.Dropdown(
+                                id="fleet-filter-state",
+                                options=[*STATE_ORDER, "Unknown"],
+                                multi=True,
+                                placeholder="Filter by state",
+                            ),
+                            dcc.Dropdown(
+                                id="fleet-filter-type",
+                                options=[
+                                    {"label": "classic", "value": "classic"},
+                                    {"label": "consumer (KIP-848)", "value": "consumer"},
+                                ],
+                                placeholder="Any type",
+                            ),
+                            dcc.Input(
+                                id="fleet-filter-name",
+                                type="search",
+                                placeholder="Group name contains…",
+                                debounce=True,
+                            ),
+                            html.Span(id="fleet-count", className="muted"),
+                        ],
+                        className="filters",
+                    ),
+                    dag.AgGrid(
+                        id="fleet-grid",
+                        columnDefs=COLUMNS,
+                        defaultColDef={
+                            "sortable": True,
+                            "resizable": True,
+                            "suppressHeaderMenuButton": False,
+                        },
+                        rowModelType="infinite",
+                        dashGridOptions={
+                            "pagination": True,
+                            "paginationPageSize": 50,
+                            "paginationPageSizeSelector": [25, 50, 100, 500],
+                            "cacheBlockSize": 50,
+                            "maxBlocksInCache": 20,
+                            "rowBuffer": 0,
+                            "maxConcurrentDatasourceRequests": 2,
+                            "infiniteInitialRowCount": 1,
+                            "getRowId": {"function": "params.data.name"},
+                        },
+                        style={"height": "620px"},
+                        className="ag-theme-alpine",
+                    ),
+                ],
+                className="card",
+            ),
+        ]
+    )
+
+
+def _top_list(title: str, rows: list[dict[str, Any]], fmt: str, count: int, hint: str) -> list[Any]:
+    if not rows:
+        return [html.H3(f"{title}: 0"), html.P(hint, className="muted")]
+    items = [
+        html.Li(
+            [
+                dcc.Link(r["name"], href=group_url(r["name"])),
+                " ",
+                html.Span(fmt.format(**r), className="muted"),
+            ]
+        )
+        for r in rows
+    ]
+    return [html.H3(f"{title}: {count}"), html.Ul(items)]
+
+
+def register(app: Dash, data: DashboardData) -> None:
+    @app.callback(
+        Output("fleet-summary", "children"),
+        Output("fleet-states", "figure"),
+        Output("fleet-storms", "children"),
+        Output("fleet-lagging", "children"),
+        Input("tick", "n_intervals"),
+        Input("url", "pathname"),
+    )
+    def summary(_n: int | None, _path: str | None) -> tuple[Any, Any, Any, Any]:
+        try:
+            counts = data.fleet_counts()
+            storms: list[dict[str, Any]] = []
+            lagging: list[dict[str, Any]] = []
+            if counts["storms"]:
+                storms = data.list_groups(sort_by="rebalance_rate", descending=True, limit=5)[1]
+            if counts["lagging"]:
+                lagging = data.list_groups(sort_by="lag_seconds", descending=True, limit=5)[1]
+        except Unavailable as e:
+            msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
+            return msg, fleet_state_figure({}), "", ""
+        if not counts["total"]:
+            msg = empty_state(
+                "No groups yet",
+                html.Span(
+                    [
+                        "Is the collector running? Start it with ",
+                        html.Code("groupscope collect --bootstrap-servers HOST:9092 --redis URL"),
+                        ", or load a capture with ",
+                        html.Code("groupscope replay CAPTURE_DIR --redis URL"),
+                        ".",
+                    ]
+                ),
+                "Groups appear here as soon as the collector has written them to Redis.",
+            )
+            return msg, fleet_state_figure({}), "", ""
+        by_state = counts["by_state"]
+        cards = html.Div(
+            [
+                stat("groups", f"{counts['total']:,}", id_="fleet-total"),
+                *[
+                    html.Div(
+                        [
+                            html.Div(f"{by_state[s]:,}", className="stat-value", id=f"fleet-count-{s}"),
+                            state_badge(s),
+                        ],
+                        className="stat",
+                    )
+                    for s in sorted(by_state, key=lambda s: STATE_ORDER.index(s) if s in STATE_ORDER else 99)
+                ],
+                stat("in a rebalance storm", counts["storms"], id_="fleet-storm-count"),
+                stat("lagging", counts["lagging"], id_="fleet-lagging-count"),
+            ],
+            className="stats",
+        )
+        storm_box = _top_list(
+            "Rebalance storms",
+            storms,
+            "{rebalances_1h} rebalances in the last hour",
+            counts["storms"],
+            f"No group rebalanced {counts['storm_rebalances_per_hour']} times or more in the last hour.",
+        )
+        lag_box = _top_list(
+            "Lagging",
+            lagging,
+            "{lag_seconds:.0f} s behind, {lag:,} offsets",
+            counts["lagging"],
+            f"No group is more than {counts['lagging_seconds']:.0f} s behind.",
+        )
+        return cards, fleet_state_figure(by_state), storm_box, lag_box
+
+    @app.callback(
+        Output("fleet-grid", "getRowsResponse"),
+        Output("fleet-count", "children"),
+        Input("fleet-grid", "getRowsRequest"),
+        prevent_initial_call=True,
+    )
+    def rows(request: dict[str, Any] | None) -> tuple[Any, Any]:
+        if not request:
+            return no_update, no_update
+        try:
+            resp = fleet_page(data, request)
+        except Unavailable:
+            return {"rowData": [], "rowCount": 0}, "Redis is unreachable"
+        return resp, f"{resp['rowCount']:,} matching groups"
+
+    # The external filter controls write the grid's filter model; the grid then asks for rows again.
+    @app.callback(
+        Output("fleet-grid", "filterModel"),
+        Input("fleet-filter-state", "value"),
+        Input("fleet-filter-type", "value"),
+        Input("fleet-filter-name", "value"),
+        prevent_initial_call=True,
+    )
+    def filters(states: list[str] | None, type_: str | None, name: str | None) -> dict[str, Any]:
+        fm: dict[str, Any] = {}
+        if states:
+            conds = [{"filterType": "text", "type": "equals", "filter": s} for s in states]
+            fm["state"] = (
+                conds[0] if len(conds) == 1 else {"filterType": "text", "operator": "OR", "conditions": conds}
+            )
+        if type_:
+            fm["type"] = {"filterType": "text", "type": "equals", "filter": type_}
+        if name:
+            fm["name"] = {"filterType": "text", "type": "contains", "filter": name}
+        return fm
+
+    # Live refresh: re-read the rows in view without losing the scroll position or page.
+    app.clientside_callback(
+        ClientsideFunction(namespace="groupscope", function_name="refreshGrid"),
+        Output("fleet-grid", "id"),
+        Input("tick", "n_intervals"),
+        State("fleet-grid", "id"),
+        prevent_initial_call=True,
+    )
+
+
+def freshness_text(age_s: float | None) -> str:
+    return f"collector: {fmt_age(age_s)}" if age_s is not None else "collector: no heartbeat"
+
+
+__all__ = ["layout", "now_ms", "register"]

@@ -1,0 +1,429 @@
+"""The group page (`/groups/<name>`): what the group is doing now and what it has been doing."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import dash_ag_grid as dag
+from dash import Dash, Input, Output, dcc, html
+
+from dashboard import group_doc as gd
+from dashboard.components import empty_state, fmt_age, fmt_ms, graph, state_badge
+from dashboard.data import DashboardData, Unavailable, now_ms
+from dashboard.figures import (
+    _dur,
+    assignment_heatmap,
+    empty_figure,
+    generations_figure,
+    lag_over_time_figure,
+    timeline_figure,
+)
+from dashboard.urls import parse_path, whatif_url
+
+RANGES = [
+    ("15 min", 15 * 60_000),
+    ("1 hour", 3_600_000),
+    ("6 hours", 6 * 3_600_000),
+    ("24 hours", 24 * 3_600_000),
+    ("7 days", 7 * 24 * 3_600_000),
+    ("all history", 0),
+]
+
+MEMBER_COLUMNS = [
+    {"field": "member_id", "headerName": "Member id", "minWidth": 260, "flex": 2},
+    {"field": "group_instance_id", "headerName": "Instance id", "width": 120},
+    {"field": "client_id", "headerName": "Client id", "width": 120},
+    {"field": "client_host", "headerName": "Host", "width": 120},
+    {"field": "partitions", "headerName": "Partitions", "type": "numericColumn", "width": 110},
+    {
+        "field": "assignment",
+        "headerName": "Assignment",
+        "flex": 2,
+        "minWidth": 200,
+        "tooltipField": "assignment",
+    },
+    {"field": "lag", "headerName": "Lag (offsets)", "type": "numericColumn", "width": 125},
+    {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 95},
+    {"field": "heartbeat_age_s", "headerName": "Heartbeat age (s)", "type": "numericColumn", "width": 150},
+    {
+        "field": "session_timeout_s",
+        "headerName": "Session timeout (s)",
+        "type": "numericColumn",
+        "width": 160,
+    },
+    {
+        "field": "heartbeat_ratio",
+        "headerName": "Age / timeout",
+        "type": "numericColumn",
+        "width": 130,
+        "cellStyle": {
+            "styleConditions": [
+                {"condition": "params.value >= 1", "style": {"backgroundColor": "#ffcdd2"}},
+                {"condition": "params.value >= 0.5", "style": {"backgroundColor": "#fff3e0"}},
+            ]
+        },
+    },
+]
+KIP848_COLUMNS = [
+    {"field": "member_epoch", "headerName": "Member epoch", "type": "numericColumn", "width": 130},
+    {"field": "state", "headerName": "Member state", "width": 140},
+    {
+        "field": "target",
+        "headerName": "Target assignment",
+        "flex": 2,
+        "minWidth": 200,
+        "tooltipField": "target",
+    },
+]
+GEN_COLUMNS = [
+    {"field": "generation", "headerName": "Gen / epoch", "width": 115, "sort": "desc"},
+    {"field": "start", "headerName": "Started (UTC)", "width": 200},
+    {"field": "duration", "headerName": "Rebalance took", "width": 130},
+    {"field": "cause", "headerName": "Cause", "width": 150},
+    {"field": "joined", "headerName": "Joined", "flex": 1, "minWidth": 150, "tooltipField": "joined"},
+    {"field": "left", "headerName": "Left", "flex": 1, "minWidth": 150, "tooltipField": "left"},
+    {"field": "protocol", "headerName": "Protocol", "width": 120},
+    {
+        "field": "reason",
+        "headerName": "Broker's reason",
+        "flex": 2,
+        "minWidth": 200,
+        "tooltipField": "reason",
+    },
+    {"field": "inferred", "headerName": "Inferred", "width": 150, "tooltipField": "inferred"},
+]
+PARTITION_COLUMNS = [
+    {"field": "topic", "headerName": "Topic", "flex": 1, "minWidth": 160},
+    {"field": "partition", "headerName": "Partition", "type": "numericColumn", "width": 105},
+    {"field": "committed", "headerName": "Committed offset", "type": "numericColumn", "width": 155},
+    {"field": "log_end", "headerName": "Log-end offset", "type": "numericColumn", "width": 140},
+    {"field": "lag", "headerName": "Lag (offsets)", "type": "numericColumn", "width": 125},
+    {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 95},
+    {"field": "status", "headerName": "Status", "width": 100},
+    {"field": "member", "headerName": "Owner", "flex": 1, "minWidth": 200},
+    {"field": "commit_time", "headerName": "Last commit (UTC)", "width": 200},
+]
+
+
+def _grid(id_: str, columns: list[dict[str, Any]], height: int = 300) -> dag.AgGrid:
+    return dag.AgGrid(
+        id=id_,
+        columnDefs=columns,
+        rowData=[],
+        defaultColDef={"sortable": True, "resizable": True, "filter": True},
+        dashGridOptions={"tooltipShowDelay": 300, "enableCellTextSelection": True, "animateRows": False},
+        style={"height": f"{height}px"},
+        className="ag-theme-alpine",
+    )
+
+
+def layout(name: str) -> html.Div:
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.H2(["Group ", html.Code(name, id="group-name")], style={"display": "inline-block"}),
+                    html.Span(" "),
+                    dcc.Link(
+                        "What-if →",
+                        href=whatif_url(name),
+                        id="group-whatif-link",
+                        style={"marginLeft": "18px"},
+                    ),
+                    dcc.Link("← Fleet", href="/", style={"marginLeft": "18px"}),
+                ]
+            ),
+            html.Div(id="group-header", className="card"),
+            html.Div(
+                [
+                    html.Span("Time range: ", style={"fontWeight": 600}),
+                    dcc.Dropdown(
+                        id="group-range",
+                        options=[{"label": lbl, "value": v} for lbl, v in RANGES],
+                        value=0,
+                        clearable=False,
+                        style={"width": "180px", "display": "inline-block", "verticalAlign": "middle"},
+                    ),
+                    html.Span(id="group-range-note", className="muted", style={"marginLeft": "12px"}),
+                ],
+                className="card",
+            ),
+            html.Div(graph("group-timeline"), className="card"),
+            html.Div(
+                [graph("group-generations"), _grid("group-generations-table", GEN_COLUMNS, 260)],
+                className="card",
+            ),
+            html.Div(id="group-kip848", className="card", style={"display": "none"}),
+            html.Div([html.H3("Members"), _grid("group-members", MEMBER_COLUMNS, 280)], className="card"),
+            html.Div(graph("group-heatmap"), className="card"),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            dcc.RadioItems(
+                                id="group-lag-metric",
+                                options=[
+                                    {"label": "lag in offsets", "value": "lag"},
+                                    {"label": "lag in seconds", "value": "lag_seconds"},
+                                    {"label": "committed offsets", "value": "committed"},
+                                ],
+                                value="lag",
+                                inline=True,
+                            ),
+                            dcc.RadioItems(
+                                id="group-lag-by",
+                                options=[
+                                    {"label": "per partition", "value": "partition"},
+                                    {"label": "per member", "value": "member"},
+                                ],
+                                value="partition",
+                                inline=True,
+                                style={"marginLeft": "24px"},
+                            ),
+                        ],
+                        className="filters",
+                    ),
+                    graph("group-lag"),
+                ],
+                className="card",
+            ),
+            html.Div(
+                [
+                    html.H3("Committed offsets and lag per partition"),
+                    _grid("group-partitions", PARTITION_COLUMNS, 300),
+                ],
+                className="card",
+            ),
+        ]
+    )
+
+
+def window(range_ms: int | None, doc: Mapping[str, Any], now: int) -> tuple[int | None, int, str]:
+    """(since, until, note) for a range choice. A range that would show nothing (the group has been
+    quiet longer than the range) is anchored to the group's newest data instead, and the note says so."""
+    if not range_ms:
+        return None, now, ""
+    latest = gd.latest_time(doc)
+    if latest is not None and latest < now - range_ms:
+        return (
+            latest - range_ms,
+            latest,
+            f"Nothing happened in the last {_dur(range_ms)}; showing the {_dur(range_ms)} "
+            f"up to the last activity at {fmt_ms(latest)}.",
+        )
+    return now - range_ms, now, ""
+
+
+def _kv(pairs: list[tuple[str, Any]]) -> html.Dl:
+    items: list[Any] = []
+    for k, v in pairs:
+        items += [
+            html.Dt(k),
+            html.Dd(v if v not in (None, "") else "-", id=f"hdr-{k.lower().replace(' ', '-')}"),
+        ]
+    return html.Dl(items, className="kv")
+
+
+def header(doc: Mapping[str, Any], row: Mapping[str, Any] | None, now: int) -> list[Any]:
+    kip = gd.is_kip848(doc)
+    lag, lag_s = gd.totals(doc)
+    pairs: list[tuple[str, Any]] = [("State", state_badge(doc.get("state"))), ("Type", doc.get("type"))]
+    if kip:
+        pairs += [("Group epoch", doc.get("group_epoch")), ("Assignment epoch", doc.get("assignment_epoch"))]
+    else:
+        pairs += [("Generation", doc.get("generation"))]
+    pairs += [
+        ("Protocol type", doc.get("protocol_type")),
+        ("Protocol", doc.get("protocol")),
+        ("Leader", doc.get("leader")),
+        ("Coordinator partition", doc.get("coordinator_partition")),
+        ("Members", len(doc.get("members") or [])),
+        ("Lag offsets", f"{lag:,}" if lag is not None else None),
+        ("Lag seconds", f"{lag_s:.1f}" if lag_s is not None else None),
+        ("Rebalances 1 h", (row or {}).get("rebalances_1h")),
+    ]
+    refreshed = (row or {}).get("last_refreshed")
+    notes: list[Any] = [
+        html.Div(
+            f"Refreshed {fmt_age((now - refreshed) / 1000)} ({fmt_ms(refreshed)})" if refreshed else "",
+            className="muted",
+        )
+    ]
+    inferred = doc.get("inferred")
+    if inferred:
+        text = ", ".join(map(str, inferred)) if isinstance(inferred, list) else str(inferred)
+        notes.append(html.Div(f"Inferred for lack of a source: {text}", className="inferred"))
+    sources = doc.get("sources")
+    if sources:
+        text = (
+            ", ".join(sources)
+            if isinstance(sources, list)
+            else ", ".join(k for k, v in dict(sources).items() if v)
+        )
+        notes.append(html.Div(f"Sources: {text}", className="muted"))
+    return [_kv(pairs), *notes]
+
+
+def kip848_card(doc: Mapping[str, Any]) -> tuple[list[Any], dict[str, str]]:
+    if not gd.is_kip848(doc):
+        return [], {"display": "none"}
+    ms = gd.members(doc)
+    states: dict[str, int] = {}
+    for m in ms:
+        states[m.state or "unknown"] = states.get(m.state or "unknown", 0) + 1
+    differ = [m for m in ms if m.target_assignment is not None and m.target_assignment != m.assignment]
+    pending = sum(len(m.pending_revocation) for m in ms)
+    body = [
+        html.H3("KIP-848 reconciliation"),
+        _kv(
+            [
+                ("Group epoch", doc.get("group_epoch")),
+                ("Assignment epoch", doc.get("assignment_epoch")),
+                ("Member states", ", ".join(f"{k}: {v}" for k, v in sorted(states.items())) or "-"),
+                ("Members off target", len(differ)),
+                ("Pending revocation", pending),
+            ]
+        ),
+        html.P(
+            "The members table shows each member's epoch, state and target assignment "
+            "next to its current one.",
+            className="muted",
+        ),
+    ]
+    return body, {}
+
+
+def generation_rows(gens: list[gd.Generation]) -> list[dict[str, Any]]:
+    return [
+        {
+            "generation": g.generation,
+            "start": fmt_ms(g.start),
+            "duration": _dur(g.duration_ms) if g.duration_ms is not None else "unknown",
+            "cause": g.cause or "unknown",
+            "joined": ", ".join(g.members_joined),
+            "left": ", ".join(g.members_left),
+            "protocol": g.protocol,
+            "reason": g.reason,
+            "inferred": ", ".join(g.inferred),
+        }
+        for g in gens
+    ]
+
+
+def partition_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    out = []
+    for r in gd.partition_lag(doc):
+        d = dict(r.__dict__)
+        d["commit_time"] = fmt_ms(r.commit_time) if r.commit_time else None
+        d["committed"] = r.committed if r.committed is not None else "no commit"
+        out.append(d)
+    return out
+
+
+def lag_series(
+    points: list[Mapping[str, Any]], metric: str, by: str
+) -> dict[str, list[tuple[int, float | None]]]:
+    """Series per partition ("topic:p") or member from the lag history points in Redis. A value in a
+    point is either a number (lag in offsets) or a mapping with lag / lag_seconds / committed."""
+    out: dict[str, list[tuple[int, float | None]]] = {}
+    key = "partitions" if by == "partition" else "members"
+    for p in sorted(points, key=lambda p: p.get("ts") or 0):
+        ts = p.get("ts")
+        if ts is None:
+            continue
+        for name, v in (p.get(key) or {}).items():
+            if isinstance(v, Mapping):
+                val = v.get(metric)
+                if val is None and metric == "committed":
+                    val = v.get("committed_offset")
+                if val is None and metric == "lag":
+                    val = v.get("lag_offsets")
+            else:
+                val = v if metric == "lag" else None
+            if val is not None:
+                out.setdefault(str(name), []).append((int(ts), float(val)))
+    return out
+
+
+def register(app: Dash, data: DashboardData) -> None:
+    @app.callback(
+        Output("group-header", "children"),
+        Output("group-range-note", "children"),
+        Output("group-timeline", "figure"),
+        Output("group-generations", "figure"),
+        Output("group-generations-table", "rowData"),
+        Output("group-kip848", "children"),
+        Output("group-kip848", "style"),
+        Output("group-members", "rowData"),
+        Output("group-members", "columnDefs"),
+        Output("group-heatmap", "figure"),
+        Output("group-partitions", "rowData"),
+        Input("tick", "n_intervals"),
+        Input("group-range", "value"),
+        Input("url", "pathname"),
+    )
+    def refresh(_n: int | None, range_ms: int | None, pathname: str | None) -> tuple[Any, ...]:
+        return group_outputs(data, parse_path(pathname).group or "", range_ms)
+
+    @app.callback(
+        Output("group-lag", "figure"),
+        Input("tick", "n_intervals"),
+        Input("group-range", "value"),
+        Input("group-lag-metric", "value"),
+        Input("group-lag-by", "value"),
+        Input("url", "pathname"),
+    )
+    def lag_chart(_n: int | None, range_ms: int | None, metric: str, by: str, pathname: str | None) -> Any:
+        name = parse_path(pathname).group or ""
+        try:
+            doc = data.group(name) or {}
+            since, until, _ = window(range_ms, doc, now_ms())
+            points = data.lag_history(name, since, until)
+        except Unavailable as e:
+            return empty_figure("Lag over time", str(e))
+        return lag_over_time_figure(lag_series(points, metric, by), metric, by)
+
+
+def group_outputs(data: DashboardData, name: str, range_ms: int | None) -> tuple[Any, ...]:
+    """Everything the group page shows except the lag chart (separate so its radio buttons are cheap)."""
+    now = now_ms()
+    try:
+        doc = data.group(name)
+        row = data.fleet_row(name) if doc else None
+    except Unavailable as e:
+        msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
+        blank = empty_figure("", "No data")
+        return msg, "", blank, blank, [], [], {"display": "none"}, [], MEMBER_COLUMNS, blank, []
+    if doc is None:
+        msg = empty_state(
+            f"No group named {name!r} in Redis",
+            "It may not exist, may have been deleted and trimmed, or the collector has not seen it yet.",
+        )
+        blank = empty_figure("", "No data")
+        return msg, "", blank, blank, [], [], {"display": "none"}, [], MEMBER_COLUMNS, blank, []
+    since, until, note = window(range_ms, doc, now)
+    try:
+        bands_raw = data.timeline(name, since, until) if since is not None else None
+        gens_raw = data.generations(name, None, until) if since is not None else None
+    except Unavailable:
+        bands_raw = gens_raw = None
+    bands = gd.timeline({"timeline": bands_raw}) if bands_raw else gd.timeline(doc)
+    gens = gd.generations({"generations": gens_raw}) if gens_raw else gd.generations(doc)
+    if since is not None:
+        gens = [g for g in gens if g.start is None or (g.end or g.start) >= since]
+    kip_body, kip_style = kip848_card(doc)
+    columns = MEMBER_COLUMNS + (KIP848_COLUMNS if gd.is_kip848(doc) else [])
+    return (
+        header(doc, row, now),
+        note,
+        timeline_figure(bands, since, max(until, max((b.end or b.start for b in bands), default=until))),
+        generations_figure(gens, since, until),
+        generation_rows(gens),
+        kip_body,
+        kip_style,
+        [r.__dict__ for r in gd.member_rows(doc, now)],
+        columns,
+        assignment_heatmap(gd.members(doc), gd.partition_lag(doc)),
+        partition_rows(doc),
+    )

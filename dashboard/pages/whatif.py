@@ -1,0 +1,340 @@
+"""The what-if page (`/groups/<name>/whatif`): pick assignors and changes, see results side by side.
+
+The computation runs as a Dash background callback (Celery in production) with a progress bar; form
+problems come back as messages beside their fields."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_ag_grid as dag
+from dash import Dash, Input, Output, State, dcc, html
+
+from dashboard import group_doc as gd
+from dashboard import whatif_engine
+from dashboard.components import empty_state
+from dashboard.data import DashboardData, Unavailable
+from dashboard.figures import assignment_heatmap, per_member_bars
+from dashboard.urls import group_url, parse_path
+from dashboard.whatif_form import parse_form, partition_counts
+
+FIELDS = [
+    "assignors",
+    "add_members",
+    "remove_members",
+    "partitions",
+    "subscription",
+    "session_timeout_ms",
+    "max_poll_interval_ms",
+]
+
+
+def _field(label: str, control: Any, name: str, help_: str = "") -> list[Any]:
+    return [
+        html.Label(label, htmlFor=f"wi-{name}"),
+        html.Div(
+            [
+                control,
+                html.Div(help_, className="field-help"),
+                html.Div(id=f"wi-err-{name}", className="field-error"),
+            ]
+        ),
+    ]
+
+
+def layout(name: str) -> html.Div:
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.H2(
+                        ["What if… ", html.Code(name, id="whatif-group-name")],
+                        style={"display": "inline-block"},
+                    ),
+                    dcc.Link("← back to the group", href=group_url(name), style={"marginLeft": "18px"}),
+                ]
+            ),
+            html.Div(id="wi-current", className="card"),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            *_field(
+                                "Assignors",
+                                dcc.Checklist(
+                                    id="wi-assignors",
+                                    options=whatif_engine.assignor_options(),
+                                    value=[],
+                                    inline=True,
+                                ),
+                                "assignors",
+                                "Compared side by side; the group's current one is preselected.",
+                            ),
+                            *_field(
+                                "Add members",
+                                dcc.Input(id="wi-add_members", type="text", value="", placeholder="0"),
+                                "add_members",
+                                "New members subscribe like the group's first member.",
+                            ),
+                            *_field(
+                                "Remove members",
+                                dcc.Dropdown(id="wi-remove_members", multi=True, options=[]),
+                                "remove_members",
+                            ),
+                            *_field(
+                                "Partitions",
+                                dcc.Input(
+                                    id="wi-partitions",
+                                    type="text",
+                                    value="",
+                                    placeholder="orders=24, clicks=+4",
+                                    style={"width": "320px"},
+                                ),
+                                "partitions",
+                                "topic=COUNT sets the count, topic=+N adds N partitions.",
+                            ),
+                            *_field(
+                                "Change a subscription",
+                                html.Div(
+                                    [
+                                        dcc.Dropdown(
+                                            id="wi-sub_member",
+                                            options=[],
+                                            placeholder="member",
+                                            style={"width": "320px", "display": "inline-block"},
+                                        ),
+                                        dcc.Input(
+                                            id="wi-sub_topics",
+                                            type="text",
+                                            value="",
+                                            placeholder="topic-a, topic-b",
+                                            style={"marginLeft": "8px"},
+                                        ),
+                                    ]
+                                ),
+                                "subscription",
+                            ),
+                            *_field(
+                                "session.timeout.ms",
+                                dcc.Input(
+                                    id="wi-session_timeout_ms",
+                                    type="text",
+                                    value="",
+                                    placeholder="e.g. 45000",
+                                ),
+                                "session_timeout_ms",
+                                "Counts the recorded session-timeout rebalances this would have avoided.",
+                            ),
+                            *_field(
+                                "max.poll.interval.ms",
+                                dcc.Input(
+                                    id="wi-max_poll_interval_ms",
+                                    type="text",
+                                    value="",
+                                    placeholder="e.g. 300000",
+                                ),
+                                "max_poll_interval_ms",
+                                "Counts the recorded poll-timeout rebalances this would have avoided.",
+                            ),
+                        ],
+                        className="form-grid",
+                    ),
+                    html.Div(
+                        [
+                            html.Button("Compare", id="wi-run", n_clicks=0, className="primary"),
+                            html.Progress(
+                                id="wi-progress",
+                                value="0",
+                                max="1",
+                                style={"visibility": "hidden", "marginLeft": "14px"},
+                            ),
+                            html.Span(id="wi-status", className="muted", style={"marginLeft": "10px"}),
+                        ],
+                        style={"marginTop": "14px"},
+                    ),
+                ],
+                className="card",
+            ),
+            html.Div(id="wi-results"),
+        ]
+    )
+
+
+def current_summary(doc: dict[str, Any]) -> list[Any]:
+    ms = gd.members(doc)
+    counts = partition_counts(doc)
+    lag, _ = gd.totals(doc)
+    return [
+        html.H3("Starting point: the group now"),
+        html.Div(
+            f"{len(ms)} members · protocol {doc.get('protocol') or '-'} · "
+            f"{sum(counts.values())} partitions on {len(counts)} topic(s) "
+            f"({', '.join(f'{t}: {n}' for t, n in sorted(counts.items()))}) · lag {lag or 0:,} offsets",
+            id="wi-current-text",
+        ),
+        html.Div(
+            [
+                html.Div(
+                    [
+                        html.B(m.member_id),
+                        f" subscribes to {', '.join(m.subscription) or '-'}; owns {len(m.assignment)}",
+                    ],
+                    className="muted",
+                )
+                for m in ms[:12]
+            ]
+            + ([html.Div(f"… and {len(ms) - 12} more", className="muted")] if len(ms) > 12 else [])
+        ),
+    ]
+
+
+def result_card(r: whatif_engine.AssignorResult, doc: dict[str, Any]) -> html.Div:
+    if r.error:
+        return html.Div([html.H3(r.assignor), html.Div(r.error, className="field-error")], className="card")
+    lag = gd.partition_lag(doc)
+    per_member = [(m.member, m.partitions, m.lag) for m in r.members]
+    moved_rows = [
+        {"partition": f"{t}-{p}", "from": a or "(unassigned)", "to": b or "(unassigned)"}
+        for (t, p), a, b in r.moves
+    ]
+    return html.Div(
+        [
+            html.H3(r.assignor, className="wi-result-title"),
+            html.Div(
+                [
+                    html.Div(
+                        f"Partitions per member: min {r.min_partitions}, max {r.max_partitions} "
+                        f"(spread {r.max_partitions - r.min_partitions})"
+                    ),
+                    html.Div(
+                        f"Lag per member: min {r.min_lag:,}, max {r.max_lag:,} "
+                        f"(spread {r.max_lag - r.min_lag:,})"
+                    ),
+                    html.Div(f"Partitions that move: {len(r.moves)}", className="wi-moves"),
+                    html.Div(f"Members that lose partitions: {', '.join(r.losing) or 'none'}"),
+                    html.Div(f"Rebalance cost: {r.cost}", className="wi-cost"),
+                ],
+                className="muted",
+            ),
+            dcc.Graph(
+                figure=assignment_heatmap(
+                    [], lag, f"{r.assignor}: assignment", assignment=r.assignment, height=320
+                ),
+                config={"displaylogo": False},
+            ),
+            dcc.Graph(
+                figure=per_member_bars(per_member, f"{r.assignor}: partitions and lag per member"),
+                config={"displaylogo": False},
+            ),
+            html.Details(
+                [
+                    html.Summary(f"What moves ({len(moved_rows)})"),
+                    dag.AgGrid(
+                        columnDefs=[
+                            {"field": "partition"},
+                            {"field": "from", "flex": 1},
+                            {"field": "to", "flex": 1},
+                        ],
+                        rowData=moved_rows,
+                        className="ag-theme-alpine",
+                        style={"height": "220px"},
+                    ),
+                ]
+            ),
+        ],
+        className="card wi-result",
+    )
+
+
+def register(app: Dash, data: DashboardData) -> None:
+    @app.callback(
+        Output("wi-current", "children"),
+        Output("wi-remove_members", "options"),
+        Output("wi-sub_member", "options"),
+        Output("wi-assignors", "value"),
+        Input("url", "pathname"),
+    )
+    def init(pathname: str | None) -> tuple[Any, Any, Any, Any]:
+        name = parse_path(pathname).group or ""
+        try:
+            doc = data.group(name)
+        except Unavailable as e:
+            return empty_state("Redis is unreachable", str(e)), [], [], []
+        if doc is None:
+            return empty_state(f"No group named {name!r} in Redis"), [], [], []
+        ids = [m.member_id for m in gd.members(doc)]
+        return current_summary(doc), ids, ids, whatif_engine.default_assignors(doc)
+
+    states = [
+        State(f"wi-{f}", "value")
+        for f in (
+            "assignors",
+            "add_members",
+            "remove_members",
+            "partitions",
+            "sub_member",
+            "sub_topics",
+            "session_timeout_ms",
+            "max_poll_interval_ms",
+        )
+    ]
+
+    @app.callback(
+        Output("wi-results", "children"),
+        Output("wi-status", "children"),
+        *[Output(f"wi-err-{f}", "children") for f in FIELDS],
+        Input("wi-run", "n_clicks"),
+        State("url", "pathname"),
+        *states,
+        background=True,
+        progress=[Output("wi-progress", "value"), Output("wi-progress", "max")],
+        running=[
+            (Output("wi-run", "disabled"), True, False),
+            (
+                Output("wi-progress", "style"),
+                {"visibility": "visible", "marginLeft": "14px"},
+                {"visibility": "hidden", "marginLeft": "14px"},
+            ),
+        ],
+        prevent_initial_call=True,
+    )
+    def compute(set_progress: Any, _clicks: int, pathname: str | None, *vals: Any) -> tuple[Any, ...]:
+        keys = [
+            "assignors",
+            "add_members",
+            "remove_members",
+            "partitions",
+            "sub_member",
+            "sub_topics",
+            "session_timeout_ms",
+            "max_poll_interval_ms",
+        ]
+        values = dict(zip(keys, vals, strict=True))
+        return compute_outputs(
+            data, parse_path(pathname).group or "", values, lambda i, n: set_progress((str(i), str(n)))
+        )
+
+
+def compute_outputs(data: DashboardData, name: str, values: dict[str, Any], progress: Any) -> tuple[Any, ...]:
+    no_errors = [None] * len(FIELDS)
+    try:
+        doc = data.group(name)
+    except Unavailable as e:
+        return html.Div(str(e), className="field-error"), "Redis is unreachable", *no_errors
+    if doc is None:
+        return None, f"No group named {name!r}", *no_errors
+    req, errors = parse_form(values, doc)
+    if req is None:
+        return None, "Fix the fields marked in red.", *[errors.get(f) for f in FIELDS]
+    out = whatif_engine.run(doc, req, progress)
+    if out.error:
+        return html.Div(out.error, className="field-error"), "The what-if engine could not run.", *no_errors
+    cards = [result_card(r, doc) for r in out.results]
+    extra: list[Any] = []
+    if out.avoided is not None:
+        extra.append(html.Div(out.avoided, className="card", id="wi-avoided"))
+    return (
+        html.Div([*extra, html.Div(cards, className="side-by-side")]),
+        f"Compared {len(out.results)} assignor(s).",
+        *no_errors,
+    )
