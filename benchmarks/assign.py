@@ -69,11 +69,8 @@ def main() -> None:
                     rows.append(
                         (n, "mixed" if mixed else "same", situation, name, best, max(counts) - min(counts))
                     )
-                    print(
-                        f"{rows[-1][0]:>7} {rows[-1][1]:>5} {rows[-1][2]:>6} {name:>18} {best * 1000:10.1f} ms"
-                        f"  spread {rows[-1][5]}",
-                        flush=True,
-                    )
+                    n_, subs_, sit_, _, _, spread_ = rows[-1]
+                    print(f"{n_:>5} {subs_:>5} {sit_:>6} {name:>18} {best * 1000:9.1f} ms  spread {spread_}")
     print()
     print("| members | subscriptions | situation | assignor | ms per assignment | spread |")
     print("|---:|---|---|---|---:|---:|")

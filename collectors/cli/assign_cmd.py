@@ -56,9 +56,8 @@ def assign(assignor: str, file: str) -> None:
 @click.argument("file", type=click.Path(allow_dash=True))
 def whatif(file: str) -> None:
     """Compare assignors and changes for a group description (JSON FILE, '-' for stdin)."""
-    from coordinator_model.whatif import run_whatif
-
     from coordinator_model.assignors import AssignorError
+    from coordinator_model.whatif import run_whatif
 
     doc = _load(file)
     try:
