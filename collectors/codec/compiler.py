@@ -1,0 +1,559 @@
+"""Turns the schema table into readers, writers and JSON renderers.
+
+For every (struct, version, flexible) the compiler writes the Python source of three small
+functions and compiles them once, at import: the same idea as Kafka's and franz-go's code
+generators, done at run time. Generated code is straight-line: runs of fixed-width fields (and the
+int16/int32 length prefix that follows them) are read with one precompiled `struct.Struct`,
+strings are sliced and decoded in place, and every length is checked against the bytes left before
+anything is allocated, so arbitrary input fails with `DecodeError` and never with a huge allocation.
+
+- reader   `(buf: bytes, pos: int) -> (obj, new_pos)`
+- writer   `(obj, out: bytearray) -> None`
+- renderer `(obj) -> dict` in kafka-dump-log's JSON shape (camelCase names, bytes as base64,
+  topic ids as Kafka's Uuid strings, only the fields the version carries)
+
+`python -m collectors.codec.compiler OffsetCommitValue 3` prints the generated source.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import struct
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from collectors.codec.errors import DecodeError, EncodeError
+from collectors.codec.schema import Field, Message, Struct
+
+_FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uuid": "16s"}
+_FIXED_SIZE = {"b": 1, "h": 2, "i": 4, "q": 8, "16s": 16}
+
+_H = struct.Struct(">h")
+_I = struct.Struct(">i")
+_NULL_STRING = b"\xff\xff"
+_NULL_BYTES = b"\xff\xff\xff\xff"
+_INTS = [struct.Struct(f">{i}i") for i in range(257)]
+
+# Low-level failures that generated readers turn into DecodeError (struct.error: truncated fixed
+# fields; IndexError: truncated varint; the others: defensive).
+_LOW = (struct.error, IndexError, ValueError, TypeError, OverflowError)
+
+
+def ints(count: int) -> struct.Struct:
+    return _INTS[count] if count <= 256 else struct.Struct(f">{count}i")
+
+
+def read_uvarint(buf: bytes, pos: int, first: int) -> tuple[int, int]:
+    """Rest of an unsigned varint whose first byte (>= 0x80) was already read. At most 5 bytes."""
+    value = first & 0x7F
+    shift = 7
+    while True:
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise DecodeError(pos, "unsigned varint longer than 5 bytes")
+
+
+def write_uvarint(out: bytearray, value: int) -> None:
+    if value < 0 or value > 0xFFFFFFFF:
+        raise EncodeError(f"unsigned varint out of range: {value}")
+    while value > 0x7F:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def read_tags(buf: bytes, pos: int, count: int) -> tuple[list[tuple[int, bytes]], int]:
+    n = len(buf)
+    if count > n - pos:
+        raise DecodeError(pos, f"{count} tagged fields announced but only {n - pos} bytes left")
+    tags = []
+    for _ in range(count):
+        tag = buf[pos]
+        pos += 1
+        if tag > 127:
+            tag, pos = read_uvarint(buf, pos, tag)
+        size = buf[pos]
+        pos += 1
+        if size > 127:
+            size, pos = read_uvarint(buf, pos, size)
+        end = pos + size
+        if end > n:
+            raise DecodeError(pos, f"tagged field {tag} of {size} bytes exceeds the {n - pos} bytes left")
+        tags.append((tag, buf[pos:end]))
+        pos = end
+    return tags, pos
+
+
+def write_tags(out: bytearray, tags: list[tuple[int, bytes]]) -> None:
+    if len(tags) > 1:
+        tags.sort(key=lambda t: t[0])
+    write_uvarint(out, len(tags))
+    for tag, data in tags:
+        write_uvarint(out, tag)
+        write_uvarint(out, len(data))
+        out += data
+
+
+def uuid_str(raw: bytes) -> str:
+    """Kafka's Uuid.toString(): URL-safe base64 of the 16 bytes, no padding."""
+    return base64.urlsafe_b64encode(raw)[:22].decode("ascii")
+
+
+def uuid_bytes(text: str) -> bytes:
+    try:
+        raw = base64.urlsafe_b64decode(text + "==")
+    except (binascii.Error, ValueError) as exc:
+        raise EncodeError(f"not a Kafka topic id: {text!r}") from exc
+    if len(raw) != 16 or uuid_str(raw) != text:
+        raise EncodeError(f"not a Kafka topic id: {text!r}")
+    return raw
+
+
+def b64(data: bytes | None) -> str | None:
+    return None if data is None else base64.b64encode(data).decode("ascii")
+
+
+def low_level_reason(exc: BaseException) -> str:
+    if isinstance(exc, struct.error | IndexError):
+        return "truncated (no bytes left for this field)"
+    return f"{type(exc).__name__}: {exc}"
+
+
+class _Source:
+    """A tiny source builder with fresh variable names."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self.depth = 0
+        self.counter = 0
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " * self.depth + line)
+
+    def var(self, stem: str) -> str:
+        self.counter += 1
+        return f"{stem}{self.counter}"
+
+
+class Compiler:
+    """Compiles readers, writers and renderers for every struct of the table, caching by
+    (struct name, version, flexible)."""
+
+    def __init__(self) -> None:
+        self.ns: dict[str, Any] = {
+            "_DE": DecodeError,
+            "_EE": EncodeError,
+            "_LOW": _LOW,
+            "_why": low_level_reason,
+            "_uv": read_uvarint,
+            "_wuv": write_uvarint,
+            "_tags": read_tags,
+            "_wtags": write_tags,
+            "_ints": ints,
+            "_INTS": _INTS,
+            "_uuid": uuid_str,
+            "_uuidb": uuid_bytes,
+            "_b64": b64,
+            "_struct_error": struct.error,
+            "_H": _H,
+            "_I": _I,
+        }
+        self.sources: dict[str, str] = {}
+        self._structs: dict[str, struct.Struct] = {}
+
+    # -- plumbing -------------------------------------------------------------------------------
+    def _const(self, value: Any, stem: str) -> str:
+        name = f"_{stem}_{id(value)}"
+        self.ns[name] = value
+        return name
+
+    def _packer(self, fmt: str) -> str:
+        name = "_S_" + fmt.replace("16s", "u")
+        if name not in self.ns:
+            self.ns[name] = struct.Struct(">" + fmt)
+        return name
+
+    def _define(self, name: str, src: _Source) -> Callable[..., Any]:
+        code = "\n".join(src.lines) + "\n"
+        self.sources[name] = code
+        exec(compile(code, f"<codec {name}>", "exec"), self.ns)
+        return self.ns[name]
+
+    @staticmethod
+    def _fname(kind: str, st: Struct, version: int, flexible: bool) -> str:
+        return f"{kind}_{st.name}_v{version}{'f' if flexible else ''}"
+
+    @staticmethod
+    def _fields(st: Struct, version: int, flexible: bool) -> tuple[list[Field], list[Field]]:
+        """(regular fields present in this version, tagged fields present in this version)."""
+        regular, tagged = [], []
+        for f in st.fields:
+            if not f.present_in(version):
+                continue
+            if f.tag is not None:
+                if flexible:
+                    tagged.append(f)
+            else:
+                regular.append(f)
+        return regular, tagged
+
+    def _default_expr(self, f: Field) -> str:
+        value = f.default_value()
+        if isinstance(value, list):
+            return "[]"
+        return repr(value)
+
+    # -- readers --------------------------------------------------------------------------------
+    def reader(self, st: Struct, version: int, flexible: bool) -> Callable[[bytes, int], tuple[Any, int]]:
+        name = self._fname("read", st, version, flexible)
+        if name in self.ns:
+            return self.ns[name]
+        regular, tagged = self._fields(st, version, flexible)
+        # Compile nested readers first so their names exist in the namespace.
+        for f in regular + tagged:
+            if f.struct is not None:
+                self.reader(f.struct, version, flexible)
+        src = _Source()
+        src.emit(f"def {name}(b, p):")
+        src.depth = 1
+        src.emit("n = len(b)")
+        src.emit("f = ''")
+        src.emit("try:")
+        src.depth = 2
+        values: dict[str, str] = {}
+        pending: list[tuple[str, str, Field]] = []
+
+        def flush() -> None:
+            if not pending:
+                return
+            fmt = "".join(p[0] for p in pending)
+            size = sum(_FIXED_SIZE[p[0]] for p in pending)
+            targets = ", ".join(p[1] for p in pending)
+            src.emit(f"f = {pending[0][2].name!r}")
+            src.emit(f"{targets}{',' if len(pending) == 1 else ''} = {self._packer(fmt)}.unpack_from(b, p)")
+            src.emit(f"p += {size}")
+            for fmt_, var, _fld in pending:
+                if fmt_ == "16s":
+                    src.emit(f"{var} = _uuid({var})")
+            pending.clear()
+
+        for f in regular:
+            var = src.var("v")
+            values[f.attr] = var
+            if f.type in _FIXED:
+                pending.append((_FIXED[f.type], var, f))
+                continue
+            length = src.var("L")
+            if flexible:
+                flush()
+                src.emit(f"f = {f.name!r}")
+                self._emit_uvarint(src, length)
+                src.emit(f"{length} -= 1")
+            else:
+                pending.append(("h" if f.type == "string" else "i", length, f))
+                flush()
+                src.emit(f"f = {f.name!r}")
+            self._emit_body(src, st, f, version, flexible, length, var)
+        flush()
+        unknown = "()"
+        if flexible:
+            unknown = src.var("unk")
+            count = src.var("T")
+            src.emit("f = '_tagged_fields'")
+            src.emit(f"{unknown} = ()")
+            for f in tagged:
+                values[f.attr] = src.var("v")
+                src.emit(f"{values[f.attr]} = {self._default_expr(f)}")
+            self._emit_uvarint(src, count)
+            src.emit(f"if {count}:")
+            src.depth += 1
+            tags = src.var("tags")
+            src.emit(f"{tags}, p = _tags(b, p, {count})")
+            if tagged:
+                rest = src.var("rest")
+                src.emit(f"{rest} = []")
+                src.emit(f"for t, d in {tags}:")
+                src.depth += 1
+                for i, f in enumerate(tagged):
+                    src.emit(f"{'if' if i == 0 else 'elif'} t == {f.tag}:")
+                    src.depth += 1
+                    self._emit_tagged_read(src, f, version, values[f.attr], rest)
+                    src.depth -= 1
+                src.emit("else:")
+                src.emit(f"    {rest}.append((t, d))")
+                src.depth -= 1
+                src.emit(f"{unknown} = tuple({rest})")
+            else:
+                src.emit(f"{unknown} = tuple({tags})")
+            src.depth -= 1
+        args = []
+        for f in st.fields:
+            args.append(f"{f.attr}={values.get(f.attr, self._default_expr(f))}")
+        if st.unknown_tags_attr is not None:
+            args.append(f"{st.unknown_tags_attr}={unknown}")
+        if st.version_attr is not None:
+            args.append(f"{st.version_attr}={version}")
+        src.emit(f"return {self._const(st.cls, 'C')}({', '.join(args)}), p")
+        src.depth = 1
+        src.emit("except _LOW as e:")
+        src.emit(f"    raise _DE(p, {st.name + '.'!r} + f + ': ' + _why(e)) from None")
+        return self._define(name, src)
+
+    @staticmethod
+    def _emit_uvarint(src: _Source, var: str) -> None:
+        src.emit(f"{var} = b[p]")
+        src.emit("p += 1")
+        src.emit(f"if {var} > 127: {var}, p = _uv(b, p, {var})")
+
+    def _emit_null(self, src: _Source, st: Struct, f: Field, version: int, var: str) -> None:
+        if f.nullable_in(version):
+            src.emit(f"    {var} = None")
+        else:
+            src.emit(
+                f"    raise _DE(p, {f'{st.name}.{f.name}: non-nullable field was serialized as null'!r})"
+            )
+
+    def _emit_body(
+        self, src: _Source, st: Struct, f: Field, version: int, flexible: bool, length: str, var: str
+    ) -> None:
+        """Read the body of a variable-width field whose length/count (-1 = null) is in `length`."""
+        label = f"{st.name}.{f.name}"
+        src.emit(f"if {length} < 0:")
+        self._emit_null(src, st, f, version, var)
+        src.emit("else:")
+        src.depth += 1
+        if f.type in ("string", "bytes"):
+            if f.type == "string" and flexible:
+                src.emit(
+                    f"if {length} > 0x7FFF: "
+                    f"raise _DE(p, {label + ': invalid string length '!r} + str({length}))"
+                )
+            end = src.var("e")
+            src.emit(f"{end} = p + {length}")
+            src.emit(
+                f"if {end} > n: raise _DE(p, {label + ': length '!r} + str({length}) + ' exceeds the ' "
+                f"+ str(n - p) + ' bytes left')"
+            )
+            if f.type == "string":
+                src.emit(f"{var} = b[p:{end}].decode('utf-8', 'replace')")
+            else:
+                src.emit(f"{var} = b[p:{end}]")
+            src.emit(f"p = {end}")
+        elif f.type == "[]int32":
+            end = src.var("e")
+            src.emit(f"{end} = p + 4 * {length}")
+            src.emit(
+                f"if {end} > n: raise _DE(p, {label + ': '!r} + str({length}) + ' int32s exceed the ' "
+                f"+ str(n - p) + ' bytes left')"
+            )
+            src.emit(f"{var} = list(_ints({length}).unpack_from(b, p))")
+            src.emit(f"p = {end}")
+        elif f.type.startswith("[]"):
+            src.emit(
+                f"if {length} > n - p: raise _DE(p, {label + ': '!r} + str({length}) "
+                f"+ ' elements exceed the ' + str(n - p) + ' bytes left')"
+            )
+            src.emit(f"{var} = []")
+            src.emit(f"for _ in range({length}):")
+            src.depth += 1
+            if f.type == "[]string":
+                item = src.var("s")
+                ilen = src.var("L")
+                if flexible:
+                    self._emit_uvarint(src, ilen)
+                    src.emit(f"{ilen} -= 1")
+                else:
+                    src.emit(f"{ilen}, = _H.unpack_from(b, p)")
+                    src.emit("p += 2")
+                inner = Field(f.name + "[]", "string")
+                self._emit_body(src, st, inner, version, flexible, ilen, item)
+                src.emit(f"{var}.append({item})")
+            else:
+                assert f.struct is not None, f"{label}: array of unknown type {f.type}"
+                item = src.var("o")
+                src.emit(f"{item}, p = {self._fname('read', f.struct, version, flexible)}(b, p)")
+                src.emit(f"{var}.append({item})")
+            src.depth -= 1
+        else:
+            raise NotImplementedError(f"{label}: untagged field of type {f.type}")
+        src.depth -= 1
+
+    def _emit_tagged_read(self, src: _Source, f: Field, version: int, var: str, rest: str) -> None:
+        if f.struct is None or f.type.startswith("[]"):
+            raise NotImplementedError(f"tagged field {f.name} of type {f.type}")
+        reader = self._fname("read", f.struct, version, True)
+        # Nullable structs carry a one-byte marker: -1 null, 1 present. A known tag whose bytes do
+        # not parse is kept raw with the unknown tags and the field stays null: real Kafka 4.0
+        # ConsumerGroupMemberMetadataValue records carry a 1-byte tag 0 that kafka-dump-log prints
+        # as "classicMemberMetadata": null.
+        start = 1 if f.nullable_in(version) else 0
+        src.emit("try:")
+        src.emit(f"    {var} = None if (d and d[0] > 127) else {reader}(d, {start})[0]")
+        src.emit("except _DE:")
+        src.emit(f"    {var} = {self._default_expr(f)}")
+        src.emit(f"    {rest}.append((t, d))")
+
+    # -- writers --------------------------------------------------------------------------------
+    def writer(self, st: Struct, version: int, flexible: bool) -> Callable[[Any, bytearray], None]:
+        name = self._fname("write", st, version, flexible)
+        if name in self.ns:
+            return self.ns[name]
+        regular, tagged = self._fields(st, version, flexible)
+        for f in regular + tagged:
+            if f.struct is not None:
+                self.writer(f.struct, version, flexible)
+        src = _Source()
+        src.emit(f"def {name}(o, out):")
+        src.depth = 1
+        src.emit("f = ''")
+        src.emit("try:")
+        src.depth = 2
+        for f in regular:
+            src.emit(f"f = {f.name!r}")
+            self._emit_write(src, st, f, version, flexible, f"o.{f.attr}")
+        if flexible:
+            tags = src.var("tags")
+            src.emit(f"{tags} = []")
+            for f in tagged:
+                assert f.struct is not None
+                val = src.var("t")
+                src.emit(f"{val} = o.{f.attr}")
+                src.emit(f"if {val} is not None:")
+                buf = src.var("d")
+                marker = "b'\\x01'" if f.nullable_in(version) else "b''"
+                src.emit(f"    {buf} = bytearray({marker})")
+                src.emit(f"    {self._fname('write', f.struct, version, True)}({val}, {buf})")
+                src.emit(f"    {tags}.append(({f.tag}, bytes({buf})))")
+            if st.unknown_tags_attr is not None:
+                src.emit(f"{tags}.extend(o.{st.unknown_tags_attr})")
+            src.emit(f"_wtags(out, {tags})")
+        src.depth = 1
+        src.emit("except (_struct_error, AttributeError, TypeError, UnicodeEncodeError) as e:")
+        src.emit(f"    raise _EE({st.name + '.'!r} + f + ': ' + str(e)) from None")
+        return self._define(name, src)
+
+    def _emit_write(
+        self, src: _Source, st: Struct, f: Field, version: int, flexible: bool, expr: str
+    ) -> None:
+        label = f"{st.name}.{f.name}"
+        if f.type in _FIXED:
+            if f.type == "uuid":
+                src.emit(f"out += _uuidb({expr})")
+            else:
+                src.emit(f"out += {self._packer(_FIXED[f.type])}.pack({expr})")
+            return
+        val = src.var("x")
+        src.emit(f"{val} = {expr}")
+        src.emit(f"if {val} is None:")
+        if f.nullable_in(version):
+            if flexible:
+                src.emit("    out.append(0)")
+            else:
+                null = _NULL_STRING if f.type == "string" else _NULL_BYTES
+                src.emit(f"    out += {null!r}")
+        else:
+            src.emit(f"    raise _EE({label + ': null in a non-nullable field'!r})")
+        src.emit("else:")
+        src.depth += 1
+        if f.type in ("string", "bytes"):
+            data = val
+            if f.type == "string":
+                data = src.var("e")
+                src.emit(f"{data} = {val}.encode('utf-8')")
+            if flexible:
+                src.emit(f"_wuv(out, len({data}) + 1)")
+            else:
+                src.emit(f"out += {'_H' if f.type == 'string' else '_I'}.pack(len({data}))")
+            src.emit(f"out += {data}")
+        else:
+            if flexible:
+                src.emit(f"_wuv(out, len({val}) + 1)")
+            else:
+                src.emit(f"out += _I.pack(len({val}))")
+            if f.type == "[]int32":
+                src.emit(f"out += _ints(len({val})).pack(*{val})")
+            elif f.type == "[]string":
+                item = src.var("s")
+                src.emit(f"for {item} in {val}:")
+                src.depth += 1
+                self._emit_write(src, st, Field(f.name + "[]", "string"), version, flexible, item)
+                src.depth -= 1
+            else:
+                assert f.struct is not None
+                item = src.var("i")
+                src.emit(f"for {item} in {val}:")
+                src.emit(f"    {self._fname('write', f.struct, version, flexible)}({item}, out)")
+        src.depth -= 1
+
+    # -- renderers ------------------------------------------------------------------------------
+    def renderer(self, st: Struct, version: int, flexible: bool) -> Callable[[Any], dict[str, Any]]:
+        name = self._fname("json", st, version, flexible)
+        if name in self.ns:
+            return self.ns[name]
+        regular, tagged = self._fields(st, version, flexible)
+        for f in regular + tagged:
+            if f.struct is not None:
+                self.renderer(f.struct, version, flexible)
+        src = _Source()
+        src.emit(f"def {name}(o):")
+        src.depth = 1
+        items = []
+        for f in regular + tagged:
+            expr = f"o.{f.attr}"
+            decoded = f"{f.attr}_decoded"
+            if f.render_decoded:
+                # Consumer-protocol payloads: rendered decoded when they parsed, as base64 otherwise.
+                items.append(
+                    f"{f.name!r}: (_b64({expr}) if o.{decoded} is None else _render_decoded(o.{decoded}))"
+                )
+            elif f.type == "bytes":
+                items.append(f"{f.name!r}: _b64({expr})")
+            elif f.type in ("[]int32", "[]string"):
+                items.append(f"{f.name!r}: (None if {expr} is None else list({expr}))")
+            elif f.struct is not None and f.type.startswith("[]"):
+                sub = self._fname("json", f.struct, version, flexible)
+                items.append(f"{f.name!r}: (None if {expr} is None else [{sub}(x) for x in {expr}])")
+            elif f.struct is not None:
+                sub = self._fname("json", f.struct, version, flexible)
+                items.append(f"{f.name!r}: (None if {expr} is None else {sub}({expr}))")
+            else:
+                items.append(f"{f.name!r}: {expr}")
+        src.emit("return {" + ", ".join(items) + "}")
+        return self._define(name, src)
+
+    # -- messages -------------------------------------------------------------------------------
+    def message_readers(self, msg: Message) -> dict[int, Callable[[bytes, int], tuple[Any, int]]]:
+        return {v: self.reader(msg.struct, v, msg.is_flexible(v)) for v in msg.versions}
+
+    def message_writers(self, msg: Message) -> dict[int, Callable[[Any, bytearray], None]]:
+        return {v: self.writer(msg.struct, v, msg.is_flexible(v)) for v in msg.versions}
+
+    def message_renderers(self, msg: Message) -> dict[int, Callable[[Any], dict[str, Any]]]:
+        return {v: self.renderer(msg.struct, v, msg.is_flexible(v)) for v in msg.versions}
+
+
+COMPILER = Compiler()
+
+
+def main(argv: list[str]) -> None:
+    from collectors.codec import schema
+
+    name, version = argv[0], int(argv[1])
+    for msg in vars(schema).values():
+        if isinstance(msg, Message) and msg.name == name:
+            COMPILER.reader(msg.struct, version, msg.is_flexible(version))
+            COMPILER.writer(msg.struct, version, msg.is_flexible(version))
+            COMPILER.renderer(msg.struct, version, msg.is_flexible(version))
+    for source in COMPILER.sources.values():
+        print(source)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

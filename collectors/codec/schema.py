@@ -1,0 +1,429 @@
+"""The schema table: every `__consumer_offsets` record, transcribed from Kafka's JSON message
+definitions (apache/kafka `group-coordinator/src/main/resources/common/message/*.json`, Kafka 4.0,
+and `clients/src/main/resources/common/message/ConsumerProtocol{Subscription,Assignment}.json`).
+
+Nothing here reads or writes bytes: `collectors.codec.compiler` turns each (struct, version) into a
+reader, a writer and a JSON renderer, the way franz-go's kmsg is generated from the same JSON files.
+A new version of a record is a new line in this table, not new code.
+
+Field spelling follows the JSON files: `versions` "3+" / "1" / "0-1", `nullable` the nullable
+versions, `tag` for tagged fields (flexible versions only). `name` is Kafka's camelCase JSON name
+(what kafka-dump-log prints); the dataclass attribute is its snake_case form.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.codec import records as r
+
+MAX_VERSION = 0x7FFF
+_NO_DEFAULT: Any = object()
+
+
+def version_range(spec: str | None) -> tuple[int, int] | None:
+    """Kafka's version syntax: "0+", "3+", "1", "0-4", "none"/None."""
+    if spec is None or spec == "none":
+        return None
+    if spec.endswith("+"):
+        return int(spec[:-1]), MAX_VERSION
+    if "-" in spec:
+        lo, hi = spec.split("-")
+        return int(lo), int(hi)
+    return int(spec), int(spec)
+
+
+def snake(name: str) -> str:
+    name = name[0].lower() + name[1:]
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str  # Kafka's JSON name, camelCase
+    type: str  # int8 int16 int32 int64 string bytes uuid []int32 []string []Struct Struct
+    versions: str = "0+"
+    nullable: str | None = None
+    default: Any = _NO_DEFAULT
+    tag: int | None = None
+    struct: Struct | None = None  # element type of []Struct / type of Struct
+    # bytes printed decoded (from the `<attr>_decoded` attribute) when it parsed: member payloads
+    render_decoded: bool = False
+
+    @property
+    def attr(self) -> str:
+        return snake(self.name)
+
+    def present_in(self, version: int) -> bool:
+        lo, hi = version_range(self.versions)  # type: ignore[misc]
+        return lo <= version <= hi
+
+    def nullable_in(self, version: int) -> bool:
+        rng = version_range(self.nullable)
+        return rng is not None and rng[0] <= version <= rng[1]
+
+    def default_value(self) -> Any:
+        """Kafka's default when a version does not carry the field (generated-code semantics)."""
+        if self.default is not _NO_DEFAULT:
+            return self.default
+        if self.type.startswith("int"):
+            return 0
+        if self.type == "string":
+            return ""
+        if self.type == "bytes":
+            return b""
+        if self.type == "uuid":
+            return "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID
+        if self.type.startswith("[]"):
+            return []
+        return None  # nullable struct
+
+
+@dataclass(frozen=True)
+class Struct:
+    name: str
+    cls: type
+    fields: tuple[Field, ...]
+    # Where the dataclass keeps tagged fields it does not know (None: the class has no such slot).
+    unknown_tags_attr: str | None = "unknown_tagged_fields"
+    # Attribute that receives the version the struct was read in (consumer-protocol payloads).
+    version_attr: str | None = None
+
+
+@dataclass(frozen=True)
+class Message:
+    """A top-level key or value schema: its struct, valid and flexible versions."""
+
+    name: str
+    struct: Struct
+    valid: str
+    flexible: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def versions(self) -> range:
+        lo, hi = version_range(self.valid)  # type: ignore[misc]
+        return range(lo, hi + 1)
+
+    def is_flexible(self, version: int) -> bool:
+        rng = version_range(self.flexible)
+        return rng is not None and rng[0] <= version <= rng[1]
+
+
+F = Field
+
+# ----------------------------------------------------------------------------------------------
+# Keys. A key's "version" is the record type; keys are never flexible.
+OFFSET_COMMIT_KEY = Message(
+    "OffsetCommitKey",
+    Struct(
+        "OffsetCommitKey",
+        r.OffsetCommitKey,
+        (F("group", "string"), F("topic", "string"), F("partition", "int32")),
+        None,
+    ),
+    valid="0-1",
+)
+GROUP_METADATA_KEY = Message(
+    "GroupMetadataKey", Struct("GroupMetadataKey", r.GroupMetadataKey, (F("group", "string"),), None), "2"
+)
+
+
+def _group_key(name: str, cls: type, record_type: int, *more: Field) -> Message:
+    return Message(name, Struct(name, cls, (F("groupId", "string"), *more), None), str(record_type))
+
+
+CONSUMER_GROUP_METADATA_KEY = _group_key("ConsumerGroupMetadataKey", r.ConsumerGroupMetadataKey, 3)
+CONSUMER_GROUP_PARTITION_METADATA_KEY = _group_key(
+    "ConsumerGroupPartitionMetadataKey", r.ConsumerGroupPartitionMetadataKey, 4
+)
+CONSUMER_GROUP_MEMBER_METADATA_KEY = _group_key(
+    "ConsumerGroupMemberMetadataKey", r.ConsumerGroupMemberMetadataKey, 5, F("memberId", "string")
+)
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY = _group_key(
+    "ConsumerGroupTargetAssignmentMetadataKey", r.ConsumerGroupTargetAssignmentMetadataKey, 6
+)
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY = _group_key(
+    "ConsumerGroupTargetAssignmentMemberKey",
+    r.ConsumerGroupTargetAssignmentMemberKey,
+    7,
+    F("memberId", "string"),
+)
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY = _group_key(
+    "ConsumerGroupCurrentMemberAssignmentKey",
+    r.ConsumerGroupCurrentMemberAssignmentKey,
+    8,
+    F("memberId", "string"),
+)
+CONSUMER_GROUP_REGULAR_EXPRESSION_KEY = _group_key(
+    "ConsumerGroupRegularExpressionKey",
+    r.ConsumerGroupRegularExpressionKey,
+    16,
+    F("regularExpression", "string"),
+)
+
+# ----------------------------------------------------------------------------------------------
+# Values.
+OFFSET_COMMIT_VALUE = Message(
+    "OffsetCommitValue",
+    Struct(
+        "OffsetCommitValue",
+        r.OffsetCommitValue,
+        (
+            F("offset", "int64"),
+            F("leaderEpoch", "int32", "3+", default=-1),
+            F("metadata", "string"),
+            F("commitTimestamp", "int64"),
+            F("expireTimestamp", "int64", "1", default=-1),
+        ),
+    ),
+    valid="0-4",
+    flexible="4+",
+)
+
+MEMBER_METADATA = Struct(
+    "MemberMetadata",
+    r.MemberMetadata,
+    (
+        F("memberId", "string"),
+        F("groupInstanceId", "string", "3+", nullable="3+", default=None),
+        F("clientId", "string"),
+        F("clientHost", "string"),
+        F("rebalanceTimeout", "int32", "1+"),
+        F("sessionTimeout", "int32"),
+        F("subscription", "bytes", render_decoded=True),
+        F("assignment", "bytes", render_decoded=True),
+    ),
+)
+GROUP_METADATA_VALUE = Message(
+    "GroupMetadataValue",
+    Struct(
+        "GroupMetadataValue",
+        r.GroupMetadataValue,
+        (
+            F("protocolType", "string"),
+            F("generation", "int32"),
+            F("protocol", "string", nullable="0+"),
+            F("leader", "string", nullable="0+"),
+            F("currentStateTimestamp", "int64", "2+", default=-1),
+            F("members", "[]MemberMetadata", struct=MEMBER_METADATA),
+        ),
+    ),
+    valid="0-4",
+    flexible="4+",
+)
+
+CONSUMER_GROUP_METADATA_VALUE = Message(
+    "ConsumerGroupMetadataValue",
+    Struct("ConsumerGroupMetadataValue", r.ConsumerGroupMetadataValue, (F("epoch", "int32"),)),
+    valid="0",
+    flexible="0+",
+)
+
+PARTITION_METADATA = Struct(
+    "PartitionMetadata", r.PartitionMetadata, (F("partition", "int32"), F("racks", "[]string"))
+)
+TOPIC_METADATA = Struct(
+    "TopicMetadata",
+    r.TopicMetadata,
+    (
+        F("topicId", "uuid"),
+        F("topicName", "string"),
+        F("numPartitions", "int32"),
+        F("partitionMetadata", "[]PartitionMetadata", struct=PARTITION_METADATA),
+    ),
+)
+CONSUMER_GROUP_PARTITION_METADATA_VALUE = Message(
+    "ConsumerGroupPartitionMetadataValue",
+    Struct(
+        "ConsumerGroupPartitionMetadataValue",
+        r.ConsumerGroupPartitionMetadataValue,
+        (F("topics", "[]TopicMetadata", struct=TOPIC_METADATA),),
+    ),
+    valid="0",
+    flexible="0+",
+)
+
+CLASSIC_PROTOCOL = Struct("ClassicProtocol", r.ClassicProtocol, (F("name", "string"), F("metadata", "bytes")))
+CLASSIC_MEMBER_METADATA = Struct(
+    "ClassicMemberMetadata",
+    r.ClassicMemberMetadata,
+    (
+        F("sessionTimeoutMs", "int32"),
+        F("supportedProtocols", "[]ClassicProtocol", struct=CLASSIC_PROTOCOL),
+    ),
+)
+CONSUMER_GROUP_MEMBER_METADATA_VALUE = Message(
+    "ConsumerGroupMemberMetadataValue",
+    Struct(
+        "ConsumerGroupMemberMetadataValue",
+        r.ConsumerGroupMemberMetadataValue,
+        (
+            F("instanceId", "string", nullable="0+"),
+            F("rackId", "string", nullable="0+"),
+            F("clientId", "string"),
+            F("clientHost", "string"),
+            F("subscribedTopicNames", "[]string"),
+            F("subscribedTopicRegex", "string", nullable="0+"),
+            F("rebalanceTimeoutMs", "int32", default=-1),
+            F("serverAssignor", "string", nullable="0+"),
+            F(
+                "classicMemberMetadata",
+                "ClassicMemberMetadata",
+                nullable="0+",
+                default=None,
+                tag=0,
+                struct=CLASSIC_MEMBER_METADATA,
+            ),
+        ),
+    ),
+    valid="0",
+    flexible="0+",
+)
+
+CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE = Message(
+    "ConsumerGroupTargetAssignmentMetadataValue",
+    Struct(
+        "ConsumerGroupTargetAssignmentMetadataValue",
+        r.ConsumerGroupTargetAssignmentMetadataValue,
+        (F("assignmentEpoch", "int32"),),
+    ),
+    valid="0",
+    flexible="0+",
+)
+
+TOPIC_PARTITIONS = Struct(
+    "TopicPartitions", r.TopicIdPartitions, (F("topicId", "uuid"), F("partitions", "[]int32"))
+)
+CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE = Message(
+    "ConsumerGroupTargetAssignmentMemberValue",
+    Struct(
+        "ConsumerGroupTargetAssignmentMemberValue",
+        r.ConsumerGroupTargetAssignmentMemberValue,
+        (F("topicPartitions", "[]TopicPartition", struct=TOPIC_PARTITIONS),),
+    ),
+    valid="0",
+    flexible="0+",
+)
+
+CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE = Message(
+    "ConsumerGroupCurrentMemberAssignmentValue",
+    Struct(
+        "ConsumerGroupCurrentMemberAssignmentValue",
+        r.ConsumerGroupCurrentMemberAssignmentValue,
+        (
+            F("memberEpoch", "int32"),
+            F("previousMemberEpoch", "int32"),
+            F("state", "int8"),
+            F("assignedPartitions", "[]TopicPartitions", struct=TOPIC_PARTITIONS),
+            F("partitionsPendingRevocation", "[]TopicPartitions", struct=TOPIC_PARTITIONS),
+        ),
+    ),
+    valid="0",
+    flexible="0+",
+)
+
+CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE = Message(
+    "ConsumerGroupRegularExpressionValue",
+    Struct(
+        "ConsumerGroupRegularExpressionValue",
+        r.ConsumerGroupRegularExpressionValue,
+        (F("topics", "[]string"), F("version", "int64"), F("timestamp", "int64")),
+    ),
+    valid="0",
+    flexible="0+",
+)
+
+# ----------------------------------------------------------------------------------------------
+# Consumer protocol payloads (inside classic members whose group protocolType is "consumer").
+# Not flexible; the payload starts with its int16 version.
+CP_TOPIC_PARTITION = Struct(
+    "TopicPartition", r.TopicPartition, (F("topic", "string"), F("partitions", "[]int32")), None
+)
+CONSUMER_PROTOCOL_SUBSCRIPTION = Message(
+    "ConsumerProtocolSubscription",
+    Struct(
+        "ConsumerProtocolSubscription",
+        r.ConsumerProtocolSubscription,
+        (
+            F("topics", "[]string"),
+            F("userData", "bytes", nullable="0+", default=None),
+            F("ownedPartitions", "[]TopicPartition", "1+", struct=CP_TOPIC_PARTITION),
+            F("generationId", "int32", "2+", default=-1),
+            F("rackId", "string", "3+", nullable="3+", default=None),
+        ),
+        None,
+        "version",
+    ),
+    valid="0-3",
+)
+CONSUMER_PROTOCOL_ASSIGNMENT = Message(
+    "ConsumerProtocolAssignment",
+    Struct(
+        "ConsumerProtocolAssignment",
+        r.ConsumerProtocolAssignment,
+        (
+            F("assignedPartitions", "[]TopicPartition", struct=CP_TOPIC_PARTITION),
+            F("userData", "bytes", nullable="0+", default=None),
+        ),
+        None,
+        "version",
+    ),
+    valid="0-3",
+)
+
+# StickyAssignor userData (Java StickyAssignor and librdkafka's sticky/cooperative-sticky): no
+# version prefix; v1 appends the generation. Kafka tries v1 first, then v0.
+STICKY_ASSIGNOR_USER_DATA = Message(
+    "StickyAssignorUserData",
+    Struct(
+        "StickyAssignorUserData",
+        r.StickyAssignorUserData,
+        (
+            F("previousAssignment", "[]TopicPartition", struct=CP_TOPIC_PARTITION),
+            F("generation", "int32", "1+", default=-1),
+        ),
+        None,
+        "version",
+    ),
+    valid="0-1",
+)
+
+# ----------------------------------------------------------------------------------------------
+# record type -> (key schema, value schema)
+RECORDS: dict[int, tuple[Message, Message]] = {
+    r.OFFSET_COMMIT_LEGACY: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+    r.OFFSET_COMMIT: (OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE),
+    r.GROUP_METADATA: (GROUP_METADATA_KEY, GROUP_METADATA_VALUE),
+    r.CONSUMER_GROUP_METADATA: (CONSUMER_GROUP_METADATA_KEY, CONSUMER_GROUP_METADATA_VALUE),
+    r.CONSUMER_GROUP_PARTITION_METADATA: (
+        CONSUMER_GROUP_PARTITION_METADATA_KEY,
+        CONSUMER_GROUP_PARTITION_METADATA_VALUE,
+    ),
+    r.CONSUMER_GROUP_MEMBER_METADATA: (
+        CONSUMER_GROUP_MEMBER_METADATA_KEY,
+        CONSUMER_GROUP_MEMBER_METADATA_VALUE,
+    ),
+    r.CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA: (
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_KEY,
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA_VALUE,
+    ),
+    r.CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER: (
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_KEY,
+        CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER_VALUE,
+    ),
+    r.CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT: (
+        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_KEY,
+        CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT_VALUE,
+    ),
+    r.CONSUMER_GROUP_REGULAR_EXPRESSION: (
+        CONSUMER_GROUP_REGULAR_EXPRESSION_KEY,
+        CONSUMER_GROUP_REGULAR_EXPRESSION_VALUE,
+    ),
+}
+
+KEY_CLASSES: dict[type, int] = {
+    key.struct.cls: rt for rt, (key, _) in RECORDS.items() if rt != r.OFFSET_COMMIT_LEGACY
+}
