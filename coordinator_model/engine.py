@@ -1,0 +1,1337 @@
+"""The per-group reconstruction: fold time-ordered evidence into a group's history.
+
+Who knows what (and so who wins when sources disagree):
+- The broker log is the coordinator's own account: every state change of a classic group, each
+  rebalance's reason, stabilisation and assignment times. When it is there, other sources only fill
+  in what it does not say (member details, assignments, offsets).
+- GroupMetadata records are written at the leader's SyncGroup (Stable, record timestamp) and carry
+  `currentStateTimestamp` = when the group entered CompletingRebalance; members, protocol and
+  assignment are exact. They never show PreparingRebalance, so its start comes from the broker log,
+  else from client events (join/leave), else it is marked inferred.
+- Heartbeat events are the clients' view: when a member joined, left, stalled or stopped
+  heartbeating; they open rebalances only when the broker log is missing.
+- Admin snapshots are exact at their timestamp (state, members, assignment, KIP-848 epochs) but
+  sampled: between snapshots nothing is known from them.
+
+Evidence from different sources may arrive a few seconds out of order: a late piece of evidence is
+applied at the time of the latest transition it cannot precede (`_clamp`), and an inferred
+rebalance start is moved to the broker's time when the broker's line comes in.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from coordinator_model import lag as lagmod
+from coordinator_model.broker_log import (
+    BrokerLogEvent,
+    adding_instance_id,
+    cause_of_reason,
+    reason_members,
+)
+from coordinator_model.evidence import (
+    CommittedSnapshot,
+    ConsumerGroupEpoch,
+    ConsumerGroupTopics,
+    ConsumerMemberAssignment,
+    ConsumerMemberSubscription,
+    ConsumerTargetAssignment,
+    ConsumerTargetMember,
+    DescribeSnapshot,
+    EndOffset,
+    Evidence,
+    GroupMetadataSnapshot,
+    HeartbeatEvent,
+    OffsetCommit,
+    UnknownRecord,
+)
+from coordinator_model.group_metadata import CONSUMER_PROTOCOL_TYPE, coordinator_partition
+from coordinator_model.states import GroupState, derive_consumer_group_state, legal_path
+
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
+SKEW_MS = 5000  # how far apart two sources may place the same happening
+POLL_STALL_WINDOW_MS = 30_000  # a LeaveGroup this soon after a poll_stall is the poll interval expiring
+MAX_TIMELINE = 5000
+MAX_GENERATIONS = 2000
+MAX_DEPARTED = 500
+MEMBER_STATES = {0: "stable", 1: "unrevoked_partitions", 2: "unreleased_partitions", 127: "unknown"}
+
+# tie-break for evidence with the same timestamp: snapshots last, so "as of ts" equals the snapshot
+_PRIORITY = {"offsets": 1, "broker_log": 0, "heartbeats": 2, "end_offsets": 3, "describe": 4}
+
+TP = tuple[str, int]
+
+
+@dataclass(slots=True)
+class Member:
+    member_id: str
+    group_instance_id: str | None = None
+    client_id: str | None = None
+    client_host: str | None = None
+    session_timeout_ms: int | None = None
+    rebalance_timeout_ms: int | None = None
+    max_poll_interval_ms: int | None = None
+    subscription: tuple[str, ...] = ()
+    assignment: tuple[TP, ...] = ()
+    last_heartbeat: int | None = None
+    joined_at: int | None = None
+    poll_stall_at: int | None = None
+    # KIP-848
+    member_epoch: int | None = None
+    previous_member_epoch: int | None = None
+    member_state: int | None = None
+    assigned_ids: tuple[tuple[str, int], ...] = ()
+    pending_ids: tuple[tuple[str, int], ...] = ()
+    target_ids: tuple[tuple[str, int], ...] | None = None
+    target_assignment: tuple[TP, ...] | None = None
+    server_assignor: str | None = None
+    in_records: bool = False  # KIP-848: has a ConsumerGroupMemberMetadata record
+
+
+@dataclass(slots=True)
+class Generation:
+    generation: int | None
+    start: int
+    cause: str = "unknown"
+    reason: str | None = None
+    stabilized: int | None = None  # CompletingRebalance began
+    stable: int | None = None  # assignment received (Stable) or Empty
+    end: int | None = None
+    members: tuple[str, ...] = ()
+    joined: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+    assignment: dict[str, tuple[TP, ...]] = field(default_factory=dict)
+    protocol: str | None = None
+    leader: str | None = None
+    inferred: set[str] = field(default_factory=set)
+    empty: bool = False
+
+
+@dataclass(slots=True)
+class OffsetState:
+    offset: int
+    commit_timestamp: int
+    ts: int
+    log_offset: int = -1
+    metadata: str = ""
+    leader_epoch: int = -1
+    expire_timestamp: int = -1
+
+
+class GroupEngine:
+    """Rebuilds one group's state, members, generations and timeline from evidence."""
+
+    def __init__(self, group: str, retention_ms: int = DEFAULT_RETENTION_MS) -> None:
+        self.group = group
+        self.retention_ms = retention_ms
+        self.type: str | None = None  # classic | consumer
+        self.sources: set[str] = set()
+        self.now = 0
+        # classic
+        self.state: str | None = None
+        self.timeline: list[list[Any]] = []  # [state, start, inferred]
+        self.generation: int | None = None
+        self.generation_inferred = False
+        self.protocol_type: str | None = None
+        self.protocol: str | None = None
+        self.leader: str | None = None
+        self.members: dict[str, Member] = {}
+        self.departed: dict[str, int] = {}  # member id -> when it left (late events must not revive it)
+        self.pending_members: set[str] = set()
+        self.generations: dict[int, Generation] = {}
+        self.open: Generation | None = None  # a rebalance that has not produced its generation yet
+        self.simple = False
+        self.deleted = False
+        self.replaced_instances: dict[str, str] = {}  # instance id -> old member id awaiting its new id
+        self.empty_since: int | None = None
+        # offsets and lag
+        self.offsets: dict[TP, OffsetState] = {}
+        self.end_offsets: dict[TP, lagmod.EndOffsetHistory] = {}
+        self.windows: dict[TP, lagmod.PartitionWindow] = {}
+        # KIP-848
+        self.group_epoch: int | None = None
+        self.assignment_epoch: int | None = None
+        self.epoch_source_ts = {"records": -1, "describe": -1, "broker_log": -1}
+        self.describe_state: tuple[int, str] | None = None
+        self.topic_names: dict[str, str] = {}
+        self.assignor: str | None = None
+        self.epochs: dict[int, Generation] = {}
+        self._epoch_pending: dict[str, Any] = {"joined": [], "left": [], "cause": None}
+        self._departed_members: dict[str, Member] = {}  # for the poll_stall of a member that just left
+
+    # ------------------------------------------------------------------------------------------
+    # feeding
+    def apply_many(self, evs: Iterable[Evidence]) -> None:
+        for ev in sort_evidence(evs):
+            self.apply(ev)
+
+    def apply(self, ev: Evidence) -> None:
+        ts = ev.ts
+        self.now = max(self.now, ts)
+        if isinstance(ev, EndOffset):
+            self._end_offset(ev)
+            return
+        self.sources.add(ev.source)
+        handler = _HANDLERS.get(type(ev))
+        if handler is not None:
+            handler(self, ev)
+
+    def advance(self, now_ms: int) -> None:
+        """Run the timers up to `now_ms`: session expiry seen from missing heartbeats, offsets expiry."""
+        self.now = max(self.now, now_ms)
+        if self.type != "consumer" and "broker_log" not in self.sources and "heartbeats" in self.sources:
+            for m in list(self.members.values()):
+                if m.last_heartbeat is None or not m.session_timeout_ms:
+                    continue
+                due = m.last_heartbeat + m.session_timeout_ms
+                if due <= now_ms:
+                    self._expire(m.member_id, due)
+        self._expire_offsets(now_ms)
+        self._trim(now_ms)
+
+    # ------------------------------------------------------------------------------------------
+    # classic timeline primitives
+    def _last_ts(self) -> int:
+        return self.timeline[-1][1] if self.timeline else -(2**62)
+
+    def _clamp(self, ts: int) -> int:
+        return max(ts, self._last_ts())
+
+    def _goto(self, state: str, ts: int, inferred: bool = False, again: bool = False) -> None:
+        """Move to `state` at `ts` through the legal states Kafka would have passed (those inferred)."""
+        ts = self._clamp(ts)
+        if self.state is None or (self.state == "Dead" and state != "Dead"):
+            if self.state == "Dead":
+                self._reset_incarnation()
+            self.timeline.append([state, ts, inferred])
+            self.state = state
+            return
+        if self.state == state and not again:
+            return
+        path = legal_path(GroupState.parse(self.state), GroupState.parse(state))
+        for step in path[:-1]:
+            self.timeline.append([step.value, ts, True])
+        self.timeline.append([state, ts, inferred])
+        self.state = state
+        if state == "Empty":
+            self.empty_since = ts
+        if len(self.timeline) > MAX_TIMELINE:
+            del self.timeline[: len(self.timeline) - MAX_TIMELINE]
+
+    def _reset_incarnation(self) -> None:
+        """A deleted group id used again is a new group (Kafka creates a new GroupMetadata)."""
+        self.members.clear()
+        self.open = None
+        self.generation = None
+        self.protocol = None
+        self.leader = None
+        self.deleted = False
+
+    def _prev_members(self) -> set[str]:
+        return set(self.members)
+
+    def _open_rebalance(self, ts: int, cause: str, reason: str | None, inferred: bool) -> Generation:
+        """A rebalance starts (PreparingRebalance). Merges with an inferred one already open."""
+        if self.open is not None:
+            g = self.open
+            if not inferred and "start" in g.inferred:
+                # the broker's account replaces the client-side guess
+                g.start = ts
+                g.inferred.discard("start")
+                g.cause, g.reason = cause, reason
+                g.inferred.discard("cause")
+                for row in reversed(self.timeline):
+                    if row[0] == "PreparingRebalance":
+                        if row[2]:
+                            row[1] = max(ts, self._row_floor(row))
+                            row[2] = False
+                        break
+            elif g.cause == "unknown":
+                g.cause = cause
+            return g
+        ts = self._clamp(ts)
+        g = Generation(generation=None, start=ts, cause=cause, reason=reason)
+        if inferred:
+            g.inferred.update({"start", "cause"})
+        self.open = g
+        self._goto("PreparingRebalance", ts, inferred)
+        return g
+
+    def _row_floor(self, row: list) -> int:
+        i = self.timeline.index(row)
+        return self.timeline[i - 1][1] if i > 0 else row[1]
+
+    def _close_generation(self, gen: int, ts: int, inferred: bool) -> Generation:
+        """Generation `gen` exists from now on: attach the open rebalance to it."""
+        g = self.generations.get(gen)
+        if g is None:
+            g = self.open if self.open is not None and self.open.generation in (None, gen) else None
+            if g is None:
+                g = Generation(generation=gen, start=ts, inferred={"start", "cause"})
+                if (self.generation is not None and gen == self.generation + 1) or self.generation is None:
+                    pass
+            g.generation = gen
+            self.generations[gen] = g
+            if len(self.generations) > MAX_GENERATIONS:
+                del self.generations[min(self.generations)]
+            # the previous generation ends where this rebalance began
+            prev = [k for k in self.generations if k < gen]
+            if prev:
+                p = self.generations[max(prev)]
+                if p.end is None:
+                    p.end = g.start
+        if self.open is g:
+            self.open = None
+        if self.generation is None or gen > self.generation:
+            # a jump of more than one: rebalances that left no record (abandoned before SyncGroup)
+            if self.generation is not None and gen > self.generation + 1:
+                for missing in range(self.generation + 1, gen):
+                    if missing not in self.generations:
+                        self.generations[missing] = Generation(
+                            generation=missing,
+                            start=g.start,
+                            end=g.start,
+                            inferred={"start", "cause", "members", "assignment"},
+                        )
+            self.generation = gen
+        if inferred:
+            self.generation_inferred = True
+        return g
+
+    def _gen_cause(self, g: Generation) -> None:
+        """Cause from the members that joined/left when nothing better is known."""
+        if g.cause != "unknown" and "cause" not in g.inferred:
+            return
+        if g.cause != "unknown":
+            return
+        if g.generation == 1 or (g.generation is not None and not self.generations.get(g.generation - 1)):
+            if g.generation == 1:
+                g.cause = "group_created"
+                return
+        if g.left:
+            g.cause = "member_left"
+        elif g.joined:
+            g.cause = "member_joined"
+        elif self.protocol and "cooperative" in self.protocol:
+            g.cause = "leader_rejoin"
+        g.inferred.add("cause")
+
+    # ------------------------------------------------------------------------------------------
+    # membership primitives
+    def _member(self, member_id: str) -> Member:
+        m = self.members.get(member_id)
+        if m is None:
+            m = Member(member_id)
+            self.members[member_id] = m
+            self.departed.pop(member_id, None)
+        return m
+
+    def _remove_member(self, member_id: str, ts: int) -> Member | None:
+        m = self.members.pop(member_id, None)
+        self.departed[member_id] = ts
+        if len(self.departed) > MAX_DEPARTED:
+            del self.departed[next(iter(self.departed))]
+        if m is not None:
+            self._departed_members[member_id] = m
+            if len(self._departed_members) > 50:
+                del self._departed_members[next(iter(self._departed_members))]
+        if self.leader == member_id:
+            self.leader = next(iter(self.members), None)
+        return m
+
+    def _poll_stalled(self, member_id: str, ts: int, m: Member | None) -> bool:
+        if m is None or m.poll_stall_at is None:
+            return False
+        return 0 <= ts - m.poll_stall_at <= max(POLL_STALL_WINDOW_MS, (m.max_poll_interval_ms or 0))
+
+    def _expire(self, member_id: str, ts: int) -> None:
+        """Session timeout inferred from heartbeats that stopped (no broker log)."""
+        m = self._remove_member(member_id, ts)
+        if self.state in ("Stable", "CompletingRebalance"):
+            g = self._open_rebalance(ts, "session_timeout", None, True)
+            g.left.append(member_id)
+        elif self.open is not None:
+            self.open.left.append(member_id)
+        if m is not None and not self.members and self.state == "PreparingRebalance":
+            self._become_empty(ts, inferred=True)
+
+    def _become_empty(self, ts: int, inferred: bool, gen: int | None = None) -> None:
+        if gen is None:
+            gen = (self.generation or 0) + 1
+        if self.open is None and self.state != "PreparingRebalance":
+            self._open_rebalance(ts, "unknown", None, True)
+        g = self._close_generation(gen, ts, inferred)
+        g.empty = True
+        g.stable = ts
+        g.members = ()
+        g.protocol = None
+        self._gen_cause(g)
+        self.members.clear()
+        self.protocol = None
+        self.leader = None
+        self._goto("Empty", ts, inferred)
+
+    # ------------------------------------------------------------------------------------------
+    # 1. __consumer_offsets
+    def _on_group_metadata(self, ev: GroupMetadataSnapshot) -> None:
+        self.type = self.type or "classic"
+        if ev.deleted:
+            self._goto("Dead", ev.ts)
+            self.deleted = True
+            self.members.clear()
+            return
+        self.protocol_type = ev.protocol_type
+        state_ts = ev.state_timestamp if ev.state_timestamp > 0 else ev.ts
+        if self.state == "Dead":
+            self._reset_incarnation()
+            self.state = None
+        if not ev.members:
+            if ev.generation == 0 or self.state is None:
+                self.generation = (
+                    ev.generation if self.generation is None else max(self.generation, ev.generation)
+                )
+                if self.state is None:
+                    self._goto("Empty", state_ts)
+                return
+            if self.generation is not None and ev.generation <= self.generation and self.state == "Empty":
+                return
+            if (
+                "broker_log" in self.sources
+                and self.generation is not None
+                and ev.generation <= self.generation
+            ):
+                return
+            self._become_empty(state_ts, inferred=False, gen=ev.generation)
+            return
+        same = self.generation == ev.generation and ev.generation in self.generations
+        if self.generation is not None and ev.generation < self.generation:
+            return  # stale
+        if not same or self.generations[ev.generation].stable is None:
+            if self.state not in ("PreparingRebalance", "CompletingRebalance") or (
+                self.open is None
+                and (self.state == "PreparingRebalance" and self.generation == ev.generation)
+            ):
+                if self.open is None and self.state != "CompletingRebalance":
+                    g0 = self._open_rebalance(min(state_ts, ev.ts), "unknown", None, True)
+                    g0.inferred.add("start")
+            g = self._close_generation(ev.generation, state_ts, inferred=False)
+            if g.stabilized is None:
+                g.stabilized = state_ts
+            self._goto("CompletingRebalance", state_ts, "broker_log" not in self.sources)
+            g.stable = ev.ts
+            self._goto("Stable", ev.ts)
+        g = self.generations[ev.generation]
+        prev_ids = set(self.members)
+        new_ids = [m.member_id for m in ev.members]
+        keep = {mid: self.members[mid] for mid in new_ids if mid in self.members}
+        self.members = {}
+        for ms in ev.members:
+            m = keep.get(ms.member_id) or Member(ms.member_id)
+            m.group_instance_id = ms.group_instance_id
+            m.client_id, m.client_host = ms.client_id, ms.client_host
+            m.session_timeout_ms, m.rebalance_timeout_ms = ms.session_timeout_ms, ms.rebalance_timeout_ms
+            m.subscription = ms.subscription
+            m.assignment = ms.assignment
+            self.members[ms.member_id] = m
+            self.departed.pop(ms.member_id, None)
+        for mid in prev_ids - set(new_ids):
+            self.departed[mid] = ev.ts
+        self.protocol, self.leader = ev.protocol, ev.leader
+        g.members = tuple(new_ids)
+        g.protocol, g.leader = ev.protocol, ev.leader
+        g.assignment = {ms.member_id: ms.assignment for ms in ev.members}
+        prev = self.generations.get(ev.generation - 1)
+        if prev is not None and prev.members and not same:
+            if "joined" not in g.inferred and not g.joined:
+                g.joined = [m for m in new_ids if m not in prev.members]
+            if not g.left:
+                g.left = [m for m in prev.members if m not in new_ids]
+        g.inferred.discard("members")
+        g.inferred.discard("assignment")
+        self._gen_cause(g)
+
+    def _on_offset_commit(self, ev: OffsetCommit) -> None:
+        self.type = self.type or "classic"
+        tp = (ev.topic, ev.partition)
+        cur = self.offsets.get(tp)
+        if ev.offset is None:
+            if cur is None or cur.log_offset <= ev.log_offset:
+                self.offsets.pop(tp, None)
+            return
+        # seed 000 onOffsetCommitAppend: an older commit record never replaces a newer one
+        if cur is not None and ev.log_offset >= 0 and cur.log_offset > ev.log_offset:
+            return
+        self.offsets[tp] = OffsetState(
+            ev.offset,
+            ev.commit_timestamp if ev.commit_timestamp >= 0 else ev.ts,
+            ev.ts,
+            ev.log_offset,
+            ev.metadata,
+            ev.leader_epoch,
+            ev.expire_timestamp,
+        )
+        self._sample(tp, ev.ts)
+        if self.state is None and not self.members and self.type == "classic":
+            # only commits: a standalone (assign()) group, Kafka describes it as Empty
+            self.simple = True
+            self._goto("Empty", ev.ts, True)
+
+    def _on_unknown_record(self, ev: UnknownRecord) -> None:
+        pass
+
+    # KIP-848 records
+    def _k848(self) -> None:
+        self.type = "consumer"
+        self.protocol_type = CONSUMER_PROTOCOL_TYPE
+
+    def _on_cg_epoch(self, ev: ConsumerGroupEpoch) -> None:
+        self._k848()
+        if ev.epoch is None:
+            self.deleted = True
+            self.members.clear()
+            self._k848_state(ev.ts)
+            return
+        old = self.group_epoch
+        self.group_epoch = ev.epoch
+        self.epoch_source_ts["records"] = ev.ts
+        if old is None or ev.epoch > old:
+            self._epoch_bump(ev.epoch, ev.ts, inferred=False)
+        self._k848_state(ev.ts)
+
+    def _on_cg_topics(self, ev: ConsumerGroupTopics) -> None:
+        self._k848()
+        for tid, name, _ in ev.topics:
+            self.topic_names[tid] = name
+        self._k848_names()
+
+    def _on_cg_member(self, ev: ConsumerMemberSubscription) -> None:
+        self._k848()
+        if ev.deleted:
+            if ev.member_id in self.members:
+                self._remove_member(ev.member_id, ev.ts)
+                self._epoch_note(left=ev.member_id)
+        else:
+            new = ev.member_id not in self.members
+            m = self._member(ev.member_id)
+            m.in_records = True
+            m.group_instance_id = ev.instance_id
+            m.client_id, m.client_host = ev.client_id, ev.client_host
+            m.subscription = ev.subscribed_topics
+            m.rebalance_timeout_ms = ev.rebalance_timeout_ms if ev.rebalance_timeout_ms >= 0 else None
+            m.server_assignor = ev.server_assignor
+            if ev.server_assignor:
+                self.assignor = ev.server_assignor
+            if new:
+                m.joined_at = ev.ts
+                self._epoch_note(joined=ev.member_id)
+        self._k848_state(ev.ts)
+
+    def _on_cg_target_epoch(self, ev: ConsumerTargetAssignment) -> None:
+        self._k848()
+        if ev.epoch is not None:
+            self.assignment_epoch = ev.epoch
+            self.epoch_source_ts["records"] = ev.ts
+            g = self.epochs.get(ev.epoch)
+            if g is not None and g.stabilized is None:
+                g.stabilized = ev.ts
+        self._k848_state(ev.ts)
+
+    def _on_cg_target_member(self, ev: ConsumerTargetMember) -> None:
+        self._k848()
+        if ev.partitions is None:
+            m = self.members.get(ev.member_id)
+            if m is not None:
+                m.target_ids = None
+        elif ev.member_id in self.members or ev.member_id not in self.departed:
+            m = self._member(ev.member_id)
+            m.target_ids = ev.partitions
+            m.target_assignment = self._names(ev.partitions)
+
+    def _on_cg_assignment(self, ev: ConsumerMemberAssignment) -> None:
+        self._k848()
+        m = self.members.get(ev.member_id)
+        if ev.deleted:
+            if m is not None:
+                m.member_epoch = None
+                m.member_state = None
+                m.assigned_ids = ()
+        else:
+            if m is None:
+                if ev.member_id in self.departed:
+                    return
+                m = self._member(ev.member_id)
+            m.member_epoch, m.previous_member_epoch = ev.member_epoch, ev.previous_member_epoch
+            m.member_state = ev.state
+            m.assigned_ids, m.pending_ids = ev.assigned, ev.pending_revocation
+            m.assignment = self._names(ev.assigned)
+        self._k848_state(ev.ts)
+
+    def _names(self, ids: Iterable[tuple[str, int]]) -> tuple[TP, ...]:
+        return tuple(sorted((self._topic_name(t), p) for t, p in ids))
+
+    def _topic_name(self, topic_id: str) -> str:
+        name = self.topic_names.get(topic_id)
+        if name is not None:
+            return name
+        # one subscribed topic: every id is that topic
+        subs = {t for m in self.members.values() for t in m.subscription}
+        if len(subs) == 1:
+            return next(iter(subs))
+        return topic_id
+
+    def _k848_names(self) -> None:
+        for m in self.members.values():
+            m.assignment = self._names(m.assigned_ids) if m.assigned_ids else m.assignment
+            if m.target_ids is not None:
+                m.target_assignment = self._names(m.target_ids)
+
+    def _epoch_bump(self, epoch: int, ts: int, inferred: bool) -> None:
+        g = self.epochs.get(epoch)
+        if g is None:
+            g = Generation(generation=epoch, start=ts)
+            if inferred:
+                g.inferred.add("start")
+            prev = [k for k in self.epochs if k < epoch]
+            if prev and self.epochs[max(prev)].end is None:
+                self.epochs[max(prev)].end = ts
+            self.epochs[epoch] = g
+            if len(self.epochs) > MAX_GENERATIONS:
+                del self.epochs[min(self.epochs)]
+            pending = self._epoch_pending
+            g.joined.extend(pending["joined"])
+            g.left.extend(pending["left"])
+            g.cause = pending.get("cause") or g.cause
+            self._epoch_pending = {"joined": [], "left": [], "cause": None}
+            if g.cause == "unknown":
+                g.cause = (
+                    "group_created"
+                    if epoch == 1
+                    else "member_left"
+                    if g.left
+                    else "member_joined"
+                    if g.joined
+                    else "metadata_change"
+                )
+
+    def _epoch_note(
+        self, joined: str | None = None, left: str | None = None, cause: str | None = None
+    ) -> None:
+        """Membership changes that lead to the next epoch bump (records arrive member first, epoch after)."""
+        p = self._epoch_pending
+        if joined:
+            p["joined"].append(joined)
+        if left:
+            p["left"].append(left)
+        if cause:
+            p["cause"] = cause
+
+    def _k848_current_state(self) -> str:
+        if self.deleted:
+            return "Dead"
+        members = [m for m in self.members.values()]
+        if "offsets" in self.sources:
+            members = [m for m in members if m.in_records]
+        ge = self.group_epoch or 0
+        ae = self.assignment_epoch or 0
+        latest_records = self.epoch_source_ts["records"]
+        d = self.describe_state
+        if d is not None and d[0] >= max(latest_records, self.epoch_source_ts["broker_log"]):
+            return d[1]
+        reconciled = all(m.member_state == 0 and m.member_epoch == ae for m in members)
+        if "offsets" not in self.sources and d is not None:
+            # without records, member epochs come from the last snapshot: trust it while epochs agree
+            reconciled = d[1] == "Stable" and ae == (self.assignment_epoch or 0)
+        return derive_consumer_group_state(len(members), ge, ae, reconciled).value
+
+    def _k848_state(self, ts: int) -> None:
+        st = self._k848_current_state()
+        if st != self.state:
+            ts = self._clamp(ts)
+            self.timeline.append([st, ts, "offsets" not in self.sources and "describe" not in self.sources])
+            self.state = st
+            if st == "Stable":
+                g = self.epochs.get(self.group_epoch or -1)
+                if g is not None and g.stable is None:
+                    g.stable = ts
+
+    # ------------------------------------------------------------------------------------------
+    # 2. broker log
+    def _on_broker(self, ev: BrokerLogEvent) -> None:
+        k = ev.kind
+        if k in (
+            "group_epoch",
+            "target_assignment",
+            "consumer_member_joined",
+            "consumer_member_left",
+            "consumer_member_fenced",
+        ):
+            self._on_broker_k848(ev)
+            return
+        if k == "groups_deleted":
+            self._goto("Dead", ev.ts)
+            self.deleted = True
+            self.members.clear()
+            self.offsets.clear()
+            return
+        self.type = self.type or "classic"
+        if k == "simple_group_created":
+            self.simple = True
+            if self.state is None:
+                self._goto("Empty", ev.ts)
+            return
+        if k == "prepare":
+            old = ev.generation or 0
+            if self.generation is None or self.generation < old:
+                self.generation = old
+            if self.state == "Dead":
+                self._goto("Empty", ev.ts, True)
+            names = reason_members(ev.reason or "")
+            cause = cause_of_reason(ev.reason)
+            g = self._open_rebalance(ev.ts, cause, ev.reason, inferred=False)
+            g.generation = old + 1
+            if old == 0 and cause == "member_joined":
+                g.cause = "group_created" if self.generation == 0 else cause
+            for mid in names["joined"]:
+                m = self._member(mid)
+                m.group_instance_id = adding_instance_id(ev.reason or "") or m.group_instance_id
+                m.joined_at = ev.ts
+                if mid not in g.joined:
+                    g.joined.append(mid)
+            for mid in names["left"] + names["expired"]:
+                m = self.members.get(mid)
+                if cause == "member_left" and self._poll_stalled(mid, ev.ts, m or self._departed_member(mid)):
+                    g.cause = "poll_timeout"
+                self._remove_member(mid, ev.ts)
+                if mid not in g.left:
+                    g.left.append(mid)
+            self._goto("PreparingRebalance", ev.ts)
+            return
+        if k == "stabilized":
+            g = self._close_generation(ev.generation, ev.ts, inferred=False)
+            g.stabilized = ev.ts
+            self._goto("CompletingRebalance", ev.ts)
+            return
+        if k == "assignment":
+            g = self._close_generation(ev.generation, ev.ts, inferred=False)
+            if g.stabilized is None:
+                g.stabilized = ev.ts
+            g.stable = ev.ts
+            g.leader = ev.member_id
+            self.leader = ev.member_id
+            if ev.member_id and ev.member_id not in self.members and ev.member_id not in self.departed:
+                self._member(ev.member_id)
+            if not g.members:
+                g.members = tuple(self.members)
+            self._goto("Stable", ev.ts)
+            return
+        if k == "empty":
+            if self.state not in ("PreparingRebalance",) and self.open is None:
+                self._open_rebalance(ev.ts, "unknown", None, True)
+            self._become_empty(ev.ts, inferred=False, gen=ev.generation)
+            return
+        if k in ("member_failed", "member_left"):
+            m = self.members.get(ev.member_id)
+            stalled = self._poll_stalled(ev.member_id, ev.ts, m)
+            self._remove_member(ev.member_id, ev.ts)
+            if self.open is not None and self.state == "PreparingRebalance":
+                if ev.member_id not in self.open.left:
+                    self.open.left.append(ev.member_id)
+            if stalled and self.open is not None and self.open.cause == "member_left":
+                self.open.cause = "poll_timeout"
+            return
+        if k == "member_pending":
+            self.pending_members.add(ev.member_id)
+            return
+        if k == "member_added":
+            self.pending_members.discard(ev.member_id)
+            m = self._member(ev.member_id)
+            m.group_instance_id = ev.group_instance_id or m.group_instance_id
+            m.joined_at = m.joined_at or ev.ts
+            return
+        if k == "static_member_replaced":
+            if ev.group_instance_id:
+                self.replaced_instances[ev.group_instance_id] = ev.member_id or ""
+            return
+        if k == "pending_expired":
+            self.pending_members.discard(ev.member_id)
+
+    def _departed_member(self, member_id: str) -> Member | None:
+        return self._departed_members.get(member_id)
+
+    def _on_broker_k848(self, ev: BrokerLogEvent) -> None:
+        self._k848()
+        self.epoch_source_ts["broker_log"] = ev.ts
+        k = ev.kind
+        if k == "group_epoch":
+            if self.group_epoch is None or ev.epoch > self.group_epoch:
+                self.group_epoch = ev.epoch
+                self._epoch_bump(ev.epoch, ev.ts, inferred=False)
+        elif k == "target_assignment":
+            if self.assignment_epoch is None or ev.epoch > self.assignment_epoch:
+                self.assignment_epoch = ev.epoch
+            if ev.assignor:
+                self.assignor = ev.assignor
+            g = self.epochs.get(ev.epoch)
+            if g is not None and g.stabilized is None:
+                g.stabilized = ev.ts
+        elif k == "consumer_member_joined":
+            if ev.member_id not in self.members:
+                self._member(ev.member_id).joined_at = ev.ts
+                self._epoch_note(joined=ev.member_id)
+        else:
+            if ev.member_id in self.members:
+                self._remove_member(ev.member_id, ev.ts)
+            self._epoch_note(
+                left=ev.member_id, cause="session_timeout" if k == "consumer_member_fenced" else None
+            )
+        self._k848_state(ev.ts)
+
+    # ------------------------------------------------------------------------------------------
+    # 3. heartbeat events
+    def _on_heartbeat(self, ev: HeartbeatEvent) -> None:
+        if self.type is None:
+            self.type = "classic"
+        mid = ev.member_id
+        broker = "broker_log" in self.sources
+        records = "offsets" in self.sources
+        if ev.event == "leave":
+            m = self.members.get(mid)
+            if m is None:
+                return
+            m.last_heartbeat = ev.ts
+            if broker or self.type == "consumer":
+                return  # the broker's LeaveGroup line will say it
+            stalled = self._poll_stalled(mid, ev.ts, m)
+            self._remove_member(mid, ev.ts)
+            if self.state in ("Stable", "CompletingRebalance") or self.state is None:
+                g = self._open_rebalance(ev.ts, "poll_timeout" if stalled else "member_left", None, True)
+                g.left.append(mid)
+            elif self.open is not None:
+                self.open.left.append(mid)
+                if stalled and self.open.cause in ("unknown", "member_left"):
+                    self.open.cause = "poll_timeout"
+            if not self.members and self.state == "PreparingRebalance" and not records:
+                self._become_empty(ev.ts, inferred=True)
+            return
+        if mid in self.departed and mid not in self.members:
+            return  # a late event of a member that already left
+        known = mid in self.members
+        # a static member restarted with a new member id takes the old one's place
+        if not known and ev.group_instance_id:
+            old = next(
+                (m for m in self.members.values() if m.group_instance_id == ev.group_instance_id), None
+            )
+            if old is not None and (ev.group_instance_id in self.replaced_instances or ev.event == "join"):
+                self.members.pop(old.member_id)
+                self.departed[old.member_id] = ev.ts
+                old.member_id = mid
+                self.members[mid] = old
+                self.replaced_instances.pop(ev.group_instance_id, None)
+                if self.leader == old.member_id:
+                    self.leader = mid
+                known = True
+        if not known and self.type == "consumer" and records:
+            return
+        m = self._member(mid)
+        m.group_instance_id = ev.group_instance_id or m.group_instance_id
+        m.client_id = ev.client_id or m.client_id
+        m.client_host = ev.host or m.client_host
+        m.session_timeout_ms = ev.session_timeout_ms or m.session_timeout_ms
+        m.max_poll_interval_ms = ev.max_poll_interval_ms or m.max_poll_interval_ms
+        m.rebalance_timeout_ms = m.rebalance_timeout_ms or ev.max_poll_interval_ms
+        m.last_heartbeat = ev.ts
+        if not known:
+            m.joined_at = ev.ts
+            if not broker and self.type == "classic":
+                created = self.generation in (None, 0) and not self.generations
+                if self.state in ("Stable", "CompletingRebalance", "Empty", None):
+                    g = self._open_rebalance(
+                        ev.ts, "group_created" if created else "member_joined", None, True
+                    )
+                    g.joined.append(mid)
+                elif self.open is not None:
+                    self.open.joined.append(mid)
+                    if self.open.cause == "unknown":
+                        self.open.cause = "member_joined"
+        if ev.event == "poll_stall":
+            m.poll_stall_at = ev.ts
+        elif ev.event in ("assigned", "revoked", "lost"):
+            if ev.event == "assigned":
+                m.assignment = tuple(sorted(set(m.assignment) | set(ev.partitions)))
+            else:
+                m.assignment = tuple(sorted(set(m.assignment) - set(ev.partitions)))
+            if ev.event == "assigned" and not broker and not records and self.type == "classic":
+                if self.state in ("PreparingRebalance", "CompletingRebalance"):
+                    gen = (self.generation or 0) + 1
+                    g = self._close_generation(gen, ev.ts, inferred=True)
+                    g.inferred.update({"stabilized", "stable"})
+                    g.stabilized = g.stable = ev.ts
+                    g.members = tuple(self.members)
+                    self._goto("CompletingRebalance", ev.ts, True)
+                    self._goto("Stable", ev.ts, True)
+                    self._gen_cause(g)
+                if self.generation is not None and self.generation in self.generations:
+                    g = self.generations[self.generation]
+                    g.assignment = {k: v.assignment for k, v in self.members.items()}
+                    g.members = tuple(self.members)
+
+    # ------------------------------------------------------------------------------------------
+    # 4. Admin API
+    def _on_describe(self, ev: DescribeSnapshot) -> None:
+        if ev.type == "consumer" or ev.broker_state:
+            self._on_describe_k848(ev)
+            return
+        if ev.state == "Dead":
+            if self.state is not None and self.state != "Dead" and not ev.members:
+                self._goto("Dead", ev.ts, True)
+                self.deleted = True
+                self.members.clear()
+            return
+        self.type = self.type or "classic"
+        if ev.simple:
+            self.simple = True
+        if ev.assignor:
+            self.protocol = ev.assignor
+        # members and assignments are exact at ts
+        prev = set(self.members)
+        keep = dict(self.members)
+        self.members = {}
+        for dm in ev.members:
+            m = keep.get(dm.member_id) or Member(dm.member_id)
+            m.group_instance_id = dm.group_instance_id
+            m.client_id = dm.client_id or m.client_id
+            m.client_host = dm.host or m.client_host
+            m.assignment = dm.assignment
+            self.members[dm.member_id] = m
+            self.departed.pop(dm.member_id, None)
+        for mid in prev - set(self.members):
+            self.departed[mid] = ev.ts
+        if self.leader not in self.members:
+            self.leader = None if not self.members else self.leader
+        state = ev.state
+        if state not in ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty"):
+            return
+        if "broker_log" in self.sources:
+            return
+        if self.state == state or ev.ts - self._last_ts() < 1000:
+            return
+        # the snapshot shows a state the other sources missed: adopt it (inferred timing)
+        if state == "PreparingRebalance":
+            self._open_rebalance(ev.ts, "unknown", None, True)
+        elif state in ("CompletingRebalance", "Stable"):
+            if self.state in ("Empty", None, "Stable") or self.open is not None:
+                if "offsets" in self.sources:
+                    return  # the GroupMetadata record will say which generation, and when
+                if self.open is None and self.state != "CompletingRebalance":
+                    self._open_rebalance(ev.ts, "unknown", None, True)
+                gen = (self.generation or 0) + 1
+                g = self._close_generation(gen, ev.ts, inferred=True)
+                g.inferred.update({"stabilized", "stable"})
+                g.stabilized = ev.ts
+                g.members = tuple(self.members)
+                g.assignment = {k: v.assignment for k, v in self.members.items()}
+                g.protocol = ev.assignor or None
+                self._gen_cause(g)
+                self._goto("CompletingRebalance", ev.ts, True)
+                if state == "Stable":
+                    g.stable = ev.ts
+                    self._goto("Stable", ev.ts, True)
+        elif state == "Empty":
+            if self.state is None:
+                self._goto("Empty", ev.ts, True)
+            elif "offsets" not in self.sources:
+                self._become_empty(ev.ts, inferred=True)
+
+    def _on_describe_k848(self, ev: DescribeSnapshot) -> None:
+        self._k848()
+        if ev.assignor:
+            self.assignor = ev.assignor
+        if ev.group_epoch is not None:
+            if self.group_epoch is None or ev.group_epoch > self.group_epoch:
+                self._epoch_bump(ev.group_epoch, ev.ts, inferred=True)
+            self.group_epoch = ev.group_epoch
+            self.epoch_source_ts["describe"] = ev.ts
+        if ev.assignment_epoch is not None:
+            self.assignment_epoch = ev.assignment_epoch
+        if ev.broker_state:
+            self.describe_state = (ev.ts, ev.broker_state)
+        elif ev.state in ("Empty", "Stable", "Dead"):
+            self.describe_state = (ev.ts, ev.state)
+        prev = set(self.members)
+        if "offsets" not in self.sources:
+            keep = dict(self.members)
+            self.members = {}
+            for dm in ev.members:
+                m = keep.get(dm.member_id) or Member(dm.member_id, joined_at=ev.ts)
+                m.group_instance_id = dm.group_instance_id
+                m.client_id, m.client_host = dm.client_id, dm.host
+                m.assignment = dm.assignment
+                m.target_assignment = dm.target_assignment
+                m.member_epoch = dm.member_epoch if dm.member_epoch is not None else m.member_epoch
+                m.subscription = dm.subscription or m.subscription
+                self.members[dm.member_id] = m
+            for mid in set(self.members) - prev:
+                self._epoch_note(joined=mid)
+            for mid in prev - set(self.members):
+                self.departed[mid] = ev.ts
+                self._epoch_note(left=mid)
+        else:
+            # records own membership; the snapshot still knows topic names for partitions
+            for dm in ev.members:
+                m = self.members.get(dm.member_id)
+                if m is not None and m.assigned_ids and len({t for t, _ in m.assigned_ids}) == 1:
+                    names = {t for t, _ in dm.assignment}
+                    if len(names) == 1:
+                        self.topic_names.setdefault(m.assigned_ids[0][0], next(iter(names)))
+            self._k848_names()
+        self._k848_state(ev.ts)
+
+    def _on_committed(self, ev: CommittedSnapshot) -> None:
+        seen = set()
+        for topic, partition, offset in ev.offsets:
+            tp = (topic, partition)
+            seen.add(tp)
+            cur = self.offsets.get(tp)
+            if cur is not None and cur.ts > ev.ts:
+                continue
+            if cur is None or cur.offset != offset:
+                self.offsets[tp] = OffsetState(offset, ev.ts, ev.ts, cur.log_offset if cur else -1)
+                self._sample(tp, ev.ts)
+            else:
+                self._sample(tp, ev.ts)
+        if "offsets" not in self.sources:
+            for tp in [tp for tp in self.offsets if tp not in seen]:
+                del self.offsets[tp]
+
+    # ------------------------------------------------------------------------------------------
+    # offsets, lag
+    def _end_offset(self, ev: EndOffset) -> None:
+        tp = (ev.topic, ev.partition)
+        h = self.end_offsets.get(tp)
+        if h is None:
+            h = self.end_offsets[tp] = lagmod.EndOffsetHistory()
+        h.add(ev.ts, ev.end_offset)
+
+    def _sample(self, tp: TP, ts: int) -> None:
+        cur = self.offsets.get(tp)
+        if cur is None:
+            return
+        h = self.end_offsets.get(tp)
+        end = h.at(ts) if h is not None else None
+        w = self.windows.get(tp)
+        if w is None:
+            w = self.windows[tp] = lagmod.PartitionWindow()
+        w.add(lagmod.CommitSample(ts, cur.offset, lagmod.lag_offsets(cur.offset, end), end))
+
+    def _expire_offsets(self, now: int) -> None:
+        """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""
+        if not self.offsets:
+            return
+        retention = self.retention_ms
+        subscribed = {t for m in self.members.values() for t in m.subscription}
+
+        def gone(o: OffsetState, base: int) -> bool:
+            if o.expire_timestamp is not None and o.expire_timestamp > 0:
+                return now >= o.expire_timestamp
+            return now - base >= retention
+
+        expired: list[TP] = []
+        if self.protocol_type and self.state == "Empty":
+            expired = [
+                tp
+                for tp, o in self.offsets.items()
+                if gone(o, self.empty_since if self.empty_since is not None else o.commit_timestamp)
+            ]
+        elif self.protocol_type == CONSUMER_PROTOCOL_TYPE and subscribed:
+            expired = [
+                tp
+                for tp, o in self.offsets.items()
+                if tp[0] not in subscribed and gone(o, o.commit_timestamp)
+            ]
+        elif not self.protocol_type:
+            expired = [tp for tp, o in self.offsets.items() if gone(o, o.commit_timestamp)]
+        for tp in expired:
+            del self.offsets[tp]
+            self.windows.pop(tp, None)
+
+    def _trim(self, now: int) -> None:
+        cutoff = now - self.retention_ms
+        while len(self.timeline) > 1 and self.timeline[1][1] < cutoff:
+            del self.timeline[0]
+        for store in (self.generations, self.epochs):
+            for k in [k for k, g in store.items() if g.end is not None and g.end < cutoff]:
+                del store[k]
+        for h in self.end_offsets.values():
+            h.trim_before(cutoff)
+
+    # ------------------------------------------------------------------------------------------
+    # output
+    def lag(self, now: int) -> dict:
+        parts = []
+        per_member: dict[str, dict[str, Any]] = {}
+        owner = {tp: mid for mid, m in self.members.items() for tp in m.assignment}
+        statuses = []
+        topics = {tp for tp in self.offsets} | {tp for m in self.members.values() for tp in m.assignment}
+        for tp in sorted(topics):
+            o = self.offsets.get(tp)
+            h = self.end_offsets.get(tp)
+            end = h.latest if h is not None else None
+            committed = o.offset if o is not None else None
+            lo = lagmod.lag_offsets(committed, end)
+            ls = lagmod.lag_seconds(committed, h, now)
+            status = lagmod.evaluate_partition(self.windows.get(tp, lagmod.PartitionWindow()), lo, now)
+            if o is None:
+                status = "NO_COMMIT"
+            elif lo is None:
+                status = "UNKNOWN"
+            else:
+                statuses.append(status)
+            row = {
+                "topic": tp[0],
+                "partition": tp[1],
+                "committed": committed,
+                "has_commit": o is not None,
+                "end_offset": end,
+                "lag": lo,
+                "lag_seconds": ls,
+                "status": status,
+                "member_id": owner.get(tp),
+            }
+            parts.append(row)
+            if tp in owner:
+                pm = per_member.setdefault(owner[tp], {"member_id": owner[tp], "lag": 0, "lag_seconds": 0.0})
+                pm["lag"] += lo or 0
+                pm["lag_seconds"] = max(pm["lag_seconds"], ls or 0.0)
+        known = [p["lag"] for p in parts if p["lag"] is not None]
+        secs = [p["lag_seconds"] for p in parts if p["lag_seconds"] is not None]
+        return {
+            "total": sum(known) if known else None,
+            "max_seconds": max(secs) if secs else None,
+            "status": lagmod.group_status(statuses),
+            "partitions": parts,
+            "members": sorted(per_member.values(), key=lambda r: r["member_id"]),
+        }
+
+    def document(self, at_ms: int | None = None) -> dict:
+        now = self.now if at_ms is None else at_ms
+        consumer = self.type == "consumer"
+        members = []
+        for m in sorted(self.members.values(), key=lambda m: m.member_id):
+            row: dict[str, Any] = {
+                "member_id": m.member_id,
+                "group_instance_id": m.group_instance_id,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "session_timeout_ms": m.session_timeout_ms,
+                "rebalance_timeout_ms": m.rebalance_timeout_ms,
+                "subscription": list(m.subscription),
+                "assignment": [list(tp) for tp in m.assignment],
+                "last_heartbeat": m.last_heartbeat,
+            }
+            if consumer:
+                row["member_epoch"] = m.member_epoch
+                row["state"] = MEMBER_STATES.get(m.member_state) if m.member_state is not None else None
+                row["pending_revocation"] = [list(tp) for tp in self._names(m.pending_ids)]
+                row["target_assignment"] = (
+                    [list(tp) for tp in m.target_assignment] if m.target_assignment is not None else None
+                )
+            members.append(row)
+        timeline = []
+        for i, (state, start, inferred) in enumerate(self.timeline):
+            end = self.timeline[i + 1][1] if i + 1 < len(self.timeline) else None
+            timeline.append({"state": state, "start": start, "end": end, "inferred": bool(inferred)})
+        gens_src = self.epochs if consumer else self.generations
+        generations = []
+        for k in sorted(gens_src):
+            g = gens_src[k]
+            generations.append(
+                {
+                    "generation": g.generation,
+                    "start": g.start,
+                    "end": g.end,
+                    "stabilized": g.stabilized,
+                    "stable": g.stable,
+                    "duration_ms": (g.stable - g.start) if g.stable is not None else None,
+                    "members": list(g.members),
+                    "members_joined": list(g.joined),
+                    "members_left": list(g.left),
+                    "assignment": {mid: [list(tp) for tp in a] for mid, a in g.assignment.items()},
+                    "protocol": g.protocol,
+                    "leader": g.leader,
+                    "cause": g.cause,
+                    "reason": g.reason,
+                    "empty": g.empty,
+                    "inferred": sorted(g.inferred),
+                }
+            )
+        if self.open is not None and not consumer:
+            g = self.open
+            overdue = max([m.rebalance_timeout_ms or 0 for m in self.members.values()] + [0])
+            generations.append(
+                {
+                    "generation": (self.generation or 0) + 1 if g.generation is None else g.generation,
+                    "start": g.start,
+                    "end": None,
+                    "stabilized": None,
+                    "stable": None,
+                    "duration_ms": None,
+                    "in_progress_ms": max(0, now - g.start),
+                    "overdue": bool(overdue) and now - g.start > overdue,
+                    "members": list(self.members),
+                    "members_joined": list(g.joined),
+                    "members_left": list(g.left),
+                    "assignment": {},
+                    "protocol": None,
+                    "leader": None,
+                    "cause": g.cause,
+                    "reason": g.reason,
+                    "empty": False,
+                    "inferred": sorted(g.inferred | {"generation"} if g.generation is None else g.inferred),
+                }
+            )
+        offsets = [
+            {
+                "topic": tp[0],
+                "partition": tp[1],
+                "offset": o.offset,
+                "commit_timestamp": o.commit_timestamp,
+                "metadata": o.metadata,
+                "leader_epoch": o.leader_epoch,
+            }
+            for tp, o in sorted(self.offsets.items())
+        ]
+        return {
+            "group": self.group,
+            "type": self.type or "classic",
+            "state": self.state if self.state is not None else ("Empty" if self.offsets else None),
+            "protocol_type": self.protocol_type
+            if self.protocol_type
+            else (None if self.simple else self.protocol_type),
+            "protocol": self.assignor if consumer else self.protocol,
+            "generation": None if consumer else self.generation,
+            "group_epoch": self.group_epoch if consumer else None,
+            "assignment_epoch": self.assignment_epoch if consumer else None,
+            "leader": None if consumer else self.leader,
+            "coordinator_partition": coordinator_partition(self.group),
+            "simple": self.simple,
+            "members": members,
+            "offsets": offsets,
+            "timeline": timeline,
+            "generations": generations,
+            "lag": self.lag(now),
+            "sources": sorted(self.sources),
+            "inferred": self._inferred_notes(),
+            "as_of": now,
+        }
+
+    def _inferred_notes(self) -> list[str]:
+        s = self.sources
+        notes = []
+        if self.type == "consumer":
+            if "offsets" not in s and "describe" not in s:
+                notes.append("state: derived from broker epoch lines; member reconciliation is not observed")
+            if "offsets" not in s and "broker_log" not in s:
+                notes.append("epochs: only as of the last Admin API snapshot")
+            return notes
+        if "broker_log" not in s:
+            notes.append("rebalance reasons: causes inferred from membership changes (no broker log)")
+            notes.append("timeline: PreparingRebalance starts inferred from client events or snapshots")
+        if "offsets" not in s and "broker_log" not in s:
+            notes.append(
+                "generation: counted from observed rebalances (no GroupMetadata records, no broker log)"
+            )
+        if "offsets" not in s and "describe" not in s:
+            notes.append("members/assignment: from client events and broker log only")
+        if "heartbeats" not in s:
+            notes.append("last_heartbeat: unknown (no client heartbeat events)")
+        return notes
+
+
+_HANDLERS = {
+    GroupMetadataSnapshot: GroupEngine._on_group_metadata,
+    OffsetCommit: GroupEngine._on_offset_commit,
+    UnknownRecord: GroupEngine._on_unknown_record,
+    ConsumerGroupEpoch: GroupEngine._on_cg_epoch,
+    ConsumerGroupTopics: GroupEngine._on_cg_topics,
+    ConsumerMemberSubscription: GroupEngine._on_cg_member,
+    ConsumerTargetAssignment: GroupEngine._on_cg_target_epoch,
+    ConsumerTargetMember: GroupEngine._on_cg_target_member,
+    ConsumerMemberAssignment: GroupEngine._on_cg_assignment,
+    BrokerLogEvent: GroupEngine._on_broker,
+    HeartbeatEvent: GroupEngine._on_heartbeat,
+    DescribeSnapshot: GroupEngine._on_describe,
+    CommittedSnapshot: GroupEngine._on_committed,
+}
+
+
+def sort_key(ev: Evidence) -> tuple[int, int, int]:
+    return (ev.ts, _PRIORITY.get(ev.source, 5), getattr(ev, "log_offset", 0))
+
+
+def sort_evidence(evs: Iterable[Evidence]) -> list[Evidence]:
+    return sorted(evs, key=sort_key)
+
+
+def rebuild(
+    evidence: Iterable[Evidence], at_ms: int | None = None, retention_ms: int = DEFAULT_RETENTION_MS
+) -> dict[str, GroupEngine]:
+    """Rebuild every group the evidence names. End offsets go to every group that commits to (or is
+    assigned) that topic. `at_ms`: only evidence up to that moment, timers run to it."""
+    evs = [ev for ev in evidence if at_ms is None or ev.ts <= at_ms]
+    evs = sort_evidence(evs)
+    engines: dict[str, GroupEngine] = {}
+    topic_groups: dict[str, set[str]] = {}
+    ends: list[EndOffset] = []
+    for ev in evs:
+        if isinstance(ev, EndOffset):
+            ends.append(ev)
+            continue
+        groups = ev.groups if isinstance(ev, BrokerLogEvent) and ev.groups else (ev.group,)
+        for grp in groups:
+            if grp is None:
+                continue
+            eng = engines.get(grp)
+            if eng is None:
+                eng = engines[grp] = GroupEngine(grp, retention_ms)
+            for t in _topics_of(ev):
+                topic_groups.setdefault(t, set()).add(grp)
+    # second pass in time order, now that we know which group reads which topic
+    for ev in evs:
+        if isinstance(ev, EndOffset):
+            for grp in topic_groups.get(ev.topic, ()):
+                engines[grp].apply(ev)
+            continue
+        groups = ev.groups if isinstance(ev, BrokerLogEvent) and ev.groups else (ev.group,)
+        for grp in groups:
+            if grp is not None:
+                engines[grp].apply(ev)
+    end = at_ms if at_ms is not None else max((ev.ts for ev in evs), default=0)
+    for eng in engines.values():
+        eng.advance(end)
+    return engines
+
+
+def _topics_of(ev: Evidence) -> list[str]:
+    if isinstance(ev, OffsetCommit):
+        return [ev.topic]
+    if isinstance(ev, CommittedSnapshot):
+        return [t for t, _, _ in ev.offsets]
+    if isinstance(ev, GroupMetadataSnapshot):
+        return [t for m in ev.members for t in m.subscription]
+    if isinstance(ev, ConsumerMemberSubscription):
+        return list(ev.subscribed_topics)
+    if isinstance(ev, ConsumerGroupTopics):
+        return [name for _, name, _ in ev.topics]
+    if isinstance(ev, DescribeSnapshot):
+        return [t for m in ev.members for t, _ in m.assignment]
+    if isinstance(ev, HeartbeatEvent):
+        return [t for t, _ in ev.partitions]
+    return []
+
+
+def merge_sorted(*streams: Iterable[Evidence]) -> Iterable[Evidence]:
+    """Merge already time-ordered evidence streams."""
+    return heapq.merge(*streams, key=sort_key)

@@ -1,0 +1,494 @@
+"""Evidence: what the reconstruction learns from, one dataclass per kind, each with `.ts` (epoch ms) and
+`.group` (None for log-end offsets, which belong to a topic partition, not a group).
+
+Four sources, any subset of which may be missing:
+1. `__consumer_offsets` records (`from_offsets_record`, typed records from collectors.codec);
+2. broker group-coordinator log lines (`parse_broker_log_line`);
+3. client heartbeat events (`from_heartbeat_json`, schema in docs/heartbeat-events.md);
+4. Admin API snapshots (`from_describe_json`: group descriptions and committed offsets) and log-end
+   offsets (`from_end_offset_json`).
+Malformed input raises `EvidenceError` (a ValueError), never anything else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator_model.broker_log import BrokerLogEvent, parse_broker_log_line
+from coordinator_model.errors import EvidenceError
+
+__all__ = [
+    "BrokerLogEvent",
+    "CommittedSnapshot",
+    "ConsumerGroupEpoch",
+    "ConsumerGroupTopics",
+    "ConsumerMemberAssignment",
+    "ConsumerMemberSubscription",
+    "ConsumerTargetAssignment",
+    "ConsumerTargetMember",
+    "DescribeSnapshot",
+    "DescribedMember",
+    "EndOffset",
+    "Evidence",
+    "EvidenceError",
+    "GroupMetadataSnapshot",
+    "HeartbeatEvent",
+    "MemberSnapshot",
+    "OffsetCommit",
+    "UnknownRecord",
+    "from_describe_json",
+    "from_end_offset_json",
+    "from_heartbeat_json",
+    "from_offsets_record",
+    "parse_broker_log_line",
+]
+
+TP = tuple[str, int]
+
+
+# ---------------------------------------------------------------------------------------------
+# 1. __consumer_offsets records
+@dataclass(slots=True, frozen=True)
+class OffsetCommit:
+    ts: int
+    group: str
+    topic: str
+    partition: int
+    offset: int | None  # None: tombstone (the committed offset was deleted)
+    commit_timestamp: int = -1
+    leader_epoch: int = -1
+    metadata: str = ""
+    expire_timestamp: int = -1
+    log_offset: int = -1  # position of the record in __consumer_offsets (newer record wins)
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class MemberSnapshot:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    subscription: tuple[str, ...]
+    assignment: tuple[TP, ...]
+    owned_partitions: tuple[TP, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class GroupMetadataSnapshot:
+    """A classic group's GroupMetadata record (written at the leader's SyncGroup, on Empty, at creation);
+    `deleted` for a tombstone."""
+
+    ts: int
+    group: str
+    deleted: bool
+    protocol_type: str = ""
+    generation: int = 0
+    protocol: str | None = None
+    leader: str | None = None
+    state_timestamp: int = -1  # currentStateTimestamp: when the group entered its state
+    members: tuple[MemberSnapshot, ...] = ()
+    log_offset: int = -1
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupEpoch:
+    ts: int
+    group: str
+    epoch: int | None  # None: tombstone (group deleted)
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerGroupTopics:
+    """ConsumerGroupPartitionMetadata: topic ids and names the group subscribes to."""
+
+    ts: int
+    group: str
+    topics: tuple[tuple[str, str, int], ...]  # (topic id, name, partitions); () for a tombstone
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerMemberSubscription:
+    """ConsumerGroupMemberMetadata; `deleted` when the member left."""
+
+    ts: int
+    group: str
+    member_id: str
+    deleted: bool
+    instance_id: str | None = None
+    client_id: str = ""
+    client_host: str = ""
+    subscribed_topics: tuple[str, ...] = ()
+    subscribed_regex: str | None = None
+    rebalance_timeout_ms: int = -1
+    server_assignor: str | None = None
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerTargetAssignment:
+    """ConsumerGroupTargetAssignmentMetadata (the assignment epoch)."""
+
+    ts: int
+    group: str
+    epoch: int | None
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerTargetMember:
+    ts: int
+    group: str
+    member_id: str
+    partitions: tuple[tuple[str, int], ...] | None  # (topic id, partition); None: tombstone
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class ConsumerMemberAssignment:
+    """ConsumerGroupCurrentMemberAssignment: a member's epoch, state and partitions."""
+
+    ts: int
+    group: str
+    member_id: str
+    deleted: bool
+    member_epoch: int = 0
+    previous_member_epoch: int = 0
+    state: int = 0  # 0 stable, 1 unrevoked partitions, 2 unreleased partitions, 127 unknown
+    assigned: tuple[tuple[str, int], ...] = ()  # (topic id, partition)
+    pending_revocation: tuple[tuple[str, int], ...] = ()
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class UnknownRecord:
+    ts: int
+    group: str | None
+    record_type: int
+    source = "offsets"
+
+
+# ---------------------------------------------------------------------------------------------
+# 3. client heartbeat events
+HEARTBEAT_EVENTS = frozenset(
+    {"heartbeat", "join", "sync", "assigned", "revoked", "lost", "leave", "poll_stall"}
+)
+
+
+@dataclass(slots=True, frozen=True)
+class HeartbeatEvent:
+    ts: int
+    group: str
+    member_id: str
+    event: str
+    group_instance_id: str | None = None
+    client_id: str | None = None
+    host: str | None = None
+    generation: int | None = None
+    state: str | None = None
+    partitions: tuple[TP, ...] = ()
+    session_timeout_ms: int | None = None
+    max_poll_interval_ms: int | None = None
+    source = "heartbeats"
+
+
+# ---------------------------------------------------------------------------------------------
+# 4. Admin API
+@dataclass(slots=True, frozen=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    host: str
+    assignment: tuple[TP, ...]
+    target_assignment: tuple[TP, ...] | None = None
+    member_epoch: int | None = None
+    subscription: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class DescribeSnapshot:
+    """DescribeConsumerGroups (plus, for KIP-848 groups, the broker's own ConsumerGroupDescribe)."""
+
+    ts: int
+    group: str
+    type: str  # classic | consumer
+    state: str
+    assignor: str
+    members: tuple[DescribedMember, ...]
+    simple: bool = False
+    coordinator_id: int | None = None
+    broker_state: str | None = None  # KIP-848: ConsumerGroupDescribe state, group and assignment epochs
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
+    source = "describe"
+
+
+@dataclass(slots=True, frozen=True)
+class CommittedSnapshot:
+    """ListConsumerGroupOffsets: every committed offset of the group at `ts`."""
+
+    ts: int
+    group: str
+    offsets: tuple[tuple[str, int, int], ...]  # (topic, partition, offset)
+    source = "describe"
+
+
+@dataclass(slots=True, frozen=True)
+class EndOffset:
+    ts: int
+    topic: str
+    partition: int
+    end_offset: int
+    group: None = None
+    source = "end_offsets"
+
+
+Evidence = (
+    OffsetCommit
+    | GroupMetadataSnapshot
+    | ConsumerGroupEpoch
+    | ConsumerGroupTopics
+    | ConsumerMemberSubscription
+    | ConsumerTargetAssignment
+    | ConsumerTargetMember
+    | ConsumerMemberAssignment
+    | UnknownRecord
+    | BrokerLogEvent
+    | HeartbeatEvent
+    | DescribeSnapshot
+    | CommittedSnapshot
+    | EndOffset
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# parsers
+def _tps(items: Any, what: str) -> tuple[TP, ...]:
+    if items is None:
+        return ()
+    try:
+        return tuple((str(t), int(p)) for t, p in items)
+    except (TypeError, ValueError) as exc:
+        raise EvidenceError(f"{what}: expected [[topic, partition], ...], got {items!r}") from exc
+
+
+def _int(obj: dict, key: str, required: bool = True) -> int | None:
+    v = obj.get(key)
+    if v is None:
+        if required:
+            raise EvidenceError(f"missing {key!r} in {obj!r}"[:300])
+        return None
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise EvidenceError(f"{key!r} must be a number, got {v!r}")
+    return int(v)
+
+
+def _str(obj: dict, key: str, required: bool = True) -> str | None:
+    v = obj.get(key)
+    if v is None:
+        if required:
+            raise EvidenceError(f"missing {key!r} in {obj!r}"[:300])
+        return None
+    if not isinstance(v, str):
+        raise EvidenceError(f"{key!r} must be a string, got {v!r}")
+    return v
+
+
+def _decoded_tps(tps: Any) -> tuple[TP, ...]:
+    """Consumer-protocol TopicPartition lists -> sorted ((topic, partition), ...)."""
+    return tuple(sorted((tp.topic, p) for tp in (tps or []) for p in tp.partitions))
+
+
+def _id_tps(items: Any) -> tuple[tuple[str, int], ...]:
+    return tuple(sorted((tp.topic_id, p) for tp in (items or []) for p in tp.partitions))
+
+
+def from_offsets_record(rec: Any) -> Evidence:
+    """A decoded `collectors.codec.records.OffsetsRecord` -> evidence; ts is the record's timestamp."""
+    try:
+        key, value, ts = rec.key, rec.value, int(rec.timestamp)
+        kind = type(key).__name__
+        log_offset = int(getattr(rec, "offset", -1))
+    except (AttributeError, TypeError, ValueError) as exc:
+        raise EvidenceError(f"not an OffsetsRecord: {rec!r}"[:300]) from exc
+    group = key.group
+    if kind == "OffsetCommitKey":
+        if value is None:
+            return OffsetCommit(ts, group, key.topic, key.partition, None, log_offset=log_offset)
+        return OffsetCommit(
+            ts,
+            group,
+            key.topic,
+            key.partition,
+            value.offset,
+            commit_timestamp=value.commit_timestamp,
+            leader_epoch=value.leader_epoch,
+            metadata=value.metadata or "",
+            expire_timestamp=value.expire_timestamp,
+            log_offset=log_offset,
+        )
+    if kind == "GroupMetadataKey":
+        if value is None:
+            return GroupMetadataSnapshot(ts, group, True, log_offset=log_offset)
+        members = []
+        for m in value.members:
+            sub, asg = m.subscription_decoded, m.assignment_decoded
+            members.append(
+                MemberSnapshot(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    session_timeout_ms=m.session_timeout,
+                    rebalance_timeout_ms=m.rebalance_timeout
+                    if m.rebalance_timeout >= 0
+                    else m.session_timeout,
+                    subscription=tuple(sub.topics) if sub is not None else (),
+                    assignment=_decoded_tps(asg.assigned_partitions) if asg is not None else (),
+                    owned_partitions=_decoded_tps(sub.owned_partitions) if sub is not None else (),
+                )
+            )
+        return GroupMetadataSnapshot(
+            ts,
+            group,
+            False,
+            protocol_type=value.protocol_type or "",
+            generation=value.generation,
+            protocol=value.protocol,
+            leader=value.leader,
+            state_timestamp=value.current_state_timestamp,
+            members=tuple(members),
+            log_offset=log_offset,
+        )
+    if kind == "ConsumerGroupMetadataKey":
+        return ConsumerGroupEpoch(ts, group, None if value is None else value.epoch)
+    if kind == "ConsumerGroupPartitionMetadataKey":
+        topics = (
+            () if value is None else tuple((t.topic_id, t.topic_name, t.num_partitions) for t in value.topics)
+        )
+        return ConsumerGroupTopics(ts, group, topics)
+    if kind == "ConsumerGroupMemberMetadataKey":
+        if value is None:
+            return ConsumerMemberSubscription(ts, group, key.member_id, True)
+        return ConsumerMemberSubscription(
+            ts,
+            group,
+            key.member_id,
+            False,
+            instance_id=value.instance_id,
+            client_id=value.client_id,
+            client_host=value.client_host,
+            subscribed_topics=tuple(value.subscribed_topic_names or ()),
+            subscribed_regex=value.subscribed_topic_regex or None,
+            rebalance_timeout_ms=value.rebalance_timeout_ms,
+            server_assignor=value.server_assignor,
+        )
+    if kind == "ConsumerGroupTargetAssignmentMetadataKey":
+        return ConsumerTargetAssignment(ts, group, None if value is None else value.assignment_epoch)
+    if kind == "ConsumerGroupTargetAssignmentMemberKey":
+        parts = None if value is None else _id_tps(value.topic_partitions)
+        return ConsumerTargetMember(ts, group, key.member_id, parts)
+    if kind == "ConsumerGroupCurrentMemberAssignmentKey":
+        if value is None:
+            return ConsumerMemberAssignment(ts, group, key.member_id, True)
+        return ConsumerMemberAssignment(
+            ts,
+            group,
+            key.member_id,
+            False,
+            member_epoch=value.member_epoch,
+            previous_member_epoch=value.previous_member_epoch,
+            state=value.state,
+            assigned=_id_tps(value.assigned_partitions),
+            pending_revocation=_id_tps(value.partitions_pending_revocation),
+        )
+    return UnknownRecord(ts, group, int(getattr(rec, "record_type", -1)))
+
+
+def from_heartbeat_json(obj: dict) -> HeartbeatEvent:
+    if not isinstance(obj, dict):
+        raise EvidenceError(f"heartbeat event must be a JSON object, got {type(obj).__name__}")
+    event = _str(obj, "event")
+    if event not in HEARTBEAT_EVENTS:
+        raise EvidenceError(f"unknown heartbeat event {event!r}")
+    return HeartbeatEvent(
+        ts=_int(obj, "ts"),
+        group=_str(obj, "group"),
+        member_id=_str(obj, "member_id"),
+        event=event,
+        group_instance_id=_str(obj, "group_instance_id", False),
+        client_id=_str(obj, "client_id", False),
+        host=_str(obj, "host", False),
+        generation=_int(obj, "generation", False),
+        state=_str(obj, "state", False),
+        partitions=_tps(obj.get("partitions"), "partitions"),
+        session_timeout_ms=_int(obj, "session_timeout_ms", False),
+        max_poll_interval_ms=_int(obj, "max_poll_interval_ms", False),
+    )
+
+
+def _described_member(m: dict, broker_members: dict[str, dict]) -> DescribedMember:
+    if not isinstance(m, dict):
+        raise EvidenceError(f"describe member must be an object, got {m!r}")
+    mid = _str(m, "member_id")
+    b = broker_members.get(mid, {})
+    target = m.get("target_assignment", b.get("target_assignment"))
+    return DescribedMember(
+        member_id=mid,
+        group_instance_id=_str(m, "group_instance_id", False),
+        client_id=_str(m, "client_id", False) or "",
+        host=_str(m, "host", False) or "",
+        assignment=_tps(m.get("assignment"), "assignment"),
+        target_assignment=None if target is None else _tps(target, "target_assignment"),
+        member_epoch=_int(b, "member_epoch", False) if b else None,
+        subscription=tuple(b.get("subscribed") or ()),
+    )
+
+
+def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot:
+    """One describe.jsonl line: a group description, or {'ts', 'group', 'committed': [[t, p, o], ...]}."""
+    if not isinstance(obj, dict):
+        raise EvidenceError(f"describe line must be a JSON object, got {type(obj).__name__}")
+    ts, group = _int(obj, "ts"), _str(obj, "group")
+    if "committed" in obj:
+        try:
+            offsets = tuple((str(t), int(p), int(o)) for t, p, o in obj["committed"] or [])
+        except (TypeError, ValueError) as exc:
+            raise EvidenceError(
+                f"committed: expected [[topic, partition, offset], ...] in {obj!r}"[:300]
+            ) from exc
+        return CommittedSnapshot(ts, group, offsets)
+    broker = obj.get("broker") if isinstance(obj.get("broker"), dict) else None
+    broker_members = {
+        bm.get("member_id"): bm for bm in (broker or {}).get("members") or [] if isinstance(bm, dict)
+    }
+    members = obj.get("members")
+    if not isinstance(members, list):
+        raise EvidenceError(f"describe line without a members list: {obj!r}"[:300])
+    coordinator = obj.get("coordinator") if isinstance(obj.get("coordinator"), dict) else {}
+    return DescribeSnapshot(
+        ts=ts,
+        group=group,
+        type=_str(obj, "type", False) or "classic",
+        state=_str(obj, "state", False) or "Unknown",
+        assignor=_str(obj, "assignor", False) or "",
+        members=tuple(_described_member(m, broker_members) for m in members),
+        simple=bool(obj.get("simple", False)),
+        coordinator_id=coordinator.get("id") if isinstance(coordinator.get("id"), int) else None,
+        broker_state=broker.get("state") if broker else None,
+        group_epoch=_int(broker, "group_epoch", False) if broker else None,
+        assignment_epoch=_int(broker, "assignment_epoch", False) if broker else None,
+    )
+
+
+def from_end_offset_json(obj: dict) -> EndOffset:
+    if not isinstance(obj, dict):
+        raise EvidenceError(f"end offset line must be a JSON object, got {type(obj).__name__}")
+    return EndOffset(_int(obj, "ts"), _str(obj, "topic"), _int(obj, "partition"), _int(obj, "end_offset"))

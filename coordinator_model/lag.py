@@ -1,0 +1,152 @@
+"""Consumer lag: in offsets and in seconds, plus a Burrow-style evaluation per partition.
+
+- Lag in offsets = log-end offset - committed offset, never negative.
+- Lag in seconds = how long ago the log reached the committed offset (from the history of log-end
+  offsets): a consumer sitting at offset c is as far behind as the moment the log's end passed c.
+  A partition that is fully consumed has zero time lag, even when the topic is idle.
+- Burrow (linkedin/Burrow core/internal/evaluator): over a sliding window of commits, a partition
+  is OK unless its lag is non-zero now and: the commits stopped (STOP: time since the last commit is
+  longer than the window spans), the offset went backwards (REWIND), the offset never moved (STALL),
+  or the lag never decreased (WARN). A group is ERR when any partition is STOP, STALL or REWIND.
+- A lag of 1 that does not move on an idle log is the commit marker of a transaction that the
+  consumer cannot consume: the evaluator counts it as zero.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+
+WINDOW = 10  # Burrow's `intervals`
+MIN_DISTANCE_MS = 1000  # a commit closer than this to the previous one replaces it (Burrow min-distance)
+HISTORY_POINTS = 2000  # log-end offset points kept per partition
+
+
+@dataclass(slots=True)
+class EndOffsetHistory:
+    """Times at which a partition's log-end offset took each new value (non-decreasing offsets)."""
+
+    ts: list[int] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    last_seen: int = 0  # time of the latest observation, even if the value did not change
+
+    def add(self, ts: int, end_offset: int) -> None:
+        self.last_seen = max(self.last_seen, ts)
+        if self.offsets and end_offset <= self.offsets[-1]:
+            if end_offset < self.offsets[-1] and ts >= self.ts[-1]:
+                # the log was truncated/recreated: start the history again
+                self.ts, self.offsets = [ts], [end_offset]
+            return
+        if self.ts and ts < self.ts[-1]:
+            ts = self.ts[-1]  # skewed sample: keep the series monotonic
+        self.ts.append(ts)
+        self.offsets.append(end_offset)
+        if len(self.ts) > HISTORY_POINTS:
+            del self.ts[: len(self.ts) - HISTORY_POINTS]
+            del self.offsets[: len(self.offsets) - HISTORY_POINTS]
+
+    def trim_before(self, cutoff: int) -> None:
+        i = bisect.bisect_left(self.ts, cutoff)
+        if i > 1:
+            del self.ts[: i - 1]
+            del self.offsets[: i - 1]
+
+    @property
+    def latest(self) -> int | None:
+        return self.offsets[-1] if self.offsets else None
+
+    def at(self, ts: int) -> int | None:
+        """The log-end offset as of `ts` (None if nothing was known then)."""
+        i = bisect.bisect_right(self.ts, ts)
+        return self.offsets[i - 1] if i else None
+
+    def reached(self, offset: int) -> int | None:
+        """When did the log-end offset first reach `offset` (interpolated between samples)?"""
+        i = bisect.bisect_left(self.offsets, offset)
+        if i >= len(self.offsets):
+            return None
+        if i == 0:
+            return self.ts[0]
+        t0, o0, t1, o1 = self.ts[i - 1], self.offsets[i - 1], self.ts[i], self.offsets[i]
+        # the log grew from o0 (seen at t0) to o1 (first seen at t1): it passed `offset` in between
+        return t0 + (t1 - t0) * (offset - o0) // max(1, o1 - o0)
+
+
+@dataclass(slots=True)
+class CommitSample:
+    ts: int
+    offset: int
+    lag: int | None  # None when the log-end offset was unknown at that time
+    end_offset: int | None
+
+
+@dataclass(slots=True)
+class PartitionWindow:
+    samples: list[CommitSample] = field(default_factory=list)
+
+    def add(self, sample: CommitSample) -> None:
+        if self.samples and sample.ts - self.samples[-1].ts < MIN_DISTANCE_MS:
+            self.samples[-1] = sample
+        else:
+            self.samples.append(sample)
+        if len(self.samples) > WINDOW:
+            del self.samples[0]
+
+
+def lag_offsets(committed: int | None, end_offset: int | None) -> int | None:
+    if committed is None or end_offset is None:
+        return None
+    return max(0, end_offset - committed)
+
+
+def lag_seconds(committed: int | None, history: EndOffsetHistory | None, now_ms: int) -> float | None:
+    if committed is None or history is None or history.latest is None:
+        return None
+    if committed >= history.latest:
+        return 0.0
+    reached = history.reached(committed + 1)  # the first message the consumer has not consumed
+    if reached is None:
+        return 0.0
+    return max(0.0, (now_ms - reached) / 1000.0)
+
+
+def _effective_lag(s: CommitSample, idle: bool) -> int | None:
+    if s.lag is None:
+        return None
+    return 0 if (s.lag <= 1 and idle) else s.lag
+
+
+def evaluate_partition(window: PartitionWindow, current_lag: int | None, now_ms: int) -> str:
+    """Burrow's calculatePartitionStatus over the window of commits (OK/WARN/STOP/STALL/REWIND)."""
+    samples = window.samples
+    if not samples or current_lag is None:
+        return "OK"
+    ends = [s.end_offset for s in samples if s.end_offset is not None]
+    idle = bool(ends) and min(ends) == max(ends)
+    current = 0 if (current_lag <= 1 and idle) else current_lag
+    if current == 0:
+        return "OK"
+    first, last = samples[0].ts, samples[-1].ts
+    if len(samples) > 1 and now_ms - last > last - first:
+        return "STOP"
+    lags = [_effective_lag(s, idle) for s in samples]
+    if len(samples) < 2 or any(v is None for v in lags):
+        return "OK"
+    if all(v > 0 for v in lags):
+        offsets = [s.offset for s in samples]
+        if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)):
+            return "REWIND"
+        if offsets[0] == offsets[-1]:
+            return "STALL"
+        if all(b >= a for a, b in zip(lags, lags[1:], strict=False)):
+            return "WARN"
+    return "OK"
+
+
+def group_status(partition_statuses: list[str]) -> str:
+    """Burrow's group status: ERR if any partition stopped, stalled or rewound; WARN if any lags."""
+    if any(s in ("STOP", "STALL", "REWIND") for s in partition_statuses):
+        return "ERR"
+    if "WARN" in partition_statuses:
+        return "WARN"
+    return "OK"

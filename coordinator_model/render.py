@@ -1,0 +1,74 @@
+"""Human-readable rendering of group documents (what `groupscope model` prints without --json)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+
+def _t(ms: int | None) -> str:
+    if ms is None:
+        return "-"
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+def _parts(assignment: list) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for topic, p in assignment:
+        by_topic.setdefault(topic, []).append(p)
+    return " ".join(f"{t}[{','.join(map(str, sorted(ps)))}]" for t, ps in sorted(by_topic.items())) or "-"
+
+
+def render_group(doc: dict) -> str:
+    out = []
+    kind = doc.get("type")
+    head = f"group {doc['group']}  type={kind}  state={doc.get('state')}  protocol={doc.get('protocol')}"
+    if kind == "consumer":
+        head += f"  group_epoch={doc.get('group_epoch')}  assignment_epoch={doc.get('assignment_epoch')}"
+    else:
+        head += f"  generation={doc.get('generation')}  leader={doc.get('leader')}"
+    out.append(head)
+    out.append(
+        f"  coordinator partition {doc.get('coordinator_partition')}; sources: {', '.join(doc['sources'])}"
+    )
+    for note in doc.get("inferred", []):
+        out.append(f"  inferred: {note}")
+    out.append(f"  members ({len(doc['members'])}):")
+    for m in doc["members"]:
+        extra = f" epoch={m.get('member_epoch')} {m.get('state')}" if kind == "consumer" else ""
+        inst = f" instance={m['group_instance_id']}" if m.get("group_instance_id") else ""
+        out.append(
+            f"    {m['member_id']} client={m.get('client_id')}{inst}{extra}: {_parts(m['assignment'])}"
+        )
+    out.append("  generations:")
+    for g in doc["generations"]:
+        dur = f"{g['duration_ms']} ms" if g.get("duration_ms") is not None else "in progress"
+        inf = f" (inferred: {', '.join(g['inferred'])})" if g.get("inferred") else ""
+        out.append(
+            f"    {g['generation']}: {_t(g['start'])} {g['cause']} rebalance {dur}, "
+            f"+{len(g['members_joined'])} -{len(g['members_left'])}, protocol {g.get('protocol')}{inf}"
+        )
+        if g.get("reason"):
+            out.append(f"       reason: {g['reason']}")
+    out.append("  timeline:")
+    for row in doc["timeline"]:
+        if row["end"] is not None and row["end"] == row["start"]:
+            continue
+        out.append(
+            f"    {_t(row['start'])} - {_t(row['end'])}  {row['state']}{' (inferred)' if row['inferred'] else ''}"
+        )
+    lag = doc.get("lag") or {}
+    out.append(
+        f"  lag: total={lag.get('total')} max_seconds={lag.get('max_seconds')} status={lag.get('status')}"
+    )
+    for p in lag.get("partitions", []):
+        committed = p["committed"] if p["has_commit"] else "no commit"
+        out.append(
+            f"    {p['topic']}-{p['partition']}: committed={committed} end={p['end_offset']} lag={p['lag']} "
+            f"({p['lag_seconds']} s) {p['status']}"
+        )
+    return "\n".join(out)
+
+
+def render_text(docs: list[dict], files: list[str]) -> str:
+    head = f"{len(docs)} group(s) from {', '.join(files)}"
+    return "\n\n".join([head, *(render_group(d) for d in docs)])
