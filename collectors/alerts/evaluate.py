@@ -211,6 +211,7 @@ class Evaluator:
         result: CycleResult,
     ) -> None:
         docs = self._docs(groups, now, historic)
+        fires: list[Finding] = []
         pipe = self.r.pipeline(transaction=False)
         for g, doc in zip(groups, docs, strict=True):
             current = active.get(g, {})
@@ -230,7 +231,7 @@ class Evaluator:
                 if alert is not None and alert.updated > now:
                     continue  # already judged at a later moment (an older --at replay): leave it
                 if alert is None:
-                    self._fire(pipe, f, now, result)
+                    fires.append(f)
                 else:
                     alert.severity, alert.summary = f.severity, f.summary
                     alert.evidence = _trim_evidence(f.evidence)
@@ -248,6 +249,14 @@ class Evaluator:
                     pipe.zadd(self.alerts.k("recheck"), {g: recheck})
                 else:
                     pipe.zrem(self.alerts.k("recheck"), g)
+        if fires:
+            # An episode already recorded and resolved (a replay of a moment judged before) is not
+            # fired again: its id is the same, and the history keeps its end.
+            ids = [f"{f.group}|{f.rule}|{min(f.since, now)}" for f in fires]
+            known = self.r.hmget(self.alerts.k("log"), ids)
+            for f, raw in zip(fires, known, strict=True):
+                if raw is None or json.loads(raw).get("state") == "firing":
+                    self._fire(pipe, f, now, result)
         pipe.execute()
 
     def _fire(self, pipe: Any, f: Finding, now: int, result: CycleResult) -> None:

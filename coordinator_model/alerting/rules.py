@@ -72,10 +72,11 @@ def _unexplained(
 ) -> tuple[list[Generation], int | None]:
     """Generations in the window with a membership change no ordinary deploy explains.
 
-    Per member key (client.id or group.instance.id) the first join in the window is explained when the
-    member stayed settle_ms, and the first leave when the member had been in the group settle_ms: a
-    scale-out, a scale-in and a rolling restart each touch every client once. A second change by the
-    same client, or a member that leaves within seconds of joining, is churn and counts."""
+    Per member key (client.id or group.instance.id), in the window: the first join, the first leave
+    and one rejoin after that leave (a restart) are explained when the member stayed settle_ms (for a
+    leave: had been in the group settle_ms). A scale-out, a scale-in and a rolling restart touch each
+    client that often. Any further change by the same client, or a member that leaves within seconds
+    of joining, is churn and counts."""
     joined_at: dict[str, int] = {}
     left_at: dict[str, int] = {}
     for g in gens:
@@ -83,7 +84,7 @@ def _unexplained(
             joined_at.setdefault(m.member_id, g.start)
         for m in g.left:
             left_at.setdefault(m.member_id, g.start)
-    seen_join: set[str] = set()
+    joins_seen: dict[str, int] = defaultdict(int)
     seen_leave: set[str] = set()
     counted: list[Generation] = []
     recheck: int | None = None
@@ -97,12 +98,13 @@ def _unexplained(
         for m in g.joined:
             end = left_at.get(m.member_id)
             stayed = (end if end is not None else now_ms) - g.start
-            if m.key in seen_join or (end is not None and stayed < settle_ms):
+            budget = 2 if m.key in seen_leave else 1  # first join, plus one rejoin after a leave
+            if joins_seen[m.key] >= budget or (end is not None and stayed < settle_ms):
                 churn = True
             elif end is None and stayed < settle_ms:
                 churn = True  # too early to say: counts until it has stayed settle_ms
                 recheck = _min(recheck, g.start + settle_ms)
-            seen_join.add(m.key)
+            joins_seen[m.key] += 1
         for m in g.left:
             began = joined_at.get(m.member_id)
             if m.key in seen_leave or (began is not None and g.start - began < settle_ms):
@@ -125,7 +127,8 @@ def rebalance_storm(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> Rule
     if counted:
         recheck = _min(recheck, counted[0].start + window + 1)
     if len(counted) < threshold:
-        return RuleResult(None, recheck)
+        # Time only drops rebalances out of the window (or explains them): it cannot start a storm.
+        return RuleResult(None, None)
     since = counted[threshold - 1].start  # the moment the threshold-th rebalance began
     finding = Finding(
         group=str(doc.get("group")),
@@ -209,7 +212,7 @@ def member_flapping(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> Rule
             since = t if since is None else min(since, t)
     recheck = oldest + window + 1 if oldest is not None else None
     if not flapping:
-        return RuleResult(None, recheck)
+        return RuleResult(None, None)  # a sliding window only ever removes joins
     assert since is not None
     clients = {
         key.split(":", 1)[1]: {

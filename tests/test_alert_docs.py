@@ -1,0 +1,102 @@
+"""Hand-built group documents (the shape of `groupscope model --json`) for the alert tests (helpers,
+no tests of their own)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+S = 1000
+MIN = 60 * S
+T0 = 1_800_000_000_000  # an arbitrary epoch ms
+
+
+def mid(client: str) -> str:
+    """A member id as librdkafka builds it: client.id-uuid4."""
+    return f"{client}-{uuid.uuid4()}"
+
+
+def gen(
+    n: int,
+    start: int,
+    cause: str,
+    joined: list[str] | tuple[str, ...] = (),
+    left: list[str] | tuple[str, ...] = (),
+    members: int | None = None,
+    reason: str | None = None,
+) -> dict[str, Any]:
+    g: dict[str, Any] = {
+        "generation": n,
+        "start": start,
+        "end": start + 200,
+        "duration_ms": 200,
+        "members_joined": list(joined),
+        "members_left": list(left),
+        "cause": cause,
+        "reason": reason,
+        "inferred": [],
+    }
+    if members is not None:
+        g["members"] = [f"m{i}" for i in range(members)]
+    return g
+
+
+def doc(
+    group: str,
+    generations: list[dict[str, Any]] | None = None,
+    timeline: list[tuple[str, int, int | None]] | None = None,
+    lag: list[dict[str, Any]] | None = None,
+    state: str = "Stable",
+) -> dict[str, Any]:
+    return {
+        "group": group,
+        "type": "classic",
+        "state": state,
+        "protocol_type": "consumer",
+        "protocol": "range",
+        "generation": (generations or [{}])[-1].get("generation"),
+        "members": [],
+        "timeline": [{"state": s, "start": a, "end": b} for s, a, b in (timeline or [])],
+        "generations": generations or [],
+        "lag": {"partitions": lag or []},
+    }
+
+
+def part(
+    topic: str, p: int, lag: int, seconds: float, status: str = "OK", committed: int = 1000
+) -> dict[str, Any]:
+    return {
+        "topic": topic,
+        "partition": p,
+        "committed_offset": committed,
+        "log_end_offset": committed + lag,
+        "lag": lag,
+        "lag_seconds": seconds,
+        "status": status,
+    }
+
+
+def storm_doc(group: str = "storm", flaps: int = 20, t0: int = T0) -> tuple[dict[str, Any], int]:
+    """Three stable members, then a new flapping process every 3 s (joins, stays 2 s, leaves)."""
+    stable = [mid(f"s{i}") for i in (1, 2, 3)]
+    gens = [
+        gen(1, t0, "group_created", [stable[0]], members=1),
+        gen(2, t0 + 1 * S, "member_joined", [stable[1]], members=2),
+        gen(3, t0 + 2 * S, "member_joined", [stable[2]], members=3),
+    ]
+    n = 4
+    t = t0 + 10 * S
+    for i in range(flaps):
+        f = mid(f"f{i + 1:02d}")
+        gens.append(gen(n, t, "member_joined", [f], members=4))
+        gens.append(gen(n + 1, t + 2 * S, "member_left", left=[f], members=3))
+        n += 2
+        t += 3 * S
+    timeline = [("Empty", t0 - 10, t0), ("Stable", t0, None)]
+    return doc(group, gens, timeline), t
+
+
+def steady_doc(group: str, t0: int = T0, lag: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A group that formed long ago and has been Stable since."""
+    gens = [gen(1, t0, "group_created", [mid("a"), mid("b")], members=2)]
+    return doc(group, gens, [("Empty", t0 - 10, t0), ("Stable", t0, None)], lag=lag)
