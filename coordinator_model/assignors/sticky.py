@@ -100,6 +100,8 @@ def resolve_claims(group: GroupSpec, order: list[int]) -> dict[TopicPartition, i
 def sticky_target(group: GroupSpec, use_generation: bool = True) -> Assignment:
     """The balanced, sticky target assignment (StickyAssignor's result)."""
     members = group.members
+    if not members:
+        return {}
     if not use_generation:
         from dataclasses import replace
 
@@ -119,7 +121,7 @@ def sticky_target(group: GroupSpec, use_generation: bool = True) -> Assignment:
         own=[{} for _ in members],
         fresh=[{} for _ in members],
     )
-    if members and all(set(s) == set(subs[0]) for s in subs):
+    if all(set(s) == set(subs[0]) for s in subs):
         _constrained(group, st, claims, order)
     else:
         _general(group, st, claims, order)

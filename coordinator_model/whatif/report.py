@@ -102,7 +102,8 @@ def timeout_report(
 ) -> dict[str, Any]:
     """Which recorded expiries a new timeout would have prevented: a session expiry after a heartbeat
     gap of G ms does not happen with session.timeout.ms > G; a poll expiry after a poll interval of
-    G ms does not happen with max.poll.interval.ms > G."""
+    G ms does not happen with max.poll.interval.ms > G. Counted only where the timeout changed for
+    that member, so a guessed default cannot 'avoid' what really happened."""
     out: dict[str, Any] = {"changed": changed, "recorded_rebalances": len(rebalances)}
     avoided_generations: list[int | None] = []
     for kind, label in (("session", "session_timeout"), ("poll", "poll_timeout")):
@@ -112,7 +113,12 @@ def timeout_report(
             limit_before, limit_after = before.session_for, after.session_for
         else:
             limit_before, limit_after = before.max_poll_for, after.max_poll_for
-        avoided = [r for r in known if limit_after(r.member_id) > r.gap_ms]  # type: ignore[operator]
+        # Only a timeout that changed for that member can un-happen a recorded expiry.
+        avoided = [
+            r
+            for r in known
+            if limit_after(r.member_id) != limit_before(r.member_id) and limit_after(r.member_id) > r.gap_ms  # type: ignore[operator]
+        ]
         avoided_generations += [r.generation for r in avoided]
         out[label] = {
             "recorded": len(recorded),
