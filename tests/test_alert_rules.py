@@ -190,7 +190,7 @@ def test_kip848_reconciling_counts_as_rebalancing() -> None:
 
 def test_group_empty_after_the_grace_period_and_not_on_restart() -> None:
     tl = [("Stable", T0, T0 + MIN), ("Empty", T0 + MIN, None)]
-    d = doc("gone", [], tl, state="Empty")
+    d = doc("gone", [], tl, state="Empty", lag=[part("t", 0, 500, 90.0, "STOP")])
     early = R.group_empty(d, T0 + MIN + 30 * S, P("group_empty"))
     assert early.finding is None and early.recheck_at == T0 + 2 * MIN
     r = R.group_empty(d, T0 + 2 * MIN, P("group_empty"))
@@ -206,6 +206,15 @@ def test_group_empty_after_the_grace_period_and_not_on_restart() -> None:
         assert R.group_empty(d2, now, P("group_empty")).finding is None
 
 
+def test_group_empty_consumed_to_the_end_does_not_alert() -> None:
+    tl = [("Stable", T0, T0 + MIN), ("Empty", T0 + MIN, None)]
+    done = [part("t", 0, 0, 0.0, "OK"), part("tx", 0, 1, 900.0, "STALL")]  # nothing left but a marker
+    d = doc("batch", [], tl, state="Empty", lag=done)
+    assert R.group_empty(d, T0 + 30 * MIN, P("group_empty")).finding is None
+    assert rules_fired(d, T0 + 30 * MIN) == set()
+    assert R.group_empty(d, T0 + 30 * MIN, P("group_empty", min_lag=0)).finding is not None
+
+
 def test_standalone_group_always_empty_never_alerts() -> None:
     d = doc("standalone", [], [("Empty", T0, None)], state="Empty")
     assert R.group_empty(d, T0 + 60 * MIN, P("group_empty")).finding is None
@@ -213,7 +222,8 @@ def test_standalone_group_always_empty_never_alerts() -> None:
 
 
 def test_group_empty_resolve_after() -> None:
-    d = doc("gone", [], [("Stable", T0, T0 + MIN), ("Dead", T0 + MIN, None)], state="Dead")
+    tl = [("Stable", T0, T0 + MIN), ("Dead", T0 + MIN, None)]
+    d = doc("gone", [], tl, state="Dead", lag=[part("t", 0, 500, 90.0, "STOP")])
     p = P("group_empty", resolve_after_s=600)
     assert R.group_empty(d, T0 + 3 * MIN, p).finding is not None
     assert R.group_empty(d, T0 + 13 * MIN, p).finding is None

@@ -82,7 +82,8 @@ def test_time_alone_fires_a_pending_condition(redis_client) -> None:
     """An Empty group alerts after for_s with no new data: the recheck time brings it back."""
     store = RedisStore(redis_client)
     tl = [("Stable", T0, T0 + MIN), ("Empty", T0 + MIN, None)]
-    store.write_group(doc("stopped", [gen(1, T0, "group_created", [mid("a")])], tl, state="Empty"), T0 + MIN)
+    lag = [part("t", 0, 900, 50.0, "STOP")]
+    store.write_group(doc("stopped", [gen(1, T0, "group_created", [mid("a")])], tl, lag, "Empty"), T0 + MIN)
     ev = _ev(redis_client)
     assert ev.run_cycle(now_ms=T0 + MIN + 10 * S).fired == 0
     assert ev.run_cycle(now_ms=T0 + MIN + 30 * S).evaluated == 0  # not due yet: not re-read

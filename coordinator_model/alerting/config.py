@@ -49,6 +49,11 @@ DEFAULT_RULES: dict[str, dict[str, Any]] = {
         "severity": "warning",
         "states": ["Empty", "Dead"],
         "for_s": 60,  # a restart brings members back within this; only then does it alert
+        # An Empty group with nothing left to read finished its work (a batch job, a consumer
+        # stopped after reading everything): it alerts only while at least this many messages wait
+        # for it (partitions with a lag of at most 1, a transaction marker, do not count).
+        # 0 alerts on every group that became Empty.
+        "min_lag": 1,
         "resolve_after_s": None,  # seconds after which a group left Empty is taken as retired
     },
     "lag": {

@@ -286,6 +286,9 @@ def group_empty(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResu
     for_ms = int(p["for_s"] * 1000)
     if now_ms - begin < for_ms:
         return RuleResult(None, begin + for_ms)
+    waiting = sum(r.lag_offsets or 0 for r in partition_lags(doc) if (r.lag_offsets or 0) > 1)
+    if waiting < p["min_lag"]:
+        return RuleResult()  # consumed to the end: nothing waits for a consumer
     resolve_after = p.get("resolve_after_s")
     if resolve_after is not None and now_ms - begin >= for_ms + int(resolve_after * 1000):
         return RuleResult()
@@ -296,7 +299,12 @@ def group_empty(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResu
         severity=p["severity"],
         summary=f"group {state} since {begin} (was {spans[j].state})",
         since=begin + for_ms,
-        evidence={"state": state, "became_at": begin, "previous_state": spans[j].state},
+        evidence={
+            "state": state,
+            "became_at": begin,
+            "previous_state": spans[j].state,
+            "lag_waiting": waiting,
+        },
     )
     return RuleResult(finding, recheck)
 
