@@ -50,6 +50,7 @@ def shell(refresh_s: float) -> html.Div:
                         clearable=False,
                         searchable=False,
                         className="refresh-select",
+                        style={"backgroundColor": "#fff", "borderRadius": "4px", "color": "#222"},
                     ),
                     html.Button("Pause", id="pause", n_clicks=0, title="Pause or resume live refresh"),
                 ],

@@ -59,8 +59,11 @@ def empty_figure(title: str, message: str, height: int = 220) -> go.Figure:
     return _layout(fig, title, height)
 
 
-def timeline_figure(bands: Sequence[Band], since: int | None, until: int) -> go.Figure:
-    """Gantt-style state timeline: one row per state, a bar for each period spent in it."""
+def timeline_figure(
+    bands: Sequence[Band], since: int | None, until: int, view: tuple[int, int] | None = None
+) -> go.Figure:
+    """Gantt-style state timeline: one row per state, a bar for each period spent in it. ``view``
+    narrows the visible x range (the data still runs to ``until``, so zooming out shows it)."""
     shown = []
     for b in bands:
         end = b.end if b.end is not None else until
@@ -91,6 +94,8 @@ def timeline_figure(bands: Sequence[Band], since: int | None, until: int) -> go.
             )
         )
     fig.update_xaxes(type="date")
+    if view is not None:
+        fig.update_xaxes(range=[iso(view[0]), iso(view[1])])
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(states)))
     return _layout(fig, "State timeline", 90 + 34 * len(states), barmode="overlay", showlegend=False)
 
@@ -149,7 +154,8 @@ def generations_figure(gens: Sequence[Generation], since: int | None, until: int
             )
         )
     order = [f"gen {g.generation}" for g in shown]
-    fig.update_xaxes(categoryorder="array", categoryarray=order)
+    # A few generations must not become a few very wide bars: keep room for at least 12.
+    fig.update_xaxes(categoryorder="array", categoryarray=order, range=[-0.5, max(len(order), 12) - 0.5])
     fig.update_yaxes(title="rebalance duration (s)")
     return _layout(fig, f"Generations ({len(shown)})", 320, barmode="overlay")
 
@@ -189,7 +195,9 @@ def assignment_heatmap(
             z=z,
             x=[f"{t}-{p}" for t, p in tps],
             y=[_short(m) for m in ids],
-            colorscale="YlOrRd",
+            colorscale=[[0, "#90caf9"], [0.35, "#ffe082"], [1, "#c62828"]],
+            zmin=0,
+            zmax=max([v for row in z for v in row if v is not None] + [1.0]),
             colorbar={"title": "lag"},
             hoverongaps=False,
             xgap=1,
@@ -199,7 +207,7 @@ def assignment_heatmap(
     )
     fig.update_xaxes(showticklabels=len(tps) <= 60, tickangle=-45)
     fig.update_yaxes(showticklabels=len(ids) <= 60, autorange="reversed")
-    return _layout(fig, title, height or min(160 + 24 * len(ids), 700))
+    return _layout(fig, title, height or max(240, min(160 + 24 * len(ids), 700)))
 
 
 def lag_over_time_figure(
@@ -233,9 +241,18 @@ def per_member_bars(
         return empty_figure(title, "No members.")
     fig = go.Figure()
     names = [_short(r[0], 20) for r in rows]
-    fig.add_trace(go.Bar(name="partitions", x=names, y=[r[1] for r in rows], marker_color="#1565c0"))
     fig.add_trace(
-        go.Bar(name=value_label, x=names, y=[r[2] for r in rows], marker_color="#ef6c00", yaxis="y2")
+        go.Bar(name="partitions", x=names, y=[r[1] for r in rows], marker_color="#1565c0", offsetgroup="a")
+    )
+    fig.add_trace(
+        go.Bar(
+            name=value_label,
+            x=names,
+            y=[r[2] for r in rows],
+            marker_color="#ef6c00",
+            yaxis="y2",
+            offsetgroup="b",
+        )
     )
     fig.update_layout(
         yaxis={"title": "partitions"},

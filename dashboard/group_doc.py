@@ -326,6 +326,9 @@ def generations(doc: Mapping[str, Any]) -> list[Generation]:
 def totals(doc: Mapping[str, Any]) -> tuple[int | None, float | None]:
     """Group lag in offsets (sum) and seconds (max), from the document's own total if it has one."""
     lag = doc.get("lag")
+    if isinstance(lag, Mapping) and _num(lag.get("total")) is not None:
+        # the model's own shape: {"total": offsets, "max_seconds": worst partition, "partitions": [...]}
+        return _int(lag["total"]), _num(_first(lag, "max_seconds", "lag_seconds"))
     if isinstance(lag, Mapping):
         tot = _first(lag, "group", "total", "totals")
         if isinstance(tot, Mapping):

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dashboard import group_doc as gd
-from dashboard.whatif_form import WhatIfRequest, partition_counts
+from dashboard.whatif_form import WhatIfRequest
 
 CLIENT_ASSIGNORS = ["range", "roundrobin", "sticky", "cooperative-sticky"]
 SERVER_ASSIGNORS = ["uniform", "server-range"]
@@ -67,11 +67,9 @@ def _engine() -> Any | None:
 
 
 def assignor_options() -> list[dict[str, str]]:
-    names = list(CLIENT_ASSIGNORS)
     eng = _engine()
     known = getattr(eng, "ASSIGNORS", None) if eng else None
-    if known:
-        names = list(known)
+    names = list(known) if known else list(CLIENT_ASSIGNORS)
     return [{"label": n, "value": n} for n in names]
 
 
@@ -89,59 +87,103 @@ def default_assignors(doc: Mapping[str, Any]) -> list[str]:
     return picks
 
 
-def whatif_input(doc: Mapping[str, Any], req: WhatIfRequest) -> dict[str, Any]:
-    """The `groupscope whatif FILE` document for this group and request (docs/assign-format.md)."""
-    members = []
-    for m in gd.members(doc):
-        topics = m.subscription or sorted({t for t, _ in m.assignment})
-        members.append(
-            {
-                "member_id": m.member_id,
-                "topics": topics,
-                "owned": [list(tp) for tp in m.assignment],
-                "generation": doc.get("generation"),
-                "group_instance_id": m.group_instance_id,
-            }
-        )
-    counts = partition_counts(doc)
-    for m in members:
-        for t in m["topics"]:
-            counts.setdefault(t, 0)
-    lag: dict[str, list[int]] = {t: [0] * n for t, n in counts.items()}
-    for r in gd.partition_lag(doc):
-        if r.topic in lag and r.partition < len(lag[r.topic]):
-            lag[r.topic][r.partition] = r.lag or 0
+def whatif_input(doc: Mapping[str, Any], req: WhatIfRequest, assignors: list[str]) -> dict[str, Any]:
+    """The `groupscope whatif` input (docs/assign-format.md) for this group, request and assignors."""
+    eng = _engine()
+    assert eng is not None
+    data = eng.whatif_input_from_group_document(dict(doc))
     changes: list[dict[str, Any]] = []
+    if req.remove_members:
+        changes.append({"kind": "remove_members", "member_ids": list(req.remove_members)})
     if req.add_members:
-        changes.append({"type": "add_members", "count": req.add_members})
-    for mid in req.remove_members:
-        changes.append({"type": "remove_member", "member_id": mid})
-    for t, n in req.partitions.items():
-        changes.append({"type": "set_partitions", "topic": t, "count": n})
+        changes.append({"kind": "add_members", "count": req.add_members})
     for mid, topics in req.subscriptions.items():
-        changes.append({"type": "subscription", "member_id": mid, "topics": topics})
+        changes.append({"kind": "change_subscription", "member_id": mid, "topics": topics})
+    for t, n in req.partitions.items():
+        changes.append({"kind": "add_partitions", "topic": t, "total": n})
     if req.session_timeout_ms is not None:
-        changes.append({"type": "session_timeout_ms", "value": req.session_timeout_ms})
+        changes.append({"kind": "set_session_timeout", "ms": req.session_timeout_ms})
     if req.max_poll_interval_ms is not None:
-        changes.append({"type": "max_poll_interval_ms", "value": req.max_poll_interval_ms})
-    return {
-        "members": members,
-        "partitions": counts,
-        "lag": lag,
-        "changes": changes,
-        "assignors": list(req.assignors),
-        "generations": doc.get("generations") or [],
+        changes.append({"kind": "set_max_poll_interval", "ms": req.max_poll_interval_ms})
+    data["changes"] = changes
+    data["assignors"] = assignors
+    return data
+
+
+def _cost_text(cost: Mapping[str, Any]) -> str:
+    if not cost:
+        return "-"
+    parts = [
+        f"{cost.get('protocol', '?')} protocol",
+        f"{cost.get('rebalances', 1)} rebalance(s)",
+        f"{cost.get('partitions_revoked', 0)} partitions revoked",
+        f"{cost.get('partitions_paused', 0)} paused ({int(cost.get('lag_paused', 0)):,} lag behind them)",
+    ]
+    if cost.get("withheld_in_first_rebalance"):
+        parts.append(f"{cost['withheld_in_first_rebalance']} withheld until the second rebalance")
+    return ", ".join(parts)
+
+
+def normalise(name: str, rep: Mapping[str, Any]) -> AssignorResult:
+    counts = (rep.get("partitions_per_member") or {}).get("per_member") or {}
+    lags = (rep.get("lag_per_member") or {}).get("per_member") or {}
+    assignment = {
+        m: [(str(tp[0]), int(tp[1])) for tp in tps] for m, tps in (rep.get("assignment") or {}).items()
     }
+    moves = [
+        ((str(mv["topic"]), int(mv["partition"])), mv.get("from"), mv.get("to"))
+        for mv in (rep.get("moves") or {}).get("partitions") or []
+    ]
+    return AssignorResult(
+        assignor=name,
+        assignment=assignment,
+        members=[MemberStat(m, int(counts.get(m, 0)), int(lags.get(m, 0))) for m in assignment],
+        moves=moves,
+        losing=sorted((rep.get("members_losing_partitions") or {}).keys()),
+        cost=_cost_text(rep.get("rebalance_cost") or {}),
+    )
+
+
+def timeouts_text(t: Mapping[str, Any] | None) -> str | None:
+    if not t or not t.get("changed"):
+        return None
+    s = t.get("session_timeout") or {}
+    p = t.get("poll_timeout") or {}
+    return (
+        f"Of {t.get('recorded_rebalances', 0)} recorded rebalances, the new timeouts would have avoided "
+        f"{t.get('avoided_total', 0)}: session timeouts {s.get('avoided', 0)} of {s.get('recorded', 0)} "
+        f"(session.timeout.ms {s.get('timeout_ms_before')} -> {s.get('timeout_ms_after')}, longest gap seen "
+        f"{s.get('max_gap_ms') if s.get('max_gap_ms') is not None else 'unknown'} ms), poll timeouts "
+        f"{p.get('avoided', 0)} of {p.get('recorded', 0)} "
+        f"(max.poll.interval.ms {p.get('timeout_ms_before')} -> {p.get('timeout_ms_after')})."
+        + (
+            f" {s.get('gap_unknown', 0) + p.get('gap_unknown', 0)} expiries had no recorded gap."
+            if (s.get("gap_unknown") or p.get("gap_unknown"))
+            else ""
+        )
+    )
 
 
 def run(doc: Mapping[str, Any], req: WhatIfRequest, progress: Progress) -> WhatIfOutcome:
+    """Run the engine once per assignor (so the progress bar moves), in the order the user picked."""
     eng = _engine()
     if eng is None:
         return WhatIfOutcome(
             error="The what-if engine (coordinator_model.whatif) is not installed in this build."
         )
-    return run_engine(eng, doc, req, progress)
+    from coordinator_model.assignors import AssignorError
 
-
-def run_engine(eng: Any, doc: Mapping[str, Any], req: WhatIfRequest, progress: Progress) -> WhatIfOutcome:
-    raise NotImplementedError  # filled in when the engine's API is known
+    out = WhatIfOutcome()
+    total = len(req.assignors)
+    progress(0, total)
+    for i, name in enumerate(req.assignors):
+        try:
+            rep = eng.run_whatif(whatif_input(doc, req, [name]))
+        except AssignorError as e:
+            return WhatIfOutcome(error=f"The what-if engine rejected the request: {e}")
+        if i == 0:
+            out.avoided = timeouts_text(rep.get("timeouts"))
+        for got_name, r in (rep.get("assignors") or {}).items():
+            out.results.append(normalise(got_name, r))
+        progress(i + 1, total)
+    return out

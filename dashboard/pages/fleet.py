@@ -62,9 +62,7 @@ COLUMNS: list[dict[str, Any]] = [
         "field": "last_change",
         "headerName": "Last change (UTC)",
         "width": 190,
-        "valueFormatter": {
-            "function": "groupscopeTime(params.value)"
-        },
+        "valueFormatter": {"function": "groupscopeTime(params.value)"},
     },
 ]
 

@@ -21,7 +21,9 @@ from dashboard.figures import (
 )
 from dashboard.urls import parse_path, whatif_url
 
+ACTIVITY = -1  # the default range: from the first event to a little after the last state change
 RANGES = [
+    ("around the last changes", ACTIVITY),
     ("15 min", 15 * 60_000),
     ("1 hour", 3_600_000),
     ("6 hours", 6 * 3_600_000),
@@ -141,9 +143,9 @@ def layout(name: str) -> html.Div:
                     dcc.Dropdown(
                         id="group-range",
                         options=[{"label": lbl, "value": v} for lbl, v in RANGES],
-                        value=0,
+                        value=ACTIVITY,
                         clearable=False,
-                        style={"width": "180px", "display": "inline-block", "verticalAlign": "middle"},
+                        style={"width": "250px", "display": "inline-block", "verticalAlign": "middle"},
                     ),
                     html.Span(id="group-range-note", className="muted", style={"marginLeft": "12px"}),
                 ],
@@ -161,25 +163,28 @@ def layout(name: str) -> html.Div:
                 [
                     html.Div(
                         [
-                            dcc.RadioItems(
+                            dcc.Dropdown(
                                 id="group-lag-metric",
+                                clearable=False,
+                                searchable=False,
+                                style={"width": "220px"},
                                 options=[
                                     {"label": "lag in offsets", "value": "lag"},
                                     {"label": "lag in seconds", "value": "lag_seconds"},
                                     {"label": "committed offsets", "value": "committed"},
                                 ],
                                 value="lag",
-                                inline=True,
                             ),
-                            dcc.RadioItems(
+                            dcc.Dropdown(
                                 id="group-lag-by",
+                                clearable=False,
+                                searchable=False,
+                                style={"width": "220px"},
                                 options=[
                                     {"label": "per partition", "value": "partition"},
                                     {"label": "per member", "value": "member"},
                                 ],
                                 value="partition",
-                                inline=True,
-                                style={"marginLeft": "24px"},
                             ),
                         ],
                         className="filters",
@@ -202,7 +207,7 @@ def layout(name: str) -> html.Div:
 def window(range_ms: int | None, doc: Mapping[str, Any], now: int) -> tuple[int | None, int, str]:
     """(since, until, note) for a range choice. A range that would show nothing (the group has been
     quiet longer than the range) is anchored to the group's newest data instead, and the note says so."""
-    if not range_ms:
+    if not range_ms or range_ms == ACTIVITY:
         return None, now, ""
     latest = gd.latest_time(doc)
     if latest is not None and latest < now - range_ms:
@@ -213,6 +218,17 @@ def window(range_ms: int | None, doc: Mapping[str, Any], now: int) -> tuple[int 
             f"up to the last activity at {fmt_ms(latest)}.",
         )
     return now - range_ms, now, ""
+
+
+def activity_view(bands: list[gd.Band], now: int) -> tuple[int, int] | None:
+    """x range from the first state change to a little after the last one (the current state's bar
+    still runs on to now; zoom out to see it). None when the group has no history yet."""
+    if not bands:
+        return None
+    first = bands[0].start
+    last = max(b.start for b in bands)
+    pad = max((last - first) // 8, 5_000)
+    return first - pad // 4, min(last + pad, now) if now > first else last + pad
 
 
 def _kv(pairs: list[tuple[str, Any]]) -> html.Dl:
@@ -343,6 +359,16 @@ def lag_series(
                 val = v if metric == "lag" else None
             if val is not None:
                 out.setdefault(str(name), []).append((int(ts), float(val)))
+    if not out and metric in ("lag", "lag_seconds"):
+        # The history keeps seconds only for the group (its worst partition): show that line.
+        label = "group (worst partition)" if metric == "lag_seconds" else "group total"
+        pts = [
+            (int(p["ts"]), float(p[metric]))
+            for p in points
+            if p.get("ts") is not None and p.get(metric) is not None
+        ]
+        if pts:
+            out[label] = sorted(pts)
     return out
 
 
@@ -417,7 +443,12 @@ def group_outputs(data: DashboardData, name: str, range_ms: int | None) -> tuple
     return (
         header(doc, row, now),
         note,
-        timeline_figure(bands, since, max(until, max((b.end or b.start for b in bands), default=until))),
+        timeline_figure(
+            bands,
+            since,
+            max(until, max((b.end or b.start for b in bands), default=until)),
+            activity_view(bands, now) if range_ms == ACTIVITY else None,
+        ),
         generations_figure(gens, since, until),
         generation_rows(gens),
         kip_body,
