@@ -79,6 +79,22 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, doc: object, assignor:
     assert result.output.count("\n") == 1 and "Traceback" not in result.output
 
 
+def test_assign_reads_partition_racks(tmp_path: Path) -> None:
+    doc = {
+        "members": [
+            {"member_id": "a", "topics": ["t"], "rack": "r1"},
+            {"member_id": "b", "topics": ["t"], "rack": "r2"},
+        ],
+        "partitions": {"t": 4},
+        "partition_racks": {"t": [["r2"], ["r1"], ["r2"], ["r1"]]},
+    }
+    result = run(["assign", "--assignor", "range", write(tmp_path, doc)])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["assignment"] == {"a": [["t", 1], ["t", 3]], "b": [["t", 0], ["t", 2]]}
+    result = run(["assign", "--assignor", "range", write(tmp_path, {**doc, "partition_racks": {"t": "r1"}})])
+    assert result.exit_code == 2 and "partition_racks" in result.output
+
+
 def test_missing_file_is_exit_2(tmp_path: Path) -> None:
     result = run(["assign", "--assignor", "range", str(tmp_path / "nope.json")])
     assert result.exit_code == 2

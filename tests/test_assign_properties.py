@@ -25,12 +25,21 @@ def groups(draw: st.DrawFn, same: bool | None = None, with_owned: bool = True) -
     rng = random.Random(seed)
     topics = [f"t{i}" for i in range(n_topics)]
     partitions = {t: rng.randint(0, 12) for t in topics}
+    racked = draw(st.booleans())  # members on racks "a".."c", replicas on random racks (KIP-881)
     members = []
     for i in range(n_members):
         subs = topics if same else rng.sample(topics, rng.randint(1, min(n_topics, 8)))
         static = f"static-{rng.randint(0, 999)}-{i}" if rng.random() < 0.1 else None
-        members.append(MemberSpec(f"m{rng.getrandbits(24):06x}-{i}", tuple(subs), group_instance_id=static))
-    group = GroupSpec(tuple(members), partitions)
+        rack = rng.choice("abc") if racked and rng.random() < 0.9 else None
+        members.append(
+            MemberSpec(f"m{rng.getrandbits(24):06x}-{i}", tuple(subs), group_instance_id=static, rack=rack)
+        )
+    replica_racks = (
+        {t: [rng.sample("abcd", rng.randint(1, 2)) for _ in range(n)] for t, n in partitions.items()}
+        if racked
+        else {}
+    )
+    group = GroupSpec(tuple(members), partitions, replica_racks)
     if with_owned and draw(st.booleans()):
         # An earlier generation: a random subset of members, some with other subscriptions, and a
         # few more partitions since; members now own what that generation gave them.
@@ -46,6 +55,7 @@ def groups(draw: st.DrawFn, same: bool | None = None, with_owned: bool = True) -
         group = GroupSpec(
             tuple(replace(m, owned=tuple(previous.get(m.member_id, [])), generation=4) for m in members),
             partitions,
+            replica_racks,
         )
     return group
 
@@ -210,6 +220,6 @@ def test_range_and_roundrobin_ignore_input_order(g: GroupSpec, rnd: random.Rando
     rnd.shuffle(members)
     parts = list(g.partitions.items())
     rnd.shuffle(parts)
-    shuffled = GroupSpec(tuple(members), dict(parts))
+    shuffled = GroupSpec(tuple(members), dict(parts), g.partition_racks)
     for name in ("range", "roundrobin", "server-range"):
         assert assign(name, g) == assign(name, shuffled)

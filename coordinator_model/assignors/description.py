@@ -35,6 +35,22 @@ def parse_partitions(raw: Any) -> dict[str, int]:
     return counts
 
 
+def parse_partition_racks(raw: Any) -> dict[str, list[list[str]]]:
+    """{"t0": [["a", "b"], ["b", "c"], ...]}: the racks of each partition's replicas, in partition order."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise AssignorError('"partition_racks" must be an object {topic: [[replica racks of p0], ...]}')
+    out: dict[str, list[list[str]]] = {}
+    for t, per in raw.items():
+        if not isinstance(per, list) or not all(
+            isinstance(r, list) and all(isinstance(x, str) for x in r) for r in per
+        ):
+            raise AssignorError(f"partition_racks of topic {t!r} must be a list of lists of rack names")
+        out[str(t)] = per
+    return out
+
+
 def parse_owned(raw: Any, member_id: str) -> tuple[TopicPartition, ...]:
     if raw is None:
         return ()
@@ -85,7 +101,11 @@ def parse_group(doc: Any) -> GroupSpec:
     raw_members = doc.get("members", [])
     if not isinstance(raw_members, list):
         raise AssignorError('"members" must be a list')
-    group = GroupSpec(tuple(parse_member(m) for m in raw_members), parse_partitions(doc.get("partitions")))
+    group = GroupSpec(
+        tuple(parse_member(m) for m in raw_members),
+        parse_partitions(doc.get("partitions")),
+        parse_partition_racks(doc.get("partition_racks")),
+    )
     validate_group(group)
     return group
 
@@ -103,4 +123,5 @@ def group_to_json(group: GroupSpec) -> dict[str, Any]:
             for m in group.members
         ],
         "partitions": dict(group.partitions),
+        "partition_racks": {t: [list(r) for r in per] for t, per in group.partition_racks.items()},
     }

@@ -3,7 +3,7 @@ partitions each topic has. Plain dataclasses, so the model, the CLI and the what
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 TopicPartition = tuple[str, int]
@@ -31,6 +31,9 @@ class MemberSpec:
 class GroupSpec:
     members: tuple[MemberSpec, ...]
     partitions: Mapping[str, int] = field(default_factory=dict)
+    # Replica racks per partition, {topic: [[racks of p0's replicas], ...]}; only rack-aware
+    # assignment (KIP-881) reads it, and only when members have racks too.
+    partition_racks: Mapping[str, Sequence[Sequence[str]]] = field(default_factory=dict)
 
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members for t in m.topics}
