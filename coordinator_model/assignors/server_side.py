@@ -5,9 +5,11 @@ assignment from the members' subscriptions and their current assignment (here: `
   same topics, UniformHeterogeneousAssignmentBuilder otherwise): balanced and sticky towards the
   current assignment; no generations, the current assignment is authoritative. Same goals as the
   client sticky assignor, so it shares its engine.
-- `range` (server RangeAssignor): per topic, members in member-id order each get
-  numPartitions // numMembers, the first numPartitions % numMembers one more, but a member first
-  keeps the partitions it already has within its quota and only the rest are dealt in range order.
+- `range` (server RangeAssignor): per topic, each member gets numPartitions // numMembers and
+  numPartitions % numMembers members one more; a member first keeps the lowest-numbered partitions it
+  already has, within its quota (one over it while extra partitions last), then the members short of
+  their quota take the free partitions in ascending order, in member-id order (Kafka walks its member
+  map; member-id order makes the result reproducible).
 The server reconciles revocations per member, so the target is reported whole.
 """
 
@@ -30,28 +32,27 @@ def assign_server_range(group: GroupSpec) -> Assignment:
         if n <= 0 or not subscribers:
             continue
         min_q, extra = divmod(n, len(subscribers))
-        taken: set[int] = set()
-        got_extra: set[str] = set()
-        counts: dict[str, int] = {}
+        retained: set[int] = set()
+        unfilled: list[tuple[str, int]] = []  # (member, partitions short of minQuota)
         for m in subscribers:
-            current = sorted({p for t, p in m.owned if t == topic and 0 <= p < n} - taken)
+            current = sorted({p for t, p in m.owned if t == topic and 0 <= p < n})
             keep = current[:min_q]
-            if len(current) > min_q and extra > 0:
+            remaining = min_q - len(current)
+            if remaining < 0 and extra > 0:
+                # over quota and an extra partition is still free: keep one more
+                extra -= 1
                 keep = current[: min_q + 1]
-                extra -= 1
-                got_extra.add(m.member_id)
-            taken.update(keep)
-            counts[m.member_id] = len(keep)
+            else:
+                unfilled.append((m.member_id, remaining))
+            retained.update(keep)
             assignment[m.member_id].extend((topic, p) for p in keep)
-        free = iter(p for p in range(n) if p not in taken)
-        for m in subscribers:  # fill to minQuota, in member order
-            while counts[m.member_id] < min_q:
-                assignment[m.member_id].append((topic, next(free)))
-                counts[m.member_id] += 1
-        for m in subscribers:  # then the remaining extra partitions, one per member
-            if extra <= 0:
-                break
-            if m.member_id not in got_extra:
-                assignment[m.member_id].append((topic, next(free)))
+        free = [p for p in range(n) if p not in retained]
+        pos = 0
+        for mid, remaining in unfilled:
+            if extra > 0:
+                remaining += 1
                 extra -= 1
+            if remaining > 0:
+                assignment[mid].extend((topic, p) for p in free[pos : pos + remaining])
+                pos += remaining
     return assignment
