@@ -135,21 +135,21 @@ def _num(x: Any) -> float:
 def lag_totals(lag: Any) -> tuple[int, float]:
     """(total lag in offsets, worst lag in seconds) of a document's `lag` section.
 
-    Accepts the shapes the model may give: a dict with group totals (`total_lag`/`lag`,
-    `lag_seconds`/`max_lag_seconds`), a dict with a `partitions` list, or a bare list of partitions.
+    The model's shape is `{"total": offsets or None, "max_seconds": s or None, "partitions": [...],
+    "members": [...]}`; a dict with only a `partitions` list, or a bare list of partitions, works too.
     """
     if not lag:
         return 0, 0.0
     parts: list[Any] = []
     if isinstance(lag, Mapping):
-        total = lag.get("total_lag", lag.get("lag_offsets", lag.get("lag")))
-        secs = lag.get("max_lag_seconds", lag.get("lag_seconds"))
+        total = lag.get("total", lag.get("total_lag", lag.get("lag_offsets", lag.get("lag"))))
+        secs = lag.get("max_seconds", lag.get("max_lag_seconds", lag.get("lag_seconds")))
         group = lag.get("group") or lag.get("totals")
         if isinstance(group, Mapping):
             total = group.get("lag", group.get("total_lag", group.get("lag_offsets", total)))
             secs = group.get("lag_seconds", group.get("max_lag_seconds", secs))
-        if isinstance(total, int | float) and isinstance(secs, int | float | type(None)):
-            return int(total), _num(secs)
+        if isinstance(total, int | float) or (total is None and "total" in lag):
+            return int(total or 0), _num(secs)
         p = lag.get("partitions")
         parts = list(p.values()) if isinstance(p, Mapping) else list(p or [])
     elif isinstance(lag, list):
@@ -239,18 +239,26 @@ class RedisStore:
         when the collector refreshed the groups (wall clock); `as_of_ms` (default `now_ms`) ends the
         one-hour window of the rebalance rate (the evidence time on replay). Returns commands queued.
         """
-        docs = [d for d in docs if d.get("group") is not None]
-        if not docs:
+        ref = as_of_ms if as_of_ms is not None else now_ms
+        return self.write_many([(d, now_ms, ref) for d in docs], pipe=pipe)
+
+    def write_many(self, items: Iterable[tuple[Mapping[str, Any], int, int]], *, pipe: Any = None) -> int:
+        """`write_groups` with each document's own (now_ms, as_of_ms): one round trip to read the
+        previous states, then the writes queued on `pipe` (or executed here). Returns commands queued."""
+        items = [(d, n, a) for d, n, a in items if d.get("group") is not None]
+        if not items:
             return 0
-        names = [str(d["group"]) for d in docs]
-        # The previous state tells which per-state indexes to leave: one round trip per call.
+        names = [str(d["group"]) for d, _, _ in items]
+        # The previous state tells which per-state indexes to leave.
         old_states = self.r.hmget(self.k("fleet", "state"), names)
+        seen: dict[str, str] = {}
         own = pipe is None
         p = self.pipeline() if own else pipe
         n0 = len(p)
-        ref = as_of_ms if as_of_ms is not None else now_ms
-        for doc, old in zip(docs, old_states, strict=True):
-            self._queue_group(p, doc, now_ms, ref, old.decode() if old else None)
+        for (doc, now_ms, ref), name, old in zip(items, names, old_states, strict=True):
+            prev = seen.get(name, old.decode() if old else None)
+            self._queue_group(p, doc, now_ms, ref, prev)
+            seen[name] = str(doc.get("state") or "Unknown")
         queued = len(p) - n0
         if own:
             p.execute()

@@ -1,17 +1,70 @@
-"""`groupscope collect` and `groupscope replay`: filled in by the pipeline issue."""
+"""`groupscope collect` (live, against a Kafka cluster) and `groupscope replay CAPTURE_DIR` (the same
+pipeline over a capture folder): sources -> decode -> coordinator model per group -> Redis, on Spark."""
+
+from __future__ import annotations
+
+import logging
+import shutil
 
 import click
 
-from collectors.cli.options import bootstrap_option, not_finished, redis_option
+from collectors.cli.options import bootstrap_option, redis_option, settings_from
+
+
+def _quiet_spark_logs() -> None:
+    logging.basicConfig(level=logging.WARNING, format="groupscope: %(message)s")
+    logging.getLogger("py4j").setLevel(logging.ERROR)
 
 
 @click.command()
 @bootstrap_option
 @redis_option
 @click.option("--master", default=None, help="Spark master URL (default GROUPSCOPE_SPARK_MASTER, local[*]).")
-def collect(bootstrap_servers: str | None, redis_url: str | None, master: str | None) -> None:
+@click.option(
+    "--checkpoint",
+    "checkpoint_dir",
+    default=None,
+    metavar="DIR",
+    help="Where Spark keeps offsets and per-group state (default GROUPSCOPE_CHECKPOINT_DIR/collect). "
+    "Restarting with the same folder resumes where it stopped.",
+)
+@click.option("--duration", type=float, default=None, help="Stop after this many seconds (default: run).")
+@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+def collect(
+    bootstrap_servers: str | None,
+    redis_url: str | None,
+    master: str | None,
+    checkpoint_dir: str | None,
+    duration: float | None,
+    no_progress: bool,
+) -> None:
     """Run the live collector pipeline on Spark: Kafka -> coordinator model -> Redis."""
-    not_finished("collect")()
+    from collectors.pipeline.job import PipelineConfig, default_checkpoint, run_pipeline
+
+    s = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url, spark_master=master)
+    if not s.bootstrap_servers:
+        raise click.UsageError("--bootstrap-servers (or GROUPSCOPE_BOOTSTRAP_SERVERS) is required")
+    _quiet_spark_logs()
+    cfg = PipelineConfig(
+        redis_url=s.redis_url,
+        checkpoint_dir=checkpoint_dir or default_checkpoint(s.checkpoint_dir, "collect"),
+        mode="live",
+        kafka=s.kafka_config(),
+        offsets_topic=s.offsets_topic,
+        heartbeat_topic=s.heartbeat_topic,
+        broker_log_topic=s.broker_log_topic,
+        broker_log_files=list(s.broker_log_files),
+        admin_poll_interval_s=s.admin_poll_interval_s,
+        trigger_interval_s=s.trigger_interval_s,
+        max_records_per_batch=s.max_records_per_batch,
+        retention_ms=s.retention_s * 1000,
+    )
+    try:
+        res = run_pipeline(cfg, master=s.spark_master, duration_s=duration, progress=not no_progress)
+    except KeyboardInterrupt:
+        click.echo("groupscope: collector stopped", err=True)
+        return
+    click.echo(f"groupscope: collector ran {res.batches} batches in {res.seconds:.0f} s", err=True)
 
 
 @click.command()
@@ -21,6 +74,42 @@ def collect(bootstrap_servers: str | None, redis_url: str | None, master: str | 
 @click.option(
     "--speed", type=float, default=None, help="Replay at N x real time (default: as fast as possible)."
 )
-def replay(capture_dir: str, redis_url: str | None, master: str | None, speed: float | None) -> None:
+@click.option(
+    "--checkpoint",
+    "checkpoint_dir",
+    default=None,
+    metavar="DIR",
+    help="Checkpoint folder (default: temporary).",
+)
+@click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
+def replay(
+    capture_dir: str,
+    redis_url: str | None,
+    master: str | None,
+    speed: float | None,
+    checkpoint_dir: str | None,
+    no_progress: bool,
+) -> None:
     """Run the pipeline over a capture folder into Redis."""
-    not_finished("replay")()
+    from collectors.pipeline.job import PipelineConfig, run_pipeline, temp_checkpoint
+
+    if speed is not None and speed <= 0:
+        raise click.BadParameter("must be > 0", param_hint="--speed")
+    s = settings_from(redis_url=redis_url, spark_master=master)
+    _quiet_spark_logs()
+    ckpt = checkpoint_dir or temp_checkpoint()
+    cfg = PipelineConfig(
+        redis_url=s.redis_url,
+        checkpoint_dir=ckpt,
+        mode="replay",
+        capture_dir=capture_dir,
+        speed=speed,
+        max_records_per_batch=s.max_records_per_batch,
+        retention_ms=s.retention_s * 1000,
+    )
+    try:
+        res = run_pipeline(cfg, master=s.spark_master, progress=not no_progress)
+    finally:
+        if checkpoint_dir is None:
+            shutil.rmtree(ckpt, ignore_errors=True)
+    click.echo(f"groupscope: replayed {capture_dir} in {res.batches} batches, {res.seconds:.1f} s", err=True)

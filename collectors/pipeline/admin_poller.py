@@ -1,0 +1,309 @@
+"""Driver-side helpers of the live pipeline: the topic check at start, the Admin API poller, and the
+broker-log file shipper. Both threads turn what they see into evidence records on a Kafka topic, so
+their output goes through the same checkpointed stream as everything else (ordered, replayable).
+
+- `check_topics`: which source topics can be read. When `__consumer_offsets` is missing (the Tansu
+  test broker has none) or not readable (no permission on a managed cluster), it says so once, in the
+  log and in Redis (`gs:sources`), and the pipeline runs on the other sources.
+- `AdminPoller`: every `admin_poll_interval_s` (default 5 s) lists the groups, describes them, reads
+  their committed offsets and the log-end offsets of every partition they commit to or are assigned,
+  and produces describe / committed / end-offset JSON lines (the shapes of a capture's describe.jsonl
+  and end_offsets.jsonl; end offsets keyed by the group they serve) to the internal admin topic.
+  Broker unreachable: it retries with backoff, records the failure in `gs:sources`, and groups keep
+  their last refresh time, so the UI shows how stale they are.
+- `BrokerLogShipper`: tails broker log files (when no log-shipper topic is configured) into a topic,
+  remembering its position per file next to the checkpoint, so a restart neither loses nor repeats lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+import time
+from typing import Any
+
+log = logging.getLogger("groupscope.admin")
+
+STATE_NAMES = {
+    "UNKNOWN": "Unknown",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "STABLE": "Stable",
+    "DEAD": "Dead",
+    "EMPTY": "Empty",
+    "ASSIGNING": "Assigning",
+    "RECONCILING": "Reconciling",
+}
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _enum_name(v: Any) -> str:
+    return str(getattr(v, "name", v) or "")
+
+
+def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[str], bool]:
+    """(topics to subscribe, whether __consumer_offsets is readable). Creates the internal topics."""
+    from confluent_kafka import KafkaException, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+
+    from collectors.pipeline.job import BROKER_LOG_TOPIC
+
+    admin = AdminClient(dict(cfg.kafka))
+    now = _now_ms()
+    internal = [cfg.admin_topic] if cfg.admin_enabled else []
+    log_topic = cfg.broker_log_topic
+    if cfg.broker_log_files and not log_topic:
+        internal.append(BROKER_LOG_TOPIC)
+        log_topic = BROKER_LOG_TOPIC
+    md = None
+    delay = 0.5
+    for attempt in range(4):
+        try:
+            md = admin.list_topics(timeout=timeout_s)
+            break
+        except KafkaException as e:
+            log.warning("cannot list topics (attempt %d): %s", attempt + 1, e)
+            time.sleep(delay)
+            delay *= 2
+    if md is None:
+        store.set_source_status("kafka", False, "broker unreachable at start; retrying", now)
+        # Subscribe anyway: the source reads missing topics as empty and picks them up later.
+        topics = [cfg.heartbeat_topic, *internal] + ([cfg.broker_log_topic] if cfg.broker_log_topic else [])
+        return sorted(set(topics)), False
+    store.set_source_status("kafka", True, f"{len(md.brokers)} broker(s)", now)
+    missing = [t for t in internal if t not in md.topics]
+    if missing:
+        futs = admin.create_topics([NewTopic(t, 8 if t == cfg.admin_topic else 1, 1) for t in missing])
+        for t, f in futs.items():
+            try:
+                f.result(timeout_s)
+            except Exception as e:  # exists already (race) or not allowed: the source copes
+                log.info("create topic %s: %s", t, e)
+    # __consumer_offsets: readable only if it exists and its offsets can be listed.
+    ok, detail = True, "readable"
+    tm = md.topics.get(cfg.offsets_topic)
+    if tm is None:
+        ok, detail = False, f"topic {cfg.offsets_topic} does not exist on this cluster"
+    elif tm.error is not None:
+        ok, detail = False, f"topic {cfg.offsets_topic}: {tm.error.str()}"
+    else:
+        try:
+            p0 = min(tm.partitions)
+            admin.list_offsets({TopicPartition(cfg.offsets_topic, p0): OffsetSpec.latest()})[
+                TopicPartition(cfg.offsets_topic, p0)
+            ].result(timeout_s)
+        except Exception as e:
+            ok, detail = False, f"cannot read {cfg.offsets_topic}: {e}"
+    if not ok:
+        log.warning(
+            "%s; running on the other sources (heartbeats, broker log, Admin API)", detail
+        )  # said once, at start
+    store.set_source_status(cfg.offsets_topic, ok, detail, now)
+    store.set_source_status(
+        "heartbeats",
+        cfg.heartbeat_topic in md.topics,
+        "topic present"
+        if cfg.heartbeat_topic in md.topics
+        else f"topic {cfg.heartbeat_topic} not yet created",
+        now,
+    )
+    if log_topic:
+        store.set_source_status("broker_log", True, f"topic {log_topic}", now)
+    topics = ([cfg.offsets_topic] if ok else []) + [cfg.heartbeat_topic, *internal]
+    if cfg.broker_log_topic:
+        topics.append(cfg.broker_log_topic)
+    return sorted(set(topics)), ok
+
+
+class _Loop(threading.Thread):
+    def __init__(self, name: str) -> None:
+        super().__init__(name=name, daemon=True)
+        self._stop_evt = threading.Event()
+
+    def stop(self) -> None:
+        self._stop_evt.set()
+
+
+def describe_json(d: Any, ts: int) -> dict[str, Any]:
+    """A confluent-kafka ConsumerGroupDescription in the shape of a capture's describe.jsonl line."""
+    coord = getattr(d, "coordinator", None)
+    members = []
+    for m in d.members or []:
+        assignment = getattr(m, "assignment", None)
+        tps = getattr(assignment, "topic_partitions", None) or []
+        target = getattr(m, "target_assignment", None)
+        ttps = getattr(target, "topic_partitions", None) if target is not None else None
+        members.append(
+            {
+                "member_id": m.member_id,
+                "group_instance_id": getattr(m, "group_instance_id", None),
+                "client_id": m.client_id,
+                "host": m.host,
+                "assignment": sorted([tp.topic, tp.partition] for tp in tps),
+                "target_assignment": sorted([tp.topic, tp.partition] for tp in ttps)
+                if ttps is not None
+                else None,
+            }
+        )
+    gtype = _enum_name(getattr(d, "type", None)).lower() or "classic"
+    return {
+        "ts": ts,
+        "group": d.group_id,
+        "type": "consumer" if gtype == "consumer" else "classic",
+        "state": STATE_NAMES.get(_enum_name(d.state), _enum_name(d.state).title()),
+        "assignor": d.partition_assignor or "",
+        "coordinator": {"id": coord.id, "host": coord.host, "port": coord.port} if coord else None,
+        "simple": bool(d.is_simple_consumer_group),
+        "members": members,
+    }
+
+
+class AdminPoller(_Loop):
+    def __init__(self, cfg: Any, store: Any, describe_chunk: int = 20) -> None:
+        super().__init__("groupscope-admin-poller")
+        self.cfg = cfg
+        self.store = store
+        self.describe_chunk = describe_chunk
+        self.polls = 0
+        self.failures = 0
+
+    def run(self) -> None:
+        from confluent_kafka import Producer
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient(dict(self.cfg.kafka))
+        producer = Producer({**self.cfg.kafka, "linger.ms": 20, "message.timeout.ms": 30000})
+        delay = self.cfg.admin_poll_interval_s
+        while not self._stop_evt.is_set():
+            t0 = time.monotonic()
+            try:
+                n = self.poll_once(admin, producer)
+                self.polls += 1
+                delay = self.cfg.admin_poll_interval_s
+                with contextlib.suppress(Exception):
+                    self.store.set_source_status("admin", True, f"{n} groups described", _now_ms())
+            except Exception as e:
+                self.failures += 1
+                delay = min(max(delay, 1.0) * 2, 60.0)  # backoff while the broker is unreachable
+                log.warning("admin poll failed (next try in %.0f s): %s", delay, e)
+                with contextlib.suppress(Exception):
+                    self.store.set_source_status("admin", False, f"broker unreachable: {e}"[:300], _now_ms())
+            self._stop_evt.wait(max(0.0, delay - (time.monotonic() - t0)))
+        with contextlib.suppress(Exception):
+            producer.flush(5)
+
+    def poll_once(self, admin: Any, producer: Any, timeout_s: float = 10.0) -> int:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        listing = admin.list_consumer_groups(request_timeout=timeout_s).result()
+        groups = sorted(g.group_id for g in listing.valid if g.group_id)
+        ts = _now_ms()
+        topic = self.cfg.admin_topic
+        wanted: dict[str, set[tuple[str, int]]] = {}
+        for i in range(0, len(groups), self.describe_chunk):
+            chunk = groups[i : i + self.describe_chunk]
+            futs = admin.describe_consumer_groups(chunk, request_timeout=timeout_s)
+            for g, f in futs.items():
+                try:
+                    d = f.result()
+                except Exception as e:  # one group's error never stops the poll
+                    log.debug("describe %s: %s", g, e)
+                    continue
+                doc = describe_json(d, ts)
+                producer.produce(topic, key=g.encode(), value=json.dumps(doc).encode())
+                wanted.setdefault(g, set()).update((t, p) for m in doc["members"] for t, p in m["assignment"])
+        for g in groups:
+            try:
+                res = admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(g)], request_timeout=timeout_s
+                )[g].result()
+            except Exception as e:
+                log.debug("offsets of %s: %s", g, e)
+                continue
+            committed = sorted(
+                [tp.topic, tp.partition, tp.offset] for tp in res.topic_partitions or [] if tp.offset >= 0
+            )
+            producer.produce(
+                topic,
+                key=g.encode(),
+                value=json.dumps({"ts": ts, "group": g, "committed": committed}).encode(),
+            )
+            wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
+        all_tps = sorted({tp for s in wanted.values() for tp in s})
+        ends: dict[tuple[str, int], int] = {}
+        if all_tps:
+            futs = admin.list_offsets(
+                {TopicPartition(t, p): OffsetSpec.latest() for t, p in all_tps}, request_timeout=timeout_s
+            )
+            for tp, f in futs.items():
+                with contextlib.suppress(Exception):
+                    ends[(tp.topic, tp.partition)] = int(f.result().offset)
+        for g, tps in wanted.items():
+            for t, p in sorted(tps):
+                if (t, p) in ends:
+                    val = {"ts": ts, "topic": t, "partition": p, "end_offset": ends[(t, p)], "group": g}
+                    producer.produce(topic, key=g.encode(), value=json.dumps(val).encode())
+            producer.poll(0)
+        producer.flush(timeout_s)
+        return len(groups)
+
+
+class BrokerLogShipper(_Loop):
+    """Tails broker log files into a topic; file positions kept in <checkpoint>/broker-log-positions.json."""
+
+    def __init__(self, cfg: Any, interval_s: float = 1.0) -> None:
+        super().__init__("groupscope-broker-log")
+        from collectors.pipeline.job import BROKER_LOG_TOPIC
+
+        self.cfg = cfg
+        self.topic = cfg.broker_log_topic or BROKER_LOG_TOPIC
+        self.interval_s = interval_s
+        self.pos_file = os.path.join(cfg.checkpoint_dir, "broker-log-positions.json")
+
+    def _load(self) -> dict[str, int]:
+        try:
+            with open(self.pos_file) as f:
+                return {k: int(v) for k, v in json.load(f).items()}
+        except (OSError, ValueError):
+            return {}
+
+    def run(self) -> None:
+        from confluent_kafka import Producer
+
+        producer = Producer({**self.cfg.kafka, "linger.ms": 20})
+        pos = self._load()
+        while not self._stop_evt.is_set():
+            changed = False
+            for path in self.cfg.broker_log_files:
+                try:
+                    size = os.path.getsize(path)
+                    start = pos.get(path, 0)
+                    if size < start:  # rotated or truncated: start over
+                        start = 0
+                    if size == start:
+                        continue
+                    with open(path, "rb") as fh:
+                        fh.seek(start)
+                        data = fh.read(size - start)
+                    cut = data.rfind(b"\n") + 1  # only whole lines
+                    for line in data[:cut].splitlines():
+                        if b"GroupCoordinator" in line or b"group" in line:
+                            producer.produce(self.topic, value=line)
+                    pos[path] = start + cut
+                    changed = changed or cut > 0
+                except OSError as e:
+                    log.warning("broker log %s: %s", path, e)
+            if changed:
+                producer.flush(10)
+                tmp = self.pos_file + ".tmp"
+                with open(tmp, "w") as f:
+                    json.dump(pos, f)
+                os.replace(tmp, self.pos_file)
+            self._stop_evt.wait(self.interval_s)

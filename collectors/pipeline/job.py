@@ -1,0 +1,307 @@
+"""The collector job: sources -> decode (executors) -> coordinator model per group (stateful
+operator, checkpointed) -> Redis (foreachBatch). `groupscope collect` runs it live against a cluster,
+`groupscope replay` over a capture folder; both build the same query with `build_query`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from collectors.pipeline.decode import DECODED_SCHEMA, decode_batches
+from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
+from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
+from collectors.redis_store import RedisStore
+
+log = logging.getLogger("groupscope.pipeline")
+
+ADMIN_TOPIC = "groupscope.admin"
+BROKER_LOG_TOPIC = "groupscope.broker-log"
+
+
+@dataclass
+class PipelineConfig:
+    redis_url: str
+    checkpoint_dir: str
+    mode: str = "live"  # "live" | "replay"
+    prefix: str = "gs"
+    # live
+    kafka: dict[str, str] = field(default_factory=dict)  # librdkafka settings incl. bootstrap.servers
+    offsets_topic: str = "__consumer_offsets"
+    heartbeat_topic: str = "groupscope.heartbeats"
+    broker_log_topic: str | None = None
+    broker_log_files: list[str] = field(default_factory=list)
+    admin_topic: str = ADMIN_TOPIC
+    admin_poll_interval_s: float = 5.0
+    admin_enabled: bool = True
+    trigger_interval_s: float = 1.0
+    tick_ms: int = 5000  # how often a quiet group is re-evaluated against the wall clock
+    # replay
+    capture_dir: str | None = None
+    speed: float | None = None
+    # both
+    max_records_per_batch: int | None = 200_000
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    trim_interval_s: float = 60.0
+    redis_retry_s: float = 600.0
+
+    @property
+    def live(self) -> bool:
+        return self.mode == "live"
+
+
+def source_kinds(cfg: PipelineConfig, subscribed: list[str]) -> dict[str, str]:
+    """Topic (or capture file) -> kind of evidence, for the decode stage."""
+    if not cfg.live:
+        return {
+            "__consumer_offsets": "offsets",
+            "offsets.jsonl": "offsets",
+            "broker.log": "broker_log",
+            "describe.jsonl": "admin",
+            "end_offsets.jsonl": "admin",
+            "heartbeats.jsonl": "heartbeat",
+        }
+    kinds = {cfg.offsets_topic: "offsets", cfg.heartbeat_topic: "heartbeat", cfg.admin_topic: "admin"}
+    kinds[cfg.broker_log_topic or BROKER_LOG_TOPIC] = "broker_log"
+    return {t: k for t, k in kinds.items() if t in subscribed}
+
+
+def register_sources(spark: Any) -> None:
+    from collectors.pipeline.capture_source import CaptureDataSource
+    from collectors.pipeline.kafka_source import KafkaDataSource
+
+    spark.dataSource.register(KafkaDataSource)
+    spark.dataSource.register(CaptureDataSource)
+
+
+def raw_stream(spark: Any, cfg: PipelineConfig, topics: list[str]) -> Any:
+    register_sources(spark)
+    if cfg.live:
+        r = spark.readStream.format("groupscope_kafka").option("subscribe", ",".join(topics))
+        r = r.option("startingOffsets", "earliest")
+        for k, v in cfg.kafka.items():
+            r = r.option(f"kafka.{k}", str(v))
+    else:
+        r = spark.readStream.format("groupscope_capture").option("path", cfg.capture_dir)
+        if cfg.speed:
+            r = r.option("speed", str(cfg.speed))
+    if cfg.max_records_per_batch:
+        r = r.option("maxRecordsPerBatch", str(cfg.max_records_per_batch))
+    return r.load()
+
+
+class BatchSink:
+    """foreachBatch: executors write their partitions, the driver then heartbeats and trims."""
+
+    def __init__(self, cfg: PipelineConfig, store: RedisStore) -> None:
+        self.cfg = cfg
+        self.store = store
+        self.sink_cfg = SinkConfig(
+            cfg.redis_url, cfg.prefix, cfg.retention_ms, cfg.live, redis_retry_s=cfg.redis_retry_s
+        )
+        self.batches = 0
+        self.last_batch_id: int | None = None
+        self._last_trim = 0.0
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        df.foreachPartition(write_partition_fn(self.sink_cfg))
+        self.batches += 1
+        self.last_batch_id = batch_id
+        now = time.time()
+        with contextlib.suppress(Exception):
+            self.store.heartbeat_collector(int(now * 1000), batch_id=batch_id, mode=self.cfg.mode)
+        if self.cfg.live and now - self._last_trim >= self.cfg.trim_interval_s:
+            self._last_trim = now
+            with_retry(lambda: self.store.trim(int(now * 1000)), "trim", 60)
+
+
+def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: RedisStore) -> Any:
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    kinds = source_kinds(cfg, topics)
+    raw = raw_stream(spark, cfg, topics)
+    decoded = raw.mapInPandas(lambda it: decode_batches(it, kinds), DECODED_SCHEMA)
+    timeout = GroupStateTimeout.ProcessingTimeTimeout if cfg.live else GroupStateTimeout.NoTimeout
+    modeled = decoded.groupBy("group").applyInPandasWithState(
+        make_update(cfg.live, cfg.retention_ms, cfg.tick_ms), OUTPUT_SCHEMA, STATE_SCHEMA, "Update", timeout
+    )
+    w = (
+        modeled.writeStream.queryName(f"groupscope-{cfg.mode}")
+        .outputMode("update")
+        .option("checkpointLocation", cfg.checkpoint_dir)
+        .foreachBatch(BatchSink(cfg, store))
+    )
+    if cfg.live or cfg.speed:
+        w = w.trigger(processingTime=f"{max(0.1, cfg.trigger_interval_s)} seconds")
+    else:
+        w = w.trigger(availableNow=True)
+    return w.start()
+
+
+# ---- progress ----------------------------------------------------------------------------------------
+class Progress:
+    """A progress bar on stderr while a backlog is caught up (records read / records available)."""
+
+    def __init__(self, enabled: bool = True, stream: Any = None) -> None:
+        self.enabled = enabled
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.t0 = time.monotonic()
+        self._last_line = 0.0
+        self.done_records = 0
+        self._shown = False
+
+    def update(self, done: int, total: int | None) -> None:
+        self.done_records = done
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        if not self.tty and now - self._last_line < 5:
+            return
+        self._last_line = now
+        rate = done / max(1e-3, now - self.t0)
+        if total:
+            frac = min(1.0, done / total)
+            bar = "#" * int(frac * 30)
+            msg = f"catching up [{bar:<30}] {done:,}/{total:,} records {frac:4.0%} {rate:,.0f} rec/s"
+        else:
+            msg = f"{done:,} records {rate:,.0f} rec/s"
+        self.stream.write(("\r" + msg) if self.tty else (msg + "\n"))
+        self.stream.flush()
+        self._shown = True
+
+    def close(self) -> None:
+        if self.enabled and self._shown and self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _records_behind(progress: dict | None) -> tuple[int, int | None]:
+    """(records processed so far in the last batch's end offset, records available) from a query's
+    progress, for Kafka-shaped offsets {"topic": {"p": n}} (capture: {"capture": {"0": n}})."""
+    import json
+
+    if not progress:
+        return 0, None
+    done, total = 0, 0
+    have_total = False
+    for src in progress.get("sources", []):
+        end = src.get("endOffset")
+        latest = src.get("latestOffset")
+        end = json.loads(end) if isinstance(end, str) else end
+        latest = json.loads(latest) if isinstance(latest, str) else latest
+        if isinstance(end, dict):
+            done += sum(int(v) for ps in end.values() if isinstance(ps, dict) for v in ps.values())
+        if isinstance(latest, dict):
+            have_total = True
+            total += sum(int(v) for ps in latest.values() if isinstance(ps, dict) for v in ps.values())
+    return done, (total if have_total else None)
+
+
+# ---- running -----------------------------------------------------------------------------------------
+@dataclass
+class RunResult:
+    batches: int
+    topics: list[str]
+    seconds: float
+    offsets_readable: bool | None = None
+
+
+def run_pipeline(
+    cfg: PipelineConfig,
+    spark: Any = None,
+    *,
+    master: str = "local[*]",
+    duration_s: float | None = None,
+    progress: bool = True,
+    stop_event: threading.Event | None = None,
+    on_started: Any = None,
+) -> RunResult:
+    """Run the pipeline until the replay is done, `duration_s` passes, or `stop_event` is set."""
+    from collectors.pipeline.admin_poller import AdminPoller, BrokerLogShipper, check_topics
+
+    t0 = time.monotonic()
+    store = RedisStore.from_url(cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms)
+    topics: list[str] = []
+    offsets_ok: bool | None = None
+    threads: list[Any] = []
+    if cfg.live:
+        topics, offsets_ok = check_topics(cfg, store)
+        if cfg.admin_enabled:
+            threads.append(AdminPoller(cfg, store))
+        if cfg.broker_log_files and not cfg.broker_log_topic:
+            threads.append(BrokerLogShipper(cfg))
+    own_spark = spark is None
+    if own_spark:
+        # Python workers must run the interpreter that has groupscope and its dependencies (a venv is
+        # not on Spark's PATH); on a cluster, set PYSPARK_PYTHON to the workers' own interpreter.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        from collectors.spark_session import build_spark
+
+        spark = build_spark(master, f"groupscope-{cfg.mode}", **{"spark.ui.showConsoleProgress": "false"})
+    query = build_query(spark, cfg, topics, store)
+    sink_stats = query  # noqa: F841 - keep a name for debugging
+    for t in threads:
+        t.start()
+    if on_started:
+        on_started(query)
+    bar = Progress(progress)
+    capture_total = None
+    if not cfg.live:
+        from collectors.pipeline.capture_source import capture_size
+
+        capture_total = capture_size(str(cfg.capture_dir))
+    try:
+        while query.isActive:
+            if stop_event is not None and stop_event.is_set():
+                break
+            if duration_s is not None and time.monotonic() - t0 > duration_s:
+                break
+            prog = query.lastProgress
+            done, total = _records_behind(prog)
+            if capture_total is not None:
+                total = capture_total
+                if cfg.speed and done >= capture_total and prog and prog.get("numInputRows", 1) == 0:
+                    break  # paced replay finished
+            if total:
+                bar.update(done, total)
+            with contextlib.suppress(Exception):
+                store.heartbeat_collector(
+                    int(time.time() * 1000), batch_id=(prog or {}).get("batchId"), mode=cfg.mode
+                )
+            query.awaitTermination(1.0)
+        if query.exception() is not None:
+            raise RuntimeError(f"pipeline failed: {query.exception()}")
+    finally:
+        for t in threads:
+            t.stop()
+        with contextlib.suppress(Exception):
+            query.stop()
+        bar.close()
+        if own_spark:
+            spark.stop()
+        for t in threads:
+            t.join(5)
+    return RunResult(
+        batches=int((query.lastProgress or {}).get("batchId", -1)) + 1,
+        topics=topics,
+        seconds=time.monotonic() - t0,
+        offsets_readable=offsets_ok,
+    )
+
+
+def temp_checkpoint() -> str:
+    return tempfile.mkdtemp(prefix="groupscope-checkpoint-")
+
+
+def default_checkpoint(base: str, name: str) -> str:
+    path = os.path.join(os.path.expanduser(base), name)
+    os.makedirs(path, exist_ok=True)
+    return path

@@ -1,0 +1,355 @@
+"""A Kafka source for Structured Streaming, written as a Python streaming data source over
+confluent-kafka (the JVM `spark-sql-kafka` connector cannot be installed everywhere).
+
+    spark.dataSource.register(KafkaDataSource)
+    df = (spark.readStream.format("groupscope_kafka")
+          .option("subscribe", "__consumer_offsets,groupscope.heartbeats")
+          .option("kafka.bootstrap.servers", "host:9092")
+          .option("kafka.security.protocol", "SASL_SSL")      # any librdkafka setting, prefixed kafka.
+          .option("startingOffsets", "earliest")              # or latest, or {"topic": {"0": 42}}
+          .option("maxRecordsPerBatch", 200000)               # read limit (ReadMaxRows)
+          .load())
+
+Offsets have the connector's shape, `{"topic": {"partition": next offset}}`. Columns: topic, partition,
+offset, timestamp (ms), key (binary), value (binary, null for a tombstone).
+
+Where things run: offsets are planned in the driver's data-source process (one AdminClient, created
+lazily), records are read in executor tasks (one Consumer per task, created in the task, never
+pickled). A topic that does not exist yet (or cannot be described) is read as having no partitions
+until it appears, so a missing heartbeat topic does not stop the query.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
+
+log = logging.getLogger("groupscope.kafka_source")
+
+SCHEMA = "topic string, partition int, offset long, timestamp long, key binary, value binary"
+FORMAT = "groupscope_kafka"
+
+Offsets = dict[str, dict[str, int]]
+
+
+def kafka_conf_from_options(options: Any) -> dict[str, str]:
+    """librdkafka settings from `kafka.<name>` options, passed through untouched (SASL, SSL, ...)."""
+    conf: dict[str, str] = {}
+    for k in options:
+        if str(k).lower().startswith("kafka."):
+            conf[str(k)[6:]] = str(options.get(k))
+    return conf
+
+
+@dataclass(frozen=True)
+class KafkaInputPartition(InputPartition):
+    """Records [start, end) of one topic partition."""
+
+    topic: str
+    partition: int
+    start: int
+    end: int
+
+
+class Watermarks:
+    """Low and high watermarks of the subscribed topics through one AdminClient (driver side)."""
+
+    def __init__(self, conf: dict[str, str], timeout_s: float = 10.0, retries: int = 3) -> None:
+        self.conf = conf
+        self.timeout_s = timeout_s
+        self.retries = retries
+        self._admin: Any = None
+
+    def admin(self) -> Any:
+        if self._admin is None:
+            from confluent_kafka.admin import AdminClient
+
+            self._admin = AdminClient(dict(self.conf))
+        return self._admin
+
+    def partitions(self, topics: list[str]) -> dict[str, list[int]]:
+        md = self.admin().list_topics(timeout=self.timeout_s)
+        out: dict[str, list[int]] = {}
+        for t in topics:
+            tm = md.topics.get(t)
+            if tm is None or tm.error is not None:
+                continue  # missing or not authorized: read as empty until it appears
+            out[t] = sorted(tm.partitions)
+        return out
+
+    def offsets(self, topics: list[str], which: str) -> Offsets:
+        """`which` is "earliest" or "latest". Retries with backoff; raises after the last try."""
+        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka.admin import OffsetSpec
+
+        delay = 0.5
+        for attempt in range(self.retries):
+            try:
+                parts = self.partitions(topics)
+                spec = OffsetSpec.earliest() if which == "earliest" else OffsetSpec.latest()
+                req = {TopicPartition(t, p): spec for t, ps in parts.items() for p in ps}
+                out: Offsets = {t: {} for t in parts}
+                if req:
+                    futs = self.admin().list_offsets(req, request_timeout=self.timeout_s)
+                    for tp, fut in futs.items():
+                        out[tp.topic][str(tp.partition)] = int(fut.result().offset)
+                return out
+            except KafkaException as e:
+                if attempt == self.retries - 1:
+                    raise
+                log.warning("kafka offsets (%s) failed, retrying in %.1fs: %s", which, delay, e)
+                time.sleep(delay)
+                delay = min(delay * 2, 5.0)
+        raise AssertionError("unreachable")
+
+    def close(self) -> None:
+        self._admin = None
+
+
+def plan_end(start: Offsets, latest: Offsets, max_rows: int | None) -> Offsets:
+    """The end offsets of the next batch: everything up to `latest`, or at most `max_rows` records
+    spread over the partitions that have new data (fairly: each gets an equal share, unused shares
+    go to the others), so one busy partition cannot starve the rest."""
+    end: Offsets = {t: dict(ps) for t, ps in start.items()}
+    pending: list[tuple[str, str, int, int]] = []  # topic, partition, from, available
+    for t, ps in latest.items():
+        for p, hi in ps.items():
+            lo = start.get(t, {}).get(p)
+            if lo is None:
+                # A partition first seen now (new topic or partition): its records start at 0 or at
+                # the log start; reading from 0 is clamped by the consumer to the earliest offset.
+                lo = 0
+                end.setdefault(t, {})[p] = 0
+            if hi > lo:
+                pending.append((t, p, lo, hi - lo))
+            else:
+                end.setdefault(t, {})[p] = max(lo, end.get(t, {}).get(p, lo))
+    if max_rows is None:
+        for t, p, lo, n in pending:
+            end[t][p] = lo + n
+        return end
+    budget = max(1, int(max_rows))
+    take = {(t, p): 0 for t, p, _, _ in pending}
+    left = [(t, p, n) for t, p, _, n in pending]
+    while budget > 0 and left:
+        share = max(1, budget // len(left))
+        nxt = []
+        for t, p, n in left:
+            if budget <= 0:
+                break
+            got = min(share, n - take[(t, p)], budget)
+            take[(t, p)] += got
+            budget -= got
+            if take[(t, p)] < n:
+                nxt.append((t, p, n))
+        left = nxt
+    for t, p, lo, _ in pending:
+        end[t][p] = lo + take[(t, p)]
+    return end
+
+
+def count_between(start: Offsets, end: Offsets) -> int:
+    return sum(max(0, hi - start.get(t, {}).get(p, 0)) for t, ps in end.items() for p, hi in ps.items())
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    def __init__(self, schema: Any, options: Any) -> None:
+        topics = options.get("subscribe") or ""
+        self.topics = [t.strip() for t in str(topics).split(",") if t.strip()]
+        if not self.topics:
+            raise ValueError("groupscope_kafka: option 'subscribe' (comma-separated topics) is required")
+        self.conf = kafka_conf_from_options(options)
+        if "bootstrap.servers" not in self.conf:
+            raise ValueError("groupscope_kafka: option 'kafka.bootstrap.servers' is required")
+        self.starting = str(options.get("startingOffsets") or "earliest")
+        mr = options.get("maxRecordsPerBatch") or options.get("maxOffsetsPerTrigger")
+        self.max_rows = int(mr) if mr else None
+        self.split_rows = int(options.get("maxRecordsPerPartition") or 250_000)
+        self.poll_timeout_s = float(options.get("pollTimeoutMs") or 1000) / 1000
+        self.stall_timeout_s = float(options.get("readStallTimeoutMs") or 120_000) / 1000
+        self._target: Offsets | None = None
+        self._latest: Offsets | None = None
+        self._wm: Watermarks | None = None
+
+    # Never send the driver's AdminClient to executors.
+    def __getstate__(self) -> dict[str, Any]:
+        d = dict(self.__dict__)
+        d["_wm"] = None
+        return d
+
+    @property
+    def wm(self) -> Watermarks:
+        if self._wm is None:
+            self._wm = Watermarks(self.conf)
+        return self._wm
+
+    # ---- driver side -------------------------------------------------------------------------------
+    def initialOffset(self) -> dict:
+        if self.starting in ("earliest", "latest"):
+            try:
+                return self.wm.offsets(self.topics, self.starting)
+            except Exception as e:  # broker unreachable at start: begin empty, pick partitions up later
+                log.warning("cannot read initial offsets (%s); starting from the beginning when reachable", e)
+                return {t: {} for t in self.topics}
+        given = json.loads(self.starting)
+        return {t: {str(p): int(o) for p, o in given.get(t, {}).items()} for t in self.topics}
+
+    def getDefaultReadLimit(self) -> Any:
+        return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        self._target = self.wm.offsets(self.topics, "latest")
+
+    def latestOffset(self, start: dict, limit: Any) -> dict:
+        if self._target is not None:
+            latest = self._target
+        else:
+            try:
+                latest = self.wm.offsets(self.topics, "latest")
+            except Exception as e:  # broker unreachable: no new data this time; the next trigger retries
+                log.warning("kafka unreachable, no new offsets this trigger: %s", e)
+                self._wm = None
+                return start
+        self._latest = latest
+        max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
+        return plan_end(start, latest, max_rows)
+
+    def reportLatestOffset(self) -> dict | None:
+        # What the broker had at the last planning: the progress bar's "available".
+        return self._latest
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        parts: list[InputPartition] = []
+        for t, ps in end.items():
+            for p, hi in ps.items():
+                lo = start.get(t, {}).get(p, 0)
+                # Only partitions with new data; large ranges split so catch-up runs in parallel.
+                while hi > lo:
+                    step = min(hi, lo + self.split_rows)
+                    parts.append(KafkaInputPartition(t, int(p), int(lo), int(step)))
+                    lo = step
+        return parts
+
+    def commit(self, end: dict) -> None:
+        pass  # offsets live in Spark's checkpoint; nothing is committed to Kafka
+
+    def stop(self) -> None:
+        if self._wm is not None:
+            self._wm.close()
+
+    # ---- executor side -----------------------------------------------------------------------------
+    def read(self, partition: KafkaInputPartition) -> Iterator[Any]:  # type: ignore[override]
+        yield from read_partition(
+            self.conf, partition, self.poll_timeout_s, self.stall_timeout_s, batch_rows=10_000
+        )
+
+
+def read_partition(
+    conf: dict[str, str],
+    part: KafkaInputPartition,
+    poll_timeout_s: float = 1.0,
+    stall_timeout_s: float = 120.0,
+    batch_rows: int = 10_000,
+) -> Iterator[Any]:
+    """Records [start, end) of one partition as Arrow record batches. The range was planned from the
+    partition's watermarks, so it ends at `end`, at partition EOF (compaction or transaction markers
+    leave gaps), or with an error when nothing arrives for `stall_timeout_s` (the task is retried)."""
+    import pyarrow as pa
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
+    c = Consumer(
+        {
+            **conf,
+            "group.id": f"groupscope-reader-{uuid.uuid4()}",  # never used for commits
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+            "fetch.wait.max.ms": 50,
+        }
+    )
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("topic", "partition", "offset", "timestamp", "key", "value")
+    }
+    schema = pa.schema(
+        [
+            ("topic", pa.string()),
+            ("partition", pa.int32()),
+            ("offset", pa.int64()),
+            ("timestamp", pa.int64()),
+            ("key", pa.binary()),
+            ("value", pa.binary()),
+        ]
+    )
+
+    def flush() -> Any:
+        batch = pa.RecordBatch.from_pydict(cols, schema=schema)
+        for v in cols.values():
+            v.clear()
+        return batch
+
+    try:
+        c.assign([TopicPartition(part.topic, part.partition, part.start)])
+        nxt = part.start
+        last_progress = time.monotonic()
+        while nxt < part.end:
+            msgs = c.consume(min(10_000, part.end - nxt), timeout=poll_timeout_s)
+            if not msgs:
+                if time.monotonic() - last_progress > stall_timeout_s:
+                    raise TimeoutError(
+                        f"no records from {part.topic}/{part.partition} at offset {nxt} "
+                        f"for {stall_timeout_s:.0f} s (planned up to {part.end})"
+                    )
+                continue
+            last_progress = time.monotonic()
+            done = False
+            for m in msgs:
+                err = m.error()
+                if err is not None:
+                    if err.code() == KafkaError._PARTITION_EOF:
+                        done = True
+                        break
+                    if err.retriable():
+                        continue
+                    raise KafkaException(err)
+                off = m.offset()
+                if off >= part.end:
+                    done = True
+                    break
+                cols["topic"].append(part.topic)
+                cols["partition"].append(part.partition)
+                cols["offset"].append(off)
+                cols["timestamp"].append(m.timestamp()[1])
+                cols["key"].append(m.key())
+                cols["value"].append(m.value())
+                nxt = off + 1
+            if len(cols["offset"]) >= batch_rows:
+                yield flush()
+            if done:
+                break
+        if cols["offset"]:
+            yield flush()
+    finally:
+        c.close()
+
+
+class KafkaDataSource(DataSource):
+    """`spark.readStream.format("groupscope_kafka")`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return FORMAT
+
+    def schema(self) -> str:
+        return SCHEMA
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return KafkaStreamReader(schema, self.options)
