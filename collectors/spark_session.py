@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
@@ -23,6 +24,8 @@ def build_spark(master: str = "local[*]", app_name: str = "groupscope", **conf: 
     if master.startswith("local"):
         # Keep Spark's driver and block manager on loopback: no network is needed on one machine.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers must use this interpreter (the venv with pyarrow/pandas), not python3 on PATH.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = (
