@@ -15,7 +15,7 @@ The server reconciles revocations per member, so the target is reported whole.
 
 from __future__ import annotations
 
-from coordinator_model.assignors.spec import Assignment, GroupSpec, java_key
+from coordinator_model.assignors.spec import Assignment, GroupSpec, MemberSpec, java_key
 from coordinator_model.assignors.sticky import sticky_target
 
 
@@ -25,17 +25,23 @@ def assign_uniform(group: GroupSpec) -> Assignment:
 
 def assign_server_range(group: GroupSpec) -> Assignment:
     assignment: Assignment = {m.member_id: [] for m in group.members}
-    members = sorted(group.members, key=lambda m: java_key(m.member_id))
-    for topic in sorted(group.subscribed_topics(), key=java_key):
+    by_topic: dict[str, list[MemberSpec]] = {}
+    owned: dict[tuple[str, str], set[int]] = {}  # (member, topic) -> partitions it has now
+    for m in sorted(group.members, key=lambda m: java_key(m.member_id)):
+        for t in dict.fromkeys(m.topics):
+            by_topic.setdefault(t, []).append(m)
+        for t, p in m.owned:
+            owned.setdefault((m.member_id, t), set()).add(p)
+    for topic in sorted(by_topic, key=java_key):
         n = group.partitions.get(topic, 0)
-        subscribers = [m for m in members if topic in m.topics]
-        if n <= 0 or not subscribers:
+        subscribers = by_topic[topic]
+        if n <= 0:
             continue
         min_q, extra = divmod(n, len(subscribers))
         retained: set[int] = set()
         unfilled: list[tuple[str, int]] = []  # (member, partitions short of minQuota)
         for m in subscribers:
-            current = sorted({p for t, p in m.owned if t == topic and 0 <= p < n})
+            current = sorted(p for p in owned.get((m.member_id, topic), ()) if 0 <= p < n)
             keep = current[:min_q]
             remaining = min_q - len(current)
             if remaining < 0 and extra > 0:
