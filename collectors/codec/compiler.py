@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import dataclasses
 import struct
 import sys
 from collections.abc import Callable
@@ -164,6 +165,7 @@ class Compiler:
             "_struct_error": struct.error,
             "_H": _H,
             "_I": _I,
+            "_new": object.__new__,
         }
         self.sources: dict[str, str] = {}
         self._structs: dict[str, struct.Struct] = {}
@@ -257,9 +259,11 @@ class Compiler:
                 self._emit_uvarint(src, length)
                 src.emit(f"{length} -= 1")
             else:
+                first = pending[0][2] if pending else f
                 pending.append(("h" if f.type == "string" else "i", length, f))
                 flush()
-                src.emit(f"f = {f.name!r}")
+                if first is not f:
+                    src.emit(f"f = {f.name!r}")
             self._emit_body(src, st, f, version, flexible, length, var)
         flush()
         unknown = "()"
@@ -293,18 +297,45 @@ class Compiler:
             else:
                 src.emit(f"{unknown} = tuple({tags})")
             src.depth -= 1
-        args = []
-        for f in st.fields:
-            args.append(f"{f.attr}={values.get(f.attr, self._default_expr(f))}")
+        exprs = {f.attr: values.get(f.attr, self._default_expr(f)) for f in st.fields}
         if st.unknown_tags_attr is not None:
-            args.append(f"{st.unknown_tags_attr}={unknown}")
+            exprs[st.unknown_tags_attr] = unknown
         if st.version_attr is not None:
-            args.append(f"{st.version_attr}={version}")
-        src.emit(f"return {self._const(st.cls, 'C')}({', '.join(args)}), p")
+            exprs[st.version_attr] = str(version)
+        self._emit_construct(src, st.cls, exprs)
         src.depth = 1
         src.emit("except _LOW as e:")
         src.emit(f"    raise _DE(p, {st.name + '.'!r} + f + ': ' + _why(e)) from None")
         return self._define(name, src)
+
+    def _emit_construct(self, src: _Source, cls: type, exprs: dict[str, str]) -> None:
+        """`return cls(...), p`, as cheaply as Python allows: dataclass fields in declaration order
+        are passed positionally (keywords after the first field the schema does not fill). Frozen
+        dataclasses (the keys) are built by setting their slots directly: their generated
+        __init__ goes through object.__setattr__ per field, twice the cost of the whole read."""
+        names = [f.name for f in dataclasses.fields(cls)]
+        if cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            obj = src.var("k")
+            src.emit(f"{obj} = _new({self._const(cls, 'C')})")
+            for name in names:
+                setter = self._const(getattr(cls, name).__set__, f"set_{name}")
+                src.emit(f"{setter}({obj}, {exprs[name]})")
+            src.emit(f"return {obj}, p")
+            return
+        defaults = {
+            f.name: repr(f.default) for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
+        }
+        args, positional = [], True
+        for name in names:
+            if name not in exprs:
+                positional = False
+                continue
+            if positional:
+                args.append(exprs[name])
+            elif exprs[name] != defaults.get(name):
+                args.append(f"{name}={exprs[name]}")
+        args += [f"{k}={v}" for k, v in exprs.items() if k not in names]
+        src.emit(f"return {self._const(cls, 'C')}({', '.join(args)}), p")
 
     @staticmethod
     def _emit_uvarint(src: _Source, var: str) -> None:
@@ -336,6 +367,9 @@ class Compiler:
                     f"raise _DE(p, {label + ': invalid string length '!r} + str({length}))"
                 )
             end = src.var("e")
+            src.emit(f"if {length} == 0: {var} = {'' if f.type == 'string' else b''!r}")
+            src.emit("else:")
+            src.depth += 1
             src.emit(f"{end} = p + {length}")
             src.emit(
                 f"if {end} > n: raise _DE(p, {label + ': length '!r} + str({length}) + ' exceeds the ' "
@@ -346,6 +380,7 @@ class Compiler:
             else:
                 src.emit(f"{var} = b[p:{end}]")
             src.emit(f"p = {end}")
+            src.depth -= 1
         elif f.type == "[]int32":
             end = src.var("e")
             src.emit(f"{end} = p + 4 * {length}")

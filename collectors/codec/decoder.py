@@ -88,25 +88,57 @@ def decode_value(record_type: int, value: bytes) -> tuple[int, r.RecordValue]:
 def decode_record(
     key: bytes, value: bytes | None, partition: int = -1, offset: int = -1, timestamp: int = -1
 ) -> r.OffsetsRecord:
-    """One record of `__consumer_offsets`. Raises DecodeError naming partition/offset."""
+    """One record of `__consumer_offsets`. Raises DecodeError naming partition/offset.
+
+    The hot path of the pipeline: decode_key/decode_value inlined for the known record types."""
+    if type(key) is not bytes:
+        key = bytes(key)
+    reader = _KEY_READERS.get(_H.unpack_from(key)[0]) if len(key) >= 2 else None
+    if reader is None:  # short key or unknown record type: the careful path
+        try:
+            record_type, key_obj = decode_key(key)
+            if value is None:
+                return r.OffsetsRecord(partition, offset, timestamp, record_type, key_obj, None, None)
+            version, value_obj = decode_value(record_type, value)
+        except DecodeError as exc:
+            raise exc.with_record(partition=partition, offset=offset) from None
+        return r.OffsetsRecord(partition, offset, timestamp, record_type, key_obj, version, value_obj)
+    record_type = (key[0] << 8) | key[1]
     try:
-        record_type, key_obj = decode_key(key)
-        if value is None:
-            return r.OffsetsRecord(partition, offset, timestamp, record_type, key_obj, None, None)
-        version, value_obj = decode_value(record_type, value)
+        key_obj = reader(key, 2)[0]
     except DecodeError as exc:
-        raise exc.with_record(partition=partition, offset=offset) from None
-    return r.OffsetsRecord(partition, offset, timestamp, record_type, key_obj, version, value_obj)
+        raise exc.with_record(part="key", partition=partition, offset=offset) from None
+    if value is None:
+        return r.OffsetsRecord(partition, offset, timestamp, record_type, key_obj, None, None)
+    if type(value) is not bytes:
+        value = bytes(value)
+    value_reader = _VALUE_READERS[record_type].get(_H.unpack_from(value)[0]) if len(value) >= 2 else None
+    if value_reader is None:
+        try:
+            version, value_obj = decode_value(record_type, value)
+        except DecodeError as exc:
+            raise exc.with_record(partition=partition, offset=offset) from None
+        return r.OffsetsRecord(partition, offset, timestamp, record_type, key_obj, version, value_obj)
+    try:
+        value_obj = value_reader(value, 2)[0]
+    except DecodeError as exc:
+        raise exc.with_record(part="value", partition=partition, offset=offset) from None
+    if record_type == 2 and value_obj.protocol_type == CONSUMER_PROTOCOL_TYPE:
+        decode_members(value_obj)
+    return r.OffsetsRecord(
+        partition, offset, timestamp, record_type, key_obj, (value[0] << 8) | value[1], value_obj
+    )
 
 
 # ----------------------------------------------------------------------------------------------
 # Consumer protocol payloads.
 def decode_members(value: r.GroupMetadataValue) -> None:
-    """Fill each member's subscription_decoded / assignment_decoded (None when not parseable)."""
-    sticky = value.protocol in STICKY_PROTOCOLS
+    """Mark each member's payloads as consumer protocol (StickyAssignor userData too when the
+    group's protocol is sticky); they are decoded on first access of `subscription_decoded` /
+    `assignment_decoded`, None when not parseable."""
+    payload_format = 2 if value.protocol in STICKY_PROTOCOLS else 1
     for member in value.members:
-        member.subscription_decoded = decode_subscription(member.subscription, sticky)
-        member.assignment_decoded = decode_assignment(member.assignment, sticky)
+        member.payload_format = payload_format
 
 
 def _read_versioned(data: bytes, readers: dict[int, Any]) -> Any:

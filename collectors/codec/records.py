@@ -26,11 +26,13 @@ reads it.
   decode to `UnknownKey` / `UnknownValue` with the raw bytes.
 
 Keys are frozen (hashable, usable as dict keys); values are slotted and treated as read-only.
+Classic members decode their consumer-protocol payloads lazily, on first access (same values).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 TaggedFields = tuple[tuple[int, bytes], ...]
 
@@ -120,19 +122,90 @@ class GroupMetadataKey:
     group: str
 
 
-@dataclass(slots=True)
+_UNREAD: Any = object()  # a payload not decoded yet
+
+
+@dataclass(slots=True, init=False)
 class MemberMetadata:
+    """A classic group member. `subscription_decoded` / `assignment_decoded` are read lazily, on
+    first access, from the raw bytes when the group's protocolType is "consumer" (None when the
+    bytes do not parse or the protocol type is another): decoding a GroupMetadata record with
+    100 members does not pay for 200 payloads nobody looks at. They can also be set."""
+
     member_id: str
     group_instance_id: str | None  # v3+
     client_id: str
     client_host: str
-    rebalance_timeout: int  # v1+ (v0: same as session timeout in Kafka's reader: -1 here)
+    rebalance_timeout: int  # v1+ (0 in v0 records: the schema has no default)
     session_timeout: int
     subscription: bytes
     assignment: bytes
-    subscription_decoded: ConsumerProtocolSubscription | None = None
-    assignment_decoded: ConsumerProtocolAssignment | None = None
+    _subscription_decoded: Any = field(default=_UNREAD, compare=False, repr=False)
+    _assignment_decoded: Any = field(default=_UNREAD, compare=False, repr=False)
     unknown_tagged_fields: TaggedFields = ()
+    # 0: opaque bytes; 1: consumer protocol; 2: consumer protocol with StickyAssignor userData.
+    # Set by the decoder from the group's protocolType / protocol.
+    payload_format: int = field(default=0, compare=False, repr=False)
+
+    def __init__(
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout: int,
+        session_timeout: int,
+        subscription: bytes,
+        assignment: bytes,
+        subscription_decoded: ConsumerProtocolSubscription | None | Any = _UNREAD,
+        assignment_decoded: ConsumerProtocolAssignment | None | Any = _UNREAD,
+        unknown_tagged_fields: TaggedFields = (),
+        payload_format: int = 0,
+    ) -> None:
+        self.member_id = member_id
+        self.group_instance_id = group_instance_id
+        self.client_id = client_id
+        self.client_host = client_host
+        self.rebalance_timeout = rebalance_timeout
+        self.session_timeout = session_timeout
+        self.subscription = subscription
+        self.assignment = assignment
+        self._subscription_decoded = subscription_decoded
+        self._assignment_decoded = assignment_decoded
+        self.unknown_tagged_fields = unknown_tagged_fields
+        self.payload_format = payload_format
+
+    @property
+    def subscription_decoded(self) -> ConsumerProtocolSubscription | None:
+        value = self._subscription_decoded
+        if value is _UNREAD:
+            value = None
+            if self.payload_format:
+                from collectors.codec.decoder import decode_subscription
+
+                value = decode_subscription(self.subscription, self.payload_format == 2)
+            self._subscription_decoded = value
+        return value
+
+    @subscription_decoded.setter
+    def subscription_decoded(self, value: ConsumerProtocolSubscription | None) -> None:
+        self._subscription_decoded = value
+
+    @property
+    def assignment_decoded(self) -> ConsumerProtocolAssignment | None:
+        value = self._assignment_decoded
+        if value is _UNREAD:
+            value = None
+            if self.payload_format:
+                from collectors.codec.decoder import decode_assignment
+
+                value = decode_assignment(self.assignment, self.payload_format == 2)
+            self._assignment_decoded = value
+        return value
+
+    @assignment_decoded.setter
+    def assignment_decoded(self, value: ConsumerProtocolAssignment | None) -> None:
+        self._assignment_decoded = value
 
 
 @dataclass(slots=True)
