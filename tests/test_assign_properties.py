@@ -223,3 +223,55 @@ def test_range_and_roundrobin_ignore_input_order(g: GroupSpec, rnd: random.Rando
     shuffled = GroupSpec(tuple(members), dict(parts), g.partition_racks)
     for name in ("range", "roundrobin", "server-range"):
         assert assign(name, g) == assign(name, shuffled)
+
+
+@st.composite
+def tiny_groups(draw: st.DrawFn) -> GroupSpec:
+    """Groups small enough to enumerate every assignment: up to 4 members and 7 partitions."""
+    n_topics = draw(st.integers(1, 3))
+    topics = [f"t{i}" for i in range(n_topics)]
+    counts = draw(st.lists(st.integers(0, 3), min_size=n_topics, max_size=n_topics))
+    partitions = dict(zip(topics, counts, strict=True))
+    all_tps = [(t, p) for t in topics for p in range(partitions[t])][:7]
+    partitions = {t: sum(1 for tp in all_tps if tp[0] == t) for t in topics}
+    n_members = draw(st.integers(1, 4))
+    members = []
+    for i in range(n_members):
+        subs = draw(st.lists(st.sampled_from(topics), min_size=1, max_size=n_topics, unique=True))
+        members.append(MemberSpec(f"m{i}", tuple(subs)))
+    owners = draw(st.lists(st.integers(-1, n_members - 1), min_size=len(all_tps), max_size=len(all_tps)))
+    owned: dict[int, list[tuple[str, int]]] = {}
+    for tp, o in zip(all_tps, owners, strict=True):
+        if o >= 0:
+            owned.setdefault(o, []).append(tp)
+    return GroupSpec(
+        tuple(replace(m, owned=tuple(owned.get(i, [])), generation=1) for i, m in enumerate(members)),
+        partitions,
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(tiny_groups())
+def test_sticky_moves_the_fewest_partitions_any_most_balanced_assignment_moves(g: GroupSpec) -> None:
+    import itertools
+
+    tps = g.all_partitions()
+    ids = [m.member_id for m in g.members]
+    subs = {m.member_id: set(m.topics) for m in g.members}
+    # a claim counts where its member still subscribes to the topic (Kafka drops the others)
+    claims = {tp: m.member_id for m in g.members for tp in m.owned if tp[0] in subs[m.member_id]}
+    choices = [[m for m in ids if tp[0] in subs[m]] for tp in tps]
+    best: tuple[int, int] | None = None  # (spread, moves)
+    for combo in itertools.product(*choices):
+        counts = dict.fromkeys(ids, 0)
+        for m in combo:
+            counts[m] += 1
+        spread = max(counts.values()) - min(counts.values())
+        moves = sum(1 for tp, m in zip(tps, combo, strict=True) if tp in claims and claims[tp] != m)
+        if best is None or (spread, moves) < best:
+            best = (spread, moves)
+    a = assign("sticky", g)
+    holder = {tp: m for m, v in a.items() for tp in v}
+    ld = [len(v) for v in a.values()]
+    ours = (max(ld) - min(ld), sum(1 for tp, m in claims.items() if holder.get(tp) != m))
+    assert ours == best

@@ -335,9 +335,8 @@ def _cancel_negative_cycles(st: _State, claims: dict[TopicPartition, int]) -> No
     returns at least one partition to its owner, so there are at most as many rounds as moved owned
     partitions.
     """
-    if not any(st.holder[tp] != owner for tp, owner in claims.items()):
-        return
-    while True:
+    away = sum(1 for tp, owner in claims.items() if st.holder[tp] != owner)
+    for _ in range(away):  # each cycle brings at least one partition home: never more rounds
         cycle = _find_negative_cycle(st, claims)
         if not cycle:
             return
@@ -398,7 +397,7 @@ def _find_negative_cycle(
                 parent[v], plabel[v], pcost[v] = u, label, c
                 depth[v] = depth[u] + 1
                 if depth[v] > n_nodes:
-                    cycle = _extract_cycle(v, parent, plabel, n_members, tindex)
+                    cycle = _extract_cycle(v, parent, plabel, pcost, n_members, tindex)
                     if cycle is not None:
                         return cycle
                     depth[v] = 0  # stale depth, no cycle behind it: keep going
@@ -409,7 +408,12 @@ def _find_negative_cycle(
 
 
 def _extract_cycle(
-    v: int, parent: list[int], plabel: list[object], n_members: int, tindex: dict[str, int]
+    v: int,
+    parent: list[int],
+    plabel: list[object],
+    pcost: list[int],
+    n_members: int,
+    tindex: dict[str, int],
 ) -> list[tuple[str, int, int, object]] | None:
     seen: set[int] = set()
     while v not in seen:  # walk up the parent pointers until a node repeats
@@ -423,6 +427,8 @@ def _extract_cycle(
     while u != v:
         nodes.append(u)
         u = parent[u]
+    if sum(pcost[u] for u in nodes) >= 0:  # only a negative cycle is worth applying
+        return None
     nodes.reverse()  # in forward order, nodes[0] -> nodes[1] -> ... -> nodes[0]
     hops: list[tuple[str, int, int, object]] = []
     k = len(nodes)
