@@ -1,14 +1,179 @@
-"""`groupscope demo`: filled in by the demo issue."""
+"""`groupscope demo` (what `make demo` runs): a live cluster with real rebalances on one machine.
+
+With no arguments it starts its own Redis and Kafka-protocol broker (Tansu, the ones the tests use),
+creates the topics, runs the scenario workload (collectors/demo/scenarios.py: real producer and probed
+consumer processes), and starts the collector, the Celery worker and the dashboard as child processes.
+Ctrl-C (or --duration) stops every process it started, workload first, servers last.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
 
 import click
 
-from collectors.cli.options import bootstrap_option, not_finished, redis_option
+from collectors.cli.options import bootstrap_option, redis_option, settings_from
+
+
+def _say(msg: str) -> None:
+    click.echo(f"groupscope demo: {msg}", err=True)
+
+
+def _create_topics(bootstrap: str, kafka_conf: dict[str, Any], topics: list[tuple[str, int]]) -> None:
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({**kafka_conf, "bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(t, n, 1) for t, n in topics], request_timeout=15)
+    for topic, f in futures.items():
+        try:
+            f.result(20)
+        except KafkaException as e:
+            if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
+                raise click.ClickException(f"cannot create topic {topic}: {e.args[0].str()}") from e
+
+
+def _port_free(host: str, port: int) -> bool:
+    import socket
+
+    with socket.socket() as s:
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def _display_available() -> bool:
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or sys.platform == "darwin"
 
 
 @click.command()
 @bootstrap_option
 @redis_option
-@click.option("--duration", type=float, default=None, help="Stop everything after SECONDS.")
-def demo(bootstrap_servers: str | None, redis_url: str | None, duration: float | None) -> None:
-    """Run the demo."""
-    not_finished("demo")()
+@click.option("--duration", type=float, default=None, help="Stop everything after SECONDS (default: Ctrl-C).")
+@click.option("--port", type=int, default=None, help="Dashboard port (default: dashboard_port if free).")
+@click.option("--no-browser", is_flag=True, help="Do not try to open the dashboard in a browser.")
+@click.option(
+    "--logs-dir",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Where the children's logs go (default: a new temporary directory).",
+)
+def demo(
+    bootstrap_servers: str | None,
+    redis_url: str | None,
+    duration: float | None,
+    port: int | None,
+    no_browser: bool,
+    logs_dir: str | None,
+) -> None:
+    """Run a live demo: broker, scenario workload, collector, alert worker and dashboard.
+
+    --bootstrap-servers runs the workload against that cluster instead of a local broker; --redis
+    uses that Redis instead of starting one.
+    """
+    from collectors.demo.scenarios import Workload
+    from collectors.demo.supervisor import DEMO_ID_ENV, Supervisor
+    from collectors.local_servers import RedisServer, ServerError, TansuBroker, free_port
+
+    settings = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url)
+    if duration is not None and duration <= 0:
+        raise click.UsageError("--duration must be positive")
+    run_dir = Path(logs_dir) if logs_dir else Path(tempfile.mkdtemp(prefix="groupscope-demo-"))
+    run_dir.mkdir(parents=True, exist_ok=True)
+    # Every process we start (and theirs) inherits this mark; the supervisor finds leftovers by it.
+    demo_id = os.environ.get(DEMO_ID_ENV) or uuid.uuid4().hex
+    os.environ[DEMO_ID_ENV] = demo_id
+
+    stop = threading.Event()
+
+    def _on_signal(signum: int, _frame: Any) -> None:
+        if not stop.is_set():
+            _say(f"{signal.Signals(signum).name}: stopping everything")
+        stop.set()
+
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+
+    redis_srv: RedisServer | None = None
+    broker: TansuBroker | None = None
+    supervisor = Supervisor(run_dir, demo_id, say=_say)
+    workload: Workload | None = None
+    try:
+        if redis_url is None:
+            redis_srv = RedisServer().start()
+            settings.redis_url = redis_srv.url
+            _say(f"started redis-server on {redis_srv.url}")
+        if bootstrap_servers is None:
+            broker = TansuBroker().start()
+            settings.bootstrap_servers = broker.bootstrap_servers
+            _say(f"started the Tansu broker on {broker.bootstrap_servers}")
+        bootstrap = str(settings.bootstrap_servers)
+        if stop.is_set():
+            return
+
+        workload = Workload(supervisor, bootstrap, settings.heartbeat_topic)
+        _create_topics(bootstrap, settings.kafka, [(settings.heartbeat_topic, 3), *workload.topics()])
+        _say(f"topics ready: {settings.heartbeat_topic}, " + ", ".join(t for t, _ in workload.topics()))
+
+        host = settings.dashboard_host
+        dash_port = port or (
+            settings.dashboard_port if _port_free(host, settings.dashboard_port) else free_port()
+        )
+        env = {
+            "GROUPSCOPE_REDIS_URL": settings.redis_url,
+            "GROUPSCOPE_BOOTSTRAP_SERVERS": bootstrap,
+            "GROUPSCOPE_HEARTBEAT_TOPIC": settings.heartbeat_topic,
+            # A fresh checkpoint per demo: an old one would point at offsets of a broker long gone.
+            "GROUPSCOPE_CHECKPOINT_DIR": str(run_dir / "checkpoints"),
+            "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
+        }
+        cli = [sys.executable, "-m", "collectors.cli.main"]
+        redis_arg = ["--redis", settings.redis_url]
+        supervisor.spawn(
+            "collector", [*cli, "collect", "--bootstrap-servers", bootstrap, *redis_arg, "--no-progress"],
+            service=True, env=env,
+        )  # fmt: skip
+        supervisor.spawn("alerts-worker", [*cli, "worker", *redis_arg], service=True, env=env)
+        supervisor.spawn(
+            "dashboard", [*cli, "dashboard", *redis_arg, "--host", host, "--port", str(dash_port)],
+            service=True, env=env,
+        )  # fmt: skip
+        supervisor.start_watching()
+        workload.start()
+        for s in workload.scenarios:
+            _say(f"scenario {s.group}: {s.what}")
+
+        url = f"http://{host}:{dash_port}/"
+        click.echo(f"groupscope demo: dashboard on {url}  (logs in {run_dir}; Ctrl-C stops everything)")
+        if not no_browser and _display_available():
+            import webbrowser
+
+            with contextlib.suppress(Exception):
+                webbrowser.open(url)
+        stop.wait(duration)
+        if not stop.is_set():
+            _say(f"--duration {duration:g} s reached: stopping everything")
+    except ServerError as e:
+        raise click.ClickException(str(e)) from e
+    finally:
+        stop.set()
+        started = time.monotonic()
+        if workload is not None:
+            workload.stop.set()
+        supervisor.stop_all()
+        for srv in (broker, redis_srv):
+            if srv is not None:
+                srv.stop()
+        supervisor.sweep()
+        _say(f"stopped every process it started in {time.monotonic() - started:.1f} s")

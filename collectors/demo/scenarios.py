@@ -1,0 +1,270 @@
+"""The demo's scripted scenarios: each one a consumer group doing one thing worth seeing, on a loop.
+
+A scenario is data: its group, topic, member settings and a script of (seconds, action, member) steps.
+All scenarios run side by side, each on its own thread; when a scenario's script reaches its period,
+every member it started is closed and the script starts again (same group, new generations).
+
+Adapted to Tansu (docs/testing.md, "Tansu, the test broker"): joins take ~3 s, so the storm's flapper
+stays 3 s instead of 2; cooperative-sticky joins are spaced 20 s apart because Tansu holds new members
+in SyncGroup for up to ~15 s; a restarted static member causes a rebalance on Tansu (none on Kafka).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Literal
+
+from collectors.demo.supervisor import Child, Supervisor
+
+Action = Literal["start", "stop", "kill", "flap"]
+
+
+@dataclass(frozen=True)
+class Member:
+    name: str
+    instance_id: str | None = None
+    rate: float = 0.0  # messages/s processed, 0 = unlimited
+    slow_for: float = 0.0
+    fast_for: float = 0.0
+    stall_after: float = 0.0
+    stall_for: float = 0.0
+    run_for: float = 0.0
+
+
+@dataclass(frozen=True)
+class Step:
+    at: float  # seconds from the start of the scenario's cycle
+    action: Action
+    member: str  # a Member name; for "flap", the prefix of the flapping processes
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # the group is demo-<name>
+    topic: str
+    partitions: int
+    members: tuple[Member, ...]
+    steps: tuple[Step, ...]
+    period: float = 0.0  # 0: run the script once and keep the members to the end
+    produce_rate: float = 5.0  # messages/s into the topic
+    strategy: str = "range"
+    session_timeout_ms: int = 6000
+    max_poll_interval_ms: int = 30000
+    flap_every: float = 4.0  # "flap": a new member every this many seconds ...
+    flap_until: float = 0.0  # ... until this second of the cycle
+    flap_stay: float = 3.0  # each flapper closes after this many seconds
+    what: str = ""
+
+    @property
+    def group(self) -> str:
+        return f"demo-{self.name}"
+
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        "steady",
+        "demo-orders",
+        6,
+        (Member("steady-1"), Member("steady-2")),
+        (Step(0, "start", "steady-1"), Step(1, "start", "steady-2")),
+        what="two members, no changes: one generation, Stable",
+    ),
+    Scenario(
+        "scaleout",
+        "demo-clicks",
+        6,
+        (Member("scale-1"), Member("scale-2"), Member("scale-3")),
+        (
+            Step(0, "start", "scale-1"),
+            Step(15, "start", "scale-2"),
+            Step(30, "start", "scale-3"),
+            Step(80, "stop", "scale-3"),
+        ),
+        period=100,
+        what="members join one at a time: a generation per join",
+    ),
+    Scenario(
+        "crash",
+        "demo-payments",
+        4,
+        (Member("crash-1"), Member("crash-2")),
+        (
+            Step(0, "start", "crash-1"),
+            Step(0, "start", "crash-2"),
+            Step(20, "kill", "crash-2"),
+            Step(55, "start", "crash-2"),
+        ),
+        period=100,
+        what="SIGKILL of a member: no LeaveGroup, the session (6 s) times out",
+    ),
+    Scenario(
+        "stall",
+        "demo-events",
+        4,
+        (Member("stall-1"), Member("stall-2", stall_after=20, stall_for=20)),
+        (Step(0, "start", "stall-1"), Step(0, "start", "stall-2")),
+        period=100,
+        max_poll_interval_ms=10000,
+        what="a member stops polling for 20 s: poll_stall at 5 s, max.poll.interval.ms (10 s) exceeded",
+    ),
+    Scenario(
+        "storm",
+        "demo-storm",
+        6,
+        (Member("storm-1"), Member("storm-2")),
+        (Step(0, "start", "storm-1"), Step(0, "start", "storm-2"), Step(10, "flap", "flap")),
+        period=100,
+        flap_every=4.5,
+        flap_until=70,
+        flap_stay=3.0,
+        what="a flapping member (new process, stays ~3 s, leaves): many generations in a short time",
+    ),
+    Scenario(
+        "static",
+        "demo-static",
+        6,
+        (Member("static-1", instance_id="demo-inst-1"), Member("static-2", instance_id="demo-inst-2")),
+        (
+            Step(0, "start", "static-1"),
+            Step(2, "start", "static-2"),
+            Step(30, "stop", "static-1"),
+            Step(35, "start", "static-1"),
+        ),
+        period=100,
+        session_timeout_ms=15000,
+        what="static members (group.instance.id); one restarts within its session timeout",
+    ),
+    Scenario(
+        "coop",
+        "demo-coop",
+        6,
+        (Member("coop-1"), Member("coop-2"), Member("coop-3")),
+        (
+            Step(0, "start", "coop-1"),
+            Step(20, "start", "coop-2"),
+            Step(40, "start", "coop-3"),
+            Step(75, "stop", "coop-1"),
+        ),
+        period=100,
+        strategy="cooperative-sticky",
+        what="cooperative-sticky: incremental rebalances, two generations per join",
+    ),
+    Scenario(
+        "slow",
+        "demo-slow",
+        4,
+        (Member("slow-1", rate=10, slow_for=45, fast_for=40),),
+        (Step(0, "start", "slow-1"),),
+        produce_rate=40,
+        what="consumes 10 msg/s of 40 for 45 s (lag grows), then unlimited for 40 s (lag drains)",
+    ),
+)
+
+
+@dataclass
+class Workload:
+    """Runs every scenario's script against `bootstrap`, each member a probed consumer process."""
+
+    supervisor: Supervisor
+    bootstrap: str
+    heartbeat_topic: str
+    scenarios: tuple[Scenario, ...] = SCENARIOS
+    stop: threading.Event = field(default_factory=threading.Event)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    def topics(self) -> list[tuple[str, int]]:
+        return [(s.topic, s.partitions) for s in self.scenarios]
+
+    def start(self) -> None:
+        argv = [
+            sys.executable,
+            "-m",
+            "collectors.demo.worker",
+            "producer",
+            "--bootstrap-servers",
+            self.bootstrap,
+        ]
+        for s in self.scenarios:
+            argv += ["--topic", f"{s.topic}:{s.produce_rate}"]
+        self.supervisor.spawn("producer", argv, service=True)
+        for s in self.scenarios:
+            t = threading.Thread(target=self._run, args=(s,), name=f"scenario-{s.name}", daemon=True)
+            t.start()
+            self._threads.append(t)
+
+    def _consumer_argv(self, s: Scenario, m: Member, client_id: str) -> list[str]:
+        argv = [
+            sys.executable, "-m", "collectors.demo.worker", "consumer",
+            "--bootstrap-servers", self.bootstrap,
+            "--group", s.group,
+            "--topic", s.topic,
+            "--client-id", client_id,
+            "--strategy", s.strategy,
+            "--session-timeout-ms", str(s.session_timeout_ms),
+            "--max-poll-interval-ms", str(s.max_poll_interval_ms),
+            "--heartbeat-topic", self.heartbeat_topic,
+        ]  # fmt: skip
+        if m.instance_id:
+            argv += ["--instance-id", m.instance_id]
+        for flag, value in (
+            ("--rate", m.rate),
+            ("--slow-for", m.slow_for),
+            ("--fast-for", m.fast_for),
+            ("--stall-after", m.stall_after),
+            ("--stall-for", m.stall_for),
+            ("--run-for", m.run_for),
+        ):
+            if value:
+                argv += [flag, str(value)]
+        return argv
+
+    def _run(self, s: Scenario) -> None:
+        members = {m.name: m for m in s.members}
+        cycle = 0
+        while not self.stop.is_set():
+            cycle += 1
+            live: dict[str, Child] = {}
+            t0 = self._now()
+            for step in sorted(s.steps, key=lambda st: st.at):
+                if self.stop.wait(max(0.0, t0 + step.at - self._now())):
+                    return
+                if step.action == "flap":
+                    self._flap(s, step.member, t0)
+                    continue
+                if step.action == "start":
+                    m = members[step.member]
+                    child = self.supervisor.spawn(f"{s.group}-{m.name}", self._consumer_argv(s, m, m.name))
+                    if child is not None:
+                        live[m.name] = child
+                elif step.member in live:
+                    sig = 9 if step.action == "kill" else 15  # SIGKILL: a crash; SIGTERM: a clean close
+                    self.supervisor.signal(live.pop(step.member), sig)
+            if not s.period:
+                return  # members run to the end of the demo
+            if self.stop.wait(max(0.0, t0 + s.period - self._now())):
+                return
+            for child in live.values():
+                self.supervisor.signal(child, 15)
+            for child in live.values():
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    child.proc.wait(15)
+            if self.stop.wait(5.0):  # let the group go Empty between cycles
+                return
+
+    def _flap(self, s: Scenario, prefix: str, t0: float) -> None:
+        n = 0
+        while self._now() < t0 + s.flap_until and not self.stop.is_set():
+            n += 1
+            m = Member(f"{prefix}-{n:02d}", run_for=s.flap_stay)
+            self.supervisor.spawn(f"{s.group}-{m.name}", self._consumer_argv(s, m, m.name))
+            if self.stop.wait(s.flap_every):
+                return
+
+    @staticmethod
+    def _now() -> float:
+        return time.monotonic()

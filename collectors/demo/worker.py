@@ -1,0 +1,174 @@
+"""One demo process: a probed consumer or the producer. `python -m collectors.demo.worker consumer ...`
+
+Each member of a demo group is its own OS process, so a SIGKILL is a real crash (the broker only notices
+when the session times out) and a stall is a real stall (librdkafka keeps heartbeating from its own
+thread). SIGTERM/SIGINT close the consumer gracefully (LeaveGroup). A worker also exits when the process
+that started it is gone, so a killed demo leaves no consumers behind.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any
+
+from confluent_kafka import KafkaError, Producer
+
+from collectors.probe import ProbedConsumer
+
+_stop = threading.Event()
+
+
+def _install_stop_handlers() -> None:
+    def _handler(_sig: int, _frame: Any) -> None:
+        _stop.set()
+
+    signal.signal(signal.SIGTERM, _handler)
+    signal.signal(signal.SIGINT, _handler)
+    parent = os.getppid()
+
+    def _watch_parent() -> None:
+        while not _stop.wait(1.0):
+            if os.getppid() != parent:  # re-parented: whoever started us has died
+                _stop.set()
+
+    threading.Thread(target=_watch_parent, daemon=True).start()
+
+
+def _say(**fields: Any) -> None:
+    print(json.dumps({"ts": int(time.time() * 1000), **fields}), flush=True)
+
+
+def run_consumer(a: argparse.Namespace) -> int:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": a.bootstrap_servers,
+        "group.id": a.group,
+        "client.id": a.client_id,
+        "auto.offset.reset": "earliest",
+        "enable.auto.commit": True,
+        "auto.commit.interval.ms": 1000,
+        "session.timeout.ms": a.session_timeout_ms,
+        "heartbeat.interval.ms": a.heartbeat_interval_ms,
+        "max.poll.interval.ms": a.max_poll_interval_ms,
+        "partition.assignment.strategy": a.strategy,
+        "groupscope.heartbeat.topic": a.heartbeat_topic,
+    }
+    if a.instance_id:
+        conf["group.instance.id"] = a.instance_id
+    consumer = ProbedConsumer(conf)
+
+    def on_assign(_c: Any, parts: list) -> None:
+        _say(event="assigned", member=a.client_id, partitions=[[p.topic, p.partition] for p in parts])
+
+    def on_revoke(_c: Any, parts: list) -> None:
+        _say(event="revoked", member=a.client_id, partitions=[[p.topic, p.partition] for p in parts])
+
+    def on_lost(_c: Any, parts: list) -> None:
+        _say(event="lost", member=a.client_id, partitions=[[p.topic, p.partition] for p in parts])
+
+    consumer.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    start = time.monotonic()
+    stalled = False
+    consumed = 0
+    while not _stop.is_set():
+        elapsed = time.monotonic() - start
+        if a.run_for and elapsed >= a.run_for:
+            break
+        if a.stall_after and not stalled and elapsed >= a.stall_after:
+            # Stop calling poll() while staying alive: the probe reports a poll stall at half of
+            # max.poll.interval.ms and librdkafka leaves the group at the full interval.
+            stalled = True
+            _say(event="stall", member=a.client_id, seconds=a.stall_for)
+            _stop.wait(a.stall_for)
+            continue
+        msg = consumer.poll(0.2)
+        if msg is None:
+            continue
+        if msg.error():
+            if msg.error().code() != KafkaError._PARTITION_EOF:
+                _say(event="error", member=a.client_id, error=str(msg.error()))
+            continue
+        consumed += 1
+        rate = _rate(a, elapsed)
+        if rate:
+            time.sleep(1.0 / rate)  # "processing": a slow consumer falls behind the producer
+    consumer.close()
+    _say(event="closed", member=a.client_id, consumed=consumed, probe=consumer.probe_counters.dropped)
+    return 0
+
+
+def _rate(a: argparse.Namespace, elapsed: float) -> float:
+    """Messages per second this consumer processes now (0 = as fast as it can)."""
+    if not a.slow_for:
+        return a.rate
+    cycle = a.slow_for + a.fast_for
+    return a.rate if (elapsed % cycle) < a.slow_for else 0.0
+
+
+def run_producer(a: argparse.Namespace) -> int:
+    # One message per batch: Tansu's ListOffsets answers the base offset of the last batch + 1, so
+    # multi-record batches would make end offsets (and so lag) look smaller than they are.
+    p = Producer({"bootstrap.servers": a.bootstrap_servers, "batch.num.messages": 1, "linger.ms": 0})
+    rates: dict[str, float] = {}
+    for spec in a.topic:
+        topic, _, rate = spec.partition(":")
+        rates[topic] = float(rate or 5)
+    due = dict.fromkeys(rates, time.monotonic())
+    n = 0
+    while not _stop.is_set():
+        now = time.monotonic()
+        for topic, rate in rates.items():
+            while due[topic] <= now:
+                try:
+                    p.produce(
+                        topic, value=json.dumps({"n": n, "ts": time.time()}).encode(), key=str(n).encode()
+                    )
+                except BufferError:
+                    p.poll(0.1)
+                n += 1
+                due[topic] += 1.0 / rate
+        p.poll(0)
+        _stop.wait(max(0.0, min(due.values()) - time.monotonic()))
+    p.flush(5)
+    return 0
+
+
+def parse(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m collectors.demo.worker")
+    sub = ap.add_subparsers(dest="role", required=True)
+    c = sub.add_parser("consumer")
+    c.add_argument("--bootstrap-servers", required=True)
+    c.add_argument("--group", required=True)
+    c.add_argument("--topic", required=True)
+    c.add_argument("--client-id", required=True)
+    c.add_argument("--instance-id", default=None)
+    c.add_argument("--strategy", default="range")
+    c.add_argument("--session-timeout-ms", type=int, default=6000)
+    c.add_argument("--heartbeat-interval-ms", type=int, default=1000)
+    c.add_argument("--max-poll-interval-ms", type=int, default=30000)
+    c.add_argument("--heartbeat-topic", default="groupscope.heartbeats")
+    c.add_argument("--rate", type=float, default=0.0, help="messages/s processed (0: unlimited)")
+    c.add_argument("--slow-for", type=float, default=0.0, help="seconds at --rate, then --fast-for unlimited")
+    c.add_argument("--fast-for", type=float, default=0.0)
+    c.add_argument("--stall-after", type=float, default=0.0)
+    c.add_argument("--stall-for", type=float, default=0.0)
+    c.add_argument("--run-for", type=float, default=0.0, help="close after this many seconds (0: run)")
+    p = sub.add_parser("producer")
+    p.add_argument("--bootstrap-servers", required=True)
+    p.add_argument("--topic", action="append", default=[], help="TOPIC[:MESSAGES_PER_S], repeatable")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = parse(sys.argv[1:] if argv is None else argv)
+    _install_stop_handlers()
+    return run_consumer(a) if a.role == "consumer" else run_producer(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
