@@ -318,3 +318,37 @@ def test_unknown_value_version_is_a_decode_error() -> None:
     with pytest.raises(DecodeError) as err:
         decode_record(b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x05" + b"\x00" * 30, 1, 2)
     assert "unknown version 5 of OffsetCommitValue" in str(err.value)
+
+
+@PROPS
+@given(
+    protocol=st.sampled_from(["range", "sticky", "cooperative-sticky"]),
+    payloads=st.lists(st.tuples(_bytes, st.binary(max_size=80)), min_size=1, max_size=4),
+    prefix=st.sampled_from([b"", b"\x00\x00", b"\x00\x01", b"\x00\x03", b"\x00\x07", b"\xff\xff"]),
+)
+def test_arbitrary_member_payloads_never_fail_the_record(protocol, payloads, prefix) -> None:
+    members = [
+        r.MemberMetadata(f"m{i}", None, "c", "h", 1, 2, prefix + sub, prefix + asg)
+        for i, (sub, asg) in enumerate(payloads)
+    ]
+    value = r.GroupMetadataValue("consumer", 1, protocol, "m0", 5, members)
+    rec = decode_record(encode_key(r.GroupMetadataKey("g")), encode_value(2, value, 3))
+    for m in rec.value.members:
+        sub, asg = m.subscription_decoded, m.assignment_decoded
+        assert sub is None or isinstance(sub, r.ConsumerProtocolSubscription)
+        assert asg is None or isinstance(asg, r.ConsumerProtocolAssignment)
+    rendered = record_to_json(rec)["value"]["data"]["members"]
+    for m, out in zip(rec.value.members, rendered, strict=True):
+        # decoded -> object; not decoded -> Kafka keeps the bytes, printed as base64
+        assert isinstance(out["subscription"], dict) == (m.subscription_decoded is not None)
+        if m.subscription_decoded is None:
+            assert base64.b64decode(out["subscription"]) == m.subscription
+
+
+def test_keys_are_frozen_and_hashable() -> None:
+    key = r.OffsetCommitKey("g", "t", 1)
+    assert {key: 1}[r.OffsetCommitKey("g", "t", 1)] == 1
+    with pytest.raises(AttributeError):
+        key.group = "other"  # type: ignore[misc]
+    decoded = decode_record(encode_key(key), None).key
+    assert decoded == key and hash(decoded) == hash(key)
