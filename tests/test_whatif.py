@@ -365,6 +365,27 @@ def test_adapter_turns_a_model_document_into_whatif_input() -> None:
     assert coop["lag_per_member"]["per_member"] == {"a-1": 10, "b-1": 50}
 
 
+def test_adapter_on_an_empty_group_uses_its_last_protocol_and_topics() -> None:
+    doc = {
+        **MODEL_DOC,
+        "state": "Empty",
+        "protocol": None,
+        "members": [],
+        "generations": [
+            {"generation": 7, "protocol": "roundrobin", "cause": "member_joined"},
+            {"generation": 8, "protocol": None, "cause": "member_left"},
+        ],
+    }
+    inp = whatif_input_from_group_document(doc)
+    assert inp["assignor"] == "roundrobin"
+    report = run_whatif({**inp, "changes": [{"kind": "add_members", "count": 2}]})
+    assert report["changes"] == ["add 2 member(s) subscribed to orders"]
+    assert report["assignors"]["roundrobin"]["assignment"] == {
+        "whatif-member-0": [["orders", 0], ["orders", 2]],
+        "whatif-member-1": [["orders", 1], ["orders", 3]],
+    }
+
+
 def test_adapter_is_defensive() -> None:
     inp = whatif_input_from_group_document({})
     assert inp["members"] == [] and inp["partitions"] == {} and inp["assignor"] == "range"

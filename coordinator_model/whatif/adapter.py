@@ -104,6 +104,17 @@ def _topics(raw: Any) -> list[str]:
 def _assignor(doc: dict[str, Any]) -> str:
     protocol = doc.get("protocol")
     if not isinstance(protocol, str) or not protocol:
+        # an Empty group has no protocol any more: the last generation that had one says what it was
+        gens = doc.get("generations") if isinstance(doc.get("generations"), list) else []
+        protocol = next(
+            (
+                g["protocol"]
+                for g in reversed(gens)
+                if isinstance(g, dict) and isinstance(g.get("protocol"), str)
+            ),
+            None,
+        )
+    if not isinstance(protocol, str) or not protocol:
         return "range"
     try:
         name = canonical_name(protocol)

@@ -86,7 +86,10 @@ def apply_change(state: State, change: dict[str, Any]) -> str:
                 # "same subscription": the most common one in the group (first seen wins a tie)
                 topics = Counter(tuple(sorted(m.topics)) for m in members).most_common(1)[0][0]
             else:
-                raise AssignorError("add_members: the group is empty, give the new members' topics")
+                # an empty group: the topics it has partitions (offsets, lag) for
+                topics = tuple(sorted(t for t, n in g.partitions.items() if n > 0))
+                if not topics:
+                    raise AssignorError("add_members: the group is empty, give the new members' topics")
         prefix = str(change.get("prefix", "whatif-member-"))
         added = []
         k = 0
