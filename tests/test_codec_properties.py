@@ -252,6 +252,8 @@ def test_every_truncation_of_real_records_raises_only_decode_error() -> None:
                 except DecodeError as exc:
                     failures += 1
                     assert exc.part == "value" and exc.offset == 42
+                    # one precise message: the innermost field, not a chain of wrapped errors
+                    assert "DecodeError" not in str(exc) and str(exc).count("record 7/42") == 1
     assert failures > 0
 
 

@@ -304,6 +304,8 @@ class Compiler:
             exprs[st.version_attr] = str(version)
         self._emit_construct(src, st.cls, exprs)
         src.depth = 1
+        src.emit("except _DE:")  # already precise (DecodeError is a ValueError: keep it first)
+        src.emit("    raise")
         src.emit("except _LOW as e:")
         src.emit(f"    raise _DE(p, {st.name + '.'!r} + f + ': ' + _why(e)) from None")
         return self._define(name, src)

@@ -157,8 +157,8 @@ class MemberMetadata:
         session_timeout: int,
         subscription: bytes,
         assignment: bytes,
-        subscription_decoded: ConsumerProtocolSubscription | None | Any = _UNREAD,
-        assignment_decoded: ConsumerProtocolAssignment | None | Any = _UNREAD,
+        subscription_decoded: Any = _UNREAD,  # ConsumerProtocolSubscription | None; unset: lazy
+        assignment_decoded: Any = _UNREAD,  # ConsumerProtocolAssignment | None; unset: lazy
         unknown_tagged_fields: TaggedFields = (),
         payload_format: int = 0,
     ) -> None:
