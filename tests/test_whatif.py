@@ -411,3 +411,12 @@ def test_adapter_is_defensive() -> None:
         {"type": "consumer", "protocol": "range", "members": [{"member_id": "m", "subscription": ["u"]}]}
     )
     assert inp["assignor"] == "server-range" and inp["partitions"] == {"u": 0}
+
+
+def test_whatif_cli_output_is_json_even_with_odd_topic_names() -> None:
+    odd = 'we"ird\\topic ]'
+    doc = {"members": [{"member_id": "a", "topics": [odd]}], "partitions": {odd: 2}, "assignors": ["range"]}
+    result = CliRunner().invoke(cli, ["whatif", "-"], input=json.dumps(doc))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["assignors"]["range"]["assignment"] == {"a": [[odd, 0], [odd, 1]]}
+    assert f"[{json.dumps(odd)}, 0]" in result.output  # pairs printed on one line

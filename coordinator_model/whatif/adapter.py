@@ -64,12 +64,12 @@ def _lag_of(entry: Any) -> float | None:
     if isinstance(entry, bool):
         return None
     if isinstance(entry, int | float):
-        return float(entry) if entry >= 0 else None
+        return entry if entry >= 0 else None
     if isinstance(entry, dict):
         for k in LAG_KEYS:
             v = entry.get(k)
             if isinstance(v, int | float) and not isinstance(v, bool) and v >= 0:
-                return float(v)
+                return v
     return None
 
 

@@ -61,7 +61,8 @@ def _positive_ms(value: Any, what: str) -> int:
 def _number_or_none(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return float(value)
+    # keep whole numbers whole, so offsets print as 42 rather than 42.0
+    return int(value) if float(value).is_integer() else float(value)
 
 
 def parse_lag(raw: Any) -> dict[tuple[str, int], float]:
