@@ -52,7 +52,9 @@ from coordinator_model.group_metadata import CONSUMER_PROTOCOL_TYPE, coordinator
 from coordinator_model.states import GroupState, derive_consumer_group_state, legal_path
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
-SKEW_MS = 5000  # how far apart two sources may place the same happening
+SKEW_MS = 5000
+ABANDON_MS = 1000
+DESCRIBE_SKEW_MS = 250  # a snapshot this close to a known transition may predate it  # a joiner that leaves this long after its join got through the join phase  # how far apart two sources may place the same happening
 POLL_STALL_WINDOW_MS = 30_000  # a LeaveGroup this soon after a poll_stall is the poll interval expiring
 MAX_TIMELINE = 5000
 MAX_GENERATIONS = 2000
@@ -79,6 +81,7 @@ class Member:
     last_heartbeat: int | None = None
     joined_at: int | None = None
     poll_stall_at: int | None = None
+    closed: bool = False  # a static member's client closed: only its session timeout removes it
     # KIP-848
     member_epoch: int | None = None
     previous_member_epoch: int | None = None
@@ -161,6 +164,8 @@ class GroupEngine:
         self.epochs: dict[int, Generation] = {}
         self._epoch_pending: dict[str, Any] = {"joined": [], "left": [], "cause": None}
         self._departed_members: dict[str, Member] = {}  # for the poll_stall of a member that just left
+        self._next_due = 2**62  # earliest session expiry to check (heartbeat-only inference)
+        self._last_describe_ts: int | None = None
 
     # ------------------------------------------------------------------------------------------
     # feeding
@@ -175,6 +180,8 @@ class GroupEngine:
             self._end_offset(ev)
             return
         self.sources.add(ev.source)
+        if ts >= self._next_due:
+            self._session_timers(ts)
         handler = _HANDLERS.get(type(ev))
         if handler is not None:
             handler(self, ev)
@@ -182,15 +189,24 @@ class GroupEngine:
     def advance(self, now_ms: int) -> None:
         """Run the timers up to `now_ms`: session expiry seen from missing heartbeats, offsets expiry."""
         self.now = max(self.now, now_ms)
-        if self.type != "consumer" and "broker_log" not in self.sources and "heartbeats" in self.sources:
-            for m in list(self.members.values()):
-                if m.last_heartbeat is None or not m.session_timeout_ms:
-                    continue
-                due = m.last_heartbeat + m.session_timeout_ms
-                if due <= now_ms:
-                    self._expire(m.member_id, due)
+        self._session_timers(now_ms)
         self._expire_offsets(now_ms)
         self._trim(now_ms)
+
+    def _session_timers(self, now_ms: int) -> None:
+        """Members whose heartbeat events stopped for longer than their session timeout are gone (the
+        broker's heartbeat-expiration), when the broker log is not there to say so itself."""
+        self._next_due = 2**62
+        if self.type == "consumer" or "broker_log" in self.sources or "heartbeats" not in self.sources:
+            return
+        for m in sorted(self.members.values(), key=lambda m: m.last_heartbeat or 0):
+            if m.last_heartbeat is None or not m.session_timeout_ms:
+                continue
+            due = m.last_heartbeat + m.session_timeout_ms
+            if due <= now_ms:
+                self._expire(m.member_id, due)
+            else:
+                self._next_due = min(self._next_due, due)
 
     # ------------------------------------------------------------------------------------------
     # classic timeline primitives
@@ -302,21 +318,24 @@ class GroupEngine:
         return g
 
     def _gen_cause(self, g: Generation) -> None:
-        """Cause from the members that joined/left when nothing better is known."""
+        """Cause from the members that joined/left when the broker did not say."""
         if g.cause != "unknown" and "cause" not in g.inferred:
-            return
-        if g.cause != "unknown":
-            return
-        if g.generation == 1 or (g.generation is not None and not self.generations.get(g.generation - 1)):
+            return  # the broker's reason
+        if g.cause == "unknown":
             if g.generation == 1:
                 g.cause = "group_created"
-                return
-        if g.left:
-            g.cause = "member_left"
-        elif g.joined:
-            g.cause = "member_joined"
-        elif self.protocol and "cooperative" in self.protocol:
-            g.cause = "leader_rejoin"
+            elif g.left:
+                g.cause = "member_left"
+            elif g.joined:
+                g.cause = "member_joined"
+            elif self.protocol and "cooperative" in self.protocol:
+                # cooperative protocols rebalance twice: the leader rejoins to hand out revoked partitions
+                g.cause = "leader_rejoin"
+        if g.cause == "member_left" and any(
+            self._poll_stalled(mid, g.start, self.members.get(mid) or self._departed_members.get(mid))
+            for mid in g.left
+        ):
+            g.cause = "poll_timeout"
         g.inferred.add("cause")
 
     # ------------------------------------------------------------------------------------------
@@ -427,6 +446,7 @@ class GroupEngine:
         prev_ids = set(self.members)
         new_ids = [m.member_id for m in ev.members]
         keep = {mid: self.members[mid] for mid in new_ids if mid in self.members}
+        old_members = self.members
         self.members = {}
         for ms in ev.members:
             m = keep.get(ms.member_id) or Member(ms.member_id)
@@ -439,12 +459,14 @@ class GroupEngine:
             self.departed.pop(ms.member_id, None)
         for mid in prev_ids - set(new_ids):
             self.departed[mid] = ev.ts
+            if mid in old_members:
+                self._departed_members[mid] = old_members[mid]
         self.protocol, self.leader = ev.protocol, ev.leader
         g.members = tuple(new_ids)
         g.protocol, g.leader = ev.protocol, ev.leader
         g.assignment = {ms.member_id: ms.assignment for ms in ev.members}
         prev = self.generations.get(ev.generation - 1)
-        if prev is not None and prev.members and not same:
+        if prev is not None and not same:
             if "joined" not in g.inferred and not g.joined:
                 g.joined = [m for m in new_ids if m not in prev.members]
             if not g.left:
@@ -802,9 +824,28 @@ class GroupEngine:
             if m is None:
                 return
             m.last_heartbeat = ev.ts
+            if m.group_instance_id or ev.group_instance_id:
+                # static members never send LeaveGroup (seed 001): the session timeout will remove it
+                m.closed = True
+                self._next_due = min(self._next_due, ev.ts + (m.session_timeout_ms or 0))
+                return
             if broker or self.type == "consumer":
                 return  # the broker's LeaveGroup line will say it
             stalled = self._poll_stalled(mid, ev.ts, m)
+            if (
+                self.open is not None
+                and "start" in self.open.inferred
+                and mid in self.open.joined
+                and ev.ts - self.open.start > ABANDON_MS
+            ):
+                # the member joined, its rebalance stabilised, and it left before the leader's
+                # SyncGroup: that generation was abandoned and the LeaveGroup starts the next one
+                gen = (self.generation or 0) + 1
+                g = self._close_generation(gen, ev.ts, inferred=True)
+                g.inferred.update({"stabilized", "members", "assignment"})
+                g.members = tuple(self.members)
+                self._gen_cause(g)
+                self._goto("CompletingRebalance", ev.ts, True)
             self._remove_member(mid, ev.ts)
             if self.state in ("Stable", "CompletingRebalance") or self.state is None:
                 g = self._open_rebalance(ev.ts, "poll_timeout" if stalled else "member_left", None, True)
@@ -856,10 +897,24 @@ class GroupEngine:
                     self.open.joined.append(mid)
                     if self.open.cause == "unknown":
                         self.open.cause = "member_joined"
+        if (
+            ev.event == "revoked"
+            and ev.partitions
+            and not broker
+            and self.type == "classic"
+            and self.state == "Stable"
+            and known
+            and not m.closed
+        ):
+            # a client revokes when it learns of a rebalance (eager) or right before it rejoins
+            # (cooperative): the rebalance has begun
+            self._open_rebalance(ev.ts, "unknown", None, True)
         if ev.event == "poll_stall":
             m.poll_stall_at = ev.ts
         elif ev.event in ("assigned", "revoked", "lost"):
-            if ev.event == "assigned":
+            if records or "describe" in self.sources:
+                pass  # the coordinator's own assignment (records, snapshots) wins over the client's view
+            elif ev.event == "assigned":
                 m.assignment = tuple(sorted(set(m.assignment) | set(ev.partitions)))
             else:
                 m.assignment = tuple(sorted(set(m.assignment) - set(ev.partitions)))
@@ -897,6 +952,21 @@ class GroupEngine:
             self.protocol = ev.assignor
         # members and assignments are exact at ts
         prev = set(self.members)
+        listed = {dm.member_id for dm in ev.members}
+        for mid in prev - listed:
+            m = self.members[mid]
+            if (
+                "broker_log" not in self.sources
+                and m.last_heartbeat is not None
+                and m.session_timeout_ms
+                and ev.ts - m.last_heartbeat >= m.session_timeout_ms // 2
+            ):
+                # gone while its heartbeats had stopped: the coordinator expired its session
+                self._expire(mid, min(ev.ts, m.last_heartbeat + m.session_timeout_ms))
+            else:
+                self._remove_member(mid, ev.ts)
+                if self.open is not None and mid not in self.open.left:
+                    self.open.left.append(mid)
         keep = dict(self.members)
         self.members = {}
         for dm in ev.members:
@@ -914,13 +984,22 @@ class GroupEngine:
         state = ev.state
         if state not in ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty"):
             return
+        prev_snapshot, self._last_describe_ts = self._last_describe_ts, ev.ts
         if "broker_log" in self.sources:
             return
-        if self.state == state or ev.ts - self._last_ts() < 1000:
+        if self.state == state or ev.ts - self._last_ts() < DESCRIBE_SKEW_MS:
             return
-        # the snapshot shows a state the other sources missed: adopt it (inferred timing)
+        # the snapshot shows a state the other sources missed: adopt it; it began somewhere between
+        # the previous snapshot and this one
+        if prev_snapshot is None or self._last_ts() > prev_snapshot:
+            since = ev.ts  # it was not so at our last transition, which is newer than the last snapshot
+        else:
+            since = (prev_snapshot + ev.ts) // 2
         if state == "PreparingRebalance":
-            self._open_rebalance(ev.ts, "unknown", None, True)
+            g = self._open_rebalance(max(since, self._last_ts()), "unknown", None, True)
+            for mid in listed - prev:
+                if mid not in g.joined:
+                    g.joined.append(mid)
         elif state in ("CompletingRebalance", "Stable"):
             if self.state in ("Empty", None, "Stable") or self.open is not None:
                 if "offsets" in self.sources:
