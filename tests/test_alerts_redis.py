@@ -168,3 +168,33 @@ def test_cli_bad_inputs(redis_server, tmp_path) -> None:
     assert res.exit_code == 2 and "unknown rule 'storm'" in res.output
     res = runner.invoke(cli, ["alerts", "list", "--redis", "redis://127.0.0.1:1/0"])
     assert res.exit_code == 1 and "cannot read alerts" in res.output
+
+
+def test_lag_refresh_of_a_healthy_group_is_not_reread(redis_client) -> None:
+    """A refresh that only moves a small lag cannot change a verdict: the document is not read. A
+    refined cause of the current generation, a new generation or a real lag is."""
+    store = RedisStore(redis_client)
+    m = mid("p2")
+    gens = [gen(1, T0, "group_created", [mid("p1"), m]), gen(2, T0 + MIN, "unknown", left=[m])]
+    healthy = doc("h", gens, [("Stable", T0, None)], lag=[part("t", 0, 40, 2.0, "OK")])
+    store.write_group(healthy, T0 + 2 * MIN)
+    ev = _ev(redis_client)
+    assert ev.run_cycle(now_ms=T0 + 2 * MIN).evaluated == 1
+    healthy["lag"]["partitions"] = [part("t", 0, 55, 3.0, "OK")]
+    store.write_group(healthy, T0 + 2 * MIN + 5 * S)
+    r = ev.run_cycle(now_ms=T0 + 2 * MIN + 5 * S)
+    assert (r.evaluated, r.skipped_quiet) == (0, 1)
+    # the collector learns the cause of generation 2 later: same generation, new verdict
+    healthy["generations"][1]["cause"] = "session_timeout"
+    store.write_group(healthy, T0 + 2 * MIN + 10 * S)
+    r = ev.run_cycle(now_ms=T0 + 2 * MIN + 10 * S)
+    assert (r.evaluated, r.fired) == (1, 1)
+    assert AlertStore(redis_client).active()[0]["rule"] == "member_lost"
+    # lag beyond the seconds threshold is always read
+    other = steady_doc("o", lag=[part("t", 0, 40, 2.0, "OK")])
+    store.write_group(other, T0 + 3 * MIN)
+    ev.run_cycle(now_ms=T0 + 3 * MIN)
+    other["lag"]["partitions"] = [part("t", 0, 900, 120.0, "ERR")]
+    store.write_group(other, T0 + 4 * MIN)
+    r = ev.run_cycle(now_ms=T0 + 4 * MIN)
+    assert (r.evaluated, r.skipped_quiet, r.fired) == (1, 0, 1)

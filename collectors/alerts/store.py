@@ -7,6 +7,7 @@ Keys (prefix `gs` by default, like collectors/redis_store.py; documented in docs
 - `gs:alerts:group:{G}`    zset  the group's alert ids scored by `since`
 - `gs:alerts:seen`         hash  group -> the collector's refresh marker the evaluator last judged
 - `gs:alerts:recheck`      zset  group -> earliest time its findings may change with no new data
+- `gs:alerts:sig`          hash  group -> signature of the state/generation it was last judged on
 - `gs:alerts:cycle`        string JSON of the last evaluation cycle (time, counts, duration)
 - `gs:alerts:lock`         string held while a cycle runs, so two beats never evaluate at once
 
@@ -17,7 +18,6 @@ cycle run twice (a Celery retry, a cron overlap) adds nothing.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -222,8 +222,6 @@ class AlertStore:
             pipe.execute()
         return removed
 
-    def clear(self, groups: Iterable[str] = ()) -> None:
+    def clear(self) -> None:
         """Forget the evaluator's bookkeeping (not the alerts): the next cycle re-judges every group."""
-        self.r.delete(self.k("seen"), self.k("recheck"))
-        for g in groups:
-            self.r.hdel(self.k("seen"), g)
+        self.r.delete(self.k("seen"), self.k("recheck"), self.k("sig"))

@@ -20,6 +20,8 @@ GONE_STATES = frozenset({"Empty", "Dead"})
 
 def as_ms(value: Any) -> int | None:
     """An epoch-millisecond value, or None for anything that is not a number."""
+    if type(value) is int:  # the common case first: this runs for every row of 50,000 groups
+        return value
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
@@ -124,15 +126,16 @@ class Generation:
         }
 
 
-def generations(doc: dict[str, Any]) -> list[Generation]:
-    """The document's generations (or KIP-848 epochs) with a start time, oldest first."""
+def generations(doc: dict[str, Any], since: int | None = None) -> list[Generation]:
+    """The document's generations (or KIP-848 epochs) with a start time, oldest first; with `since`,
+    only those that started after it (the rules never look further back than their windows)."""
     known = _known_members(doc)
     out: list[Generation] = []
     for g in doc.get("generations") or []:
         if not isinstance(g, dict):
             continue
         start = as_ms(g.get("start"))
-        if start is None:
+        if start is None or (since is not None and start <= since):
             continue
         members = g.get("members")
         count = len(members) if isinstance(members, list) else as_int(g.get("member_count"))
@@ -171,10 +174,11 @@ def timeline(doc: dict[str, Any]) -> list[StateSpan]:
     return spans
 
 
-def state_at(doc: dict[str, Any], now_ms: int) -> tuple[str | None, int]:
+def state_at(view: GroupView, now_ms: int) -> tuple[str | None, int]:
     """The group's state at now_ms and the index of its span in the timeline (-1 when the timeline
     does not cover now_ms and the document's current state is used)."""
-    spans = timeline(doc)
+    doc = view.doc
+    spans = view.timeline
     for i in range(len(spans) - 1, -1, -1):
         s = spans[i]
         if s.start is not None and s.start <= now_ms and (s.end is None or now_ms < s.end):
@@ -241,10 +245,55 @@ def _partition_rows(lag: Any) -> list[dict[str, Any]]:
     return []
 
 
+_ENGINE_ROW = ("committed", "end_offset", "lag", "lag_seconds", "status")
+_NUM = (int, float)
+
+
+def _engine_row(r: dict[str, Any]) -> PartitionLag | None:
+    """The coordinator model's own spelling (coordinator_model/engine.py), read without guessing:
+    this path runs for every partition of 50,000 groups each cold cycle."""
+    topic, partition, lag, secs, status = (
+        r.get("topic"),
+        r.get("partition"),
+        r["lag"],
+        r["lag_seconds"],
+        r["status"],
+    )
+    committed, end = r["committed"], r["end_offset"]
+    if (
+        type(topic) is not str
+        or type(partition) is not int
+        or (lag is not None and type(lag) is not int)
+        or (secs is not None and type(secs) not in _NUM)
+        or (status is not None and type(status) is not str)
+        or (committed is not None and type(committed) is not int)
+        or (end is not None and type(end) is not int)
+    ):
+        return None
+    owner = r.get("member_id")
+    return PartitionLag(
+        topic=topic,
+        partition=partition,
+        committed_offset=committed,
+        log_end_offset=end,
+        lag_offsets=lag,
+        lag_seconds=float(secs) if secs is not None else None,
+        status=status.upper() if status else None,
+        member_id=owner if type(owner) is str else None,
+        retention_ms=as_int(r.get("retention_ms")),
+        log_start_offset=as_int(r.get("log_start_offset")),
+    )
+
+
 def partition_lags(doc: dict[str, Any]) -> list[PartitionLag]:
     """Per-partition lag rows, whatever the exact spelling the model uses."""
     out: list[PartitionLag] = []
     for r in _partition_rows(doc.get("lag")):
+        if all(k in r for k in _ENGINE_ROW):
+            fast = _engine_row(r)
+            if fast is not None:
+                out.append(fast)
+                continue
         topic = r.get("topic")
         partition = as_int(r.get("partition"))
         if not isinstance(topic, str) or partition is None:
@@ -298,3 +347,43 @@ def group_lag_totals(doc: dict[str, Any]) -> tuple[int | None, float | None]:
     offs = [r.lag_offsets for r in rows if r.lag_offsets is not None]
     secs = [r.lag_seconds for r in rows if r.lag_seconds is not None]
     return (sum(offs) if offs else None), (max(secs) if secs else None)
+
+
+class GroupView:
+    """One document parsed once for all the rules: generations (only those within the rules' longest
+    look-back, `since`), timeline and per-partition lag, each computed on first use."""
+
+    __slots__ = ("_gens", "_lags", "_timeline", "doc", "since")
+
+    def __init__(self, doc: dict[str, Any], since: int | None = None) -> None:
+        self.doc = doc
+        self.since = since
+        self._gens: list[Generation] | None = None
+        self._timeline: list[StateSpan] | None = None
+        self._lags: list[PartitionLag] | None = None
+
+    @property
+    def group(self) -> str:
+        return str(self.doc.get("group"))
+
+    @property
+    def generations(self) -> list[Generation]:
+        if self._gens is None:
+            self._gens = generations(self.doc, self.since)
+        return self._gens
+
+    @property
+    def timeline(self) -> list[StateSpan]:
+        if self._timeline is None:
+            self._timeline = timeline(self.doc)
+        return self._timeline
+
+    @property
+    def lags(self) -> list[PartitionLag]:
+        if self._lags is None:
+            self._lags = partition_lags(self.doc)
+        return self._lags
+
+
+def view_of(doc: dict[str, Any] | GroupView) -> GroupView:
+    return doc if isinstance(doc, GroupView) else GroupView(doc)

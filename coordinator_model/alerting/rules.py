@@ -18,12 +18,13 @@ from coordinator_model.alerting.docview import (
     GONE_STATES,
     REBALANCING_STATES,
     Generation,
+    GroupView,
     PartitionLag,
-    generations,
-    partition_lags,
     state_at,
-    timeline,
+    view_of,
 )
+
+Doc = dict[str, Any] | GroupView
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,8 @@ def _min(a: int | None, b: int | None) -> int | None:
     return min(a, b)
 
 
-def _gens_until(doc: dict[str, Any], now_ms: int) -> list[Generation]:
-    return [g for g in generations(doc) if g.start <= now_ms]
+def _gens_until(v: GroupView, now_ms: int) -> list[Generation]:
+    return [g for g in v.generations if g.start <= now_ms]
 
 
 # --- rebalance storm --------------------------------------------------------------------------
@@ -115,12 +116,13 @@ def _unexplained(
     return counted, recheck
 
 
-def rebalance_storm(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+def rebalance_storm(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    v = view_of(doc)
     window = int(p["window_s"] * 1000)
     threshold = max(1, int(p["count"]))
     ignore = set(p.get("ignore_causes") or [])
     window_start = now_ms - window
-    gens = _gens_until(doc, now_ms)
+    gens = _gens_until(v, now_ms)
     # The rebalance that empties the group is a shutdown, not a storm.
     relevant = [g for g in gens if g.cause not in ignore and g.member_count != 0]
     counted, recheck = _unexplained(relevant, window_start, now_ms, int(p["settle_s"] * 1000))
@@ -131,7 +133,7 @@ def rebalance_storm(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> Rule
         return RuleResult(None, None)
     since = counted[threshold - 1].start  # the moment the threshold-th rebalance began
     finding = Finding(
-        group=str(doc.get("group")),
+        group=v.group,
         rule="rebalance_storm",
         severity=p["severity"],
         summary=f"{len(counted)} rebalances in the last {p['window_s']:g} s (threshold {threshold})",
@@ -149,11 +151,12 @@ def rebalance_storm(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> Rule
 # --- rebalance stuck --------------------------------------------------------------------------
 
 
-def rebalance_stuck(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
-    state, idx = state_at(doc, now_ms)
+def rebalance_stuck(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    v = view_of(doc)
+    state, idx = state_at(v, now_ms)
     if state not in REBALANCING_STATES:
         return RuleResult()
-    spans = timeline(doc)
+    spans = v.timeline
     if idx < 0:
         return RuleResult()  # no timeline: the start of the rebalance is unknown
     # PreparingRebalance -> CompletingRebalance -> PreparingRebalance ... is one long rebalance.
@@ -167,7 +170,7 @@ def rebalance_stuck(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> Rule
     if now_ms - begin < after:
         return RuleResult(None, begin + after)
     finding = Finding(
-        group=str(doc.get("group")),
+        group=v.group,
         rule="rebalance_stuck",
         severity=p["severity"],
         summary=f"not Stable for {(now_ms - begin) / 1000:.0f} s (in {state})",
@@ -187,13 +190,14 @@ def rebalance_stuck(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> Rule
 # --- member flapping --------------------------------------------------------------------------
 
 
-def member_flapping(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+def member_flapping(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    v = view_of(doc)
     window = int(p["window_s"] * 1000)
     need = max(2, int(p["joins"]))
     joins: dict[str, list[Generation]] = defaultdict(list)
     leaves: dict[str, list[Generation]] = defaultdict(list)
     oldest: int | None = None
-    for g in _gens_until(doc, now_ms):
+    for g in _gens_until(v, now_ms):
         if g.start <= now_ms - window:
             continue
         for m in g.joined:
@@ -225,7 +229,7 @@ def member_flapping(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> Rule
         for key, js in flapping.items()
     }
     finding = Finding(
-        group=str(doc.get("group")),
+        group=v.group,
         rule="member_flapping",
         severity=p["severity"],
         summary=f"{', '.join(sorted(clients))} joined and left repeatedly in {p['window_s']:g} s",
@@ -238,10 +242,11 @@ def member_flapping(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> Rule
 # --- members lost to session timeout / poll interval -------------------------------------------
 
 
-def member_lost(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+def member_lost(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    v = view_of(doc)
     window = int(p["window_s"] * 1000)
     causes = set(p["causes"])
-    lost = [g for g in _gens_until(doc, now_ms) if g.cause in causes and g.start > now_ms - window]
+    lost = [g for g in _gens_until(v, now_ms) if g.cause in causes and g.start > now_ms - window]
     if not lost:
         return RuleResult()
     by_cause: dict[str, int] = defaultdict(int)
@@ -250,7 +255,7 @@ def member_lost(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResu
     members = sorted({m.member_id for g in lost for m in g.left})
     words = {"session_timeout": "session timeout", "poll_timeout": "poll interval exceeded"}
     finding = Finding(
-        group=str(doc.get("group")),
+        group=v.group,
         rule="member_lost",
         severity=p["severity"],
         summary=", ".join(f"{n} lost to {words.get(c, c)}" for c, n in sorted(by_cause.items())),
@@ -268,12 +273,13 @@ def member_lost(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResu
 # --- group became Empty or Dead ----------------------------------------------------------------
 
 
-def group_empty(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+def group_empty(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    v = view_of(doc)
     states = set(p["states"])
-    state, idx = state_at(doc, now_ms)
+    state, idx = state_at(v, now_ms)
     if state not in states or idx < 0:
         return RuleResult()
-    spans = timeline(doc)
+    spans = v.timeline
     # It must have BECOME Empty: a group that was active before. A standalone (assign()) group that
     # only commits offsets is Empty all its life and is not an alert.
     begin = spans[idx].start
@@ -286,7 +292,7 @@ def group_empty(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResu
     for_ms = int(p["for_s"] * 1000)
     if now_ms - begin < for_ms:
         return RuleResult(None, begin + for_ms)
-    waiting = sum(r.lag_offsets or 0 for r in partition_lags(doc) if (r.lag_offsets or 0) > 1)
+    waiting = sum(r.lag_offsets or 0 for r in v.lags if (r.lag_offsets or 0) > 1)
     if waiting < p["min_lag"]:
         return RuleResult()  # consumed to the end: nothing waits for a consumer
     resolve_after = p.get("resolve_after_s")
@@ -294,7 +300,7 @@ def group_empty(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResu
         return RuleResult()
     recheck = begin + for_ms + int(resolve_after * 1000) if resolve_after is not None else None
     finding = Finding(
-        group=str(doc.get("group")),
+        group=v.group,
         rule="group_empty",
         severity=p["severity"],
         summary=f"group {state} since {begin} (was {spans[j].state})",
@@ -325,9 +331,10 @@ def _lag_breaches(row: PartitionLag, p: dict[str, Any]) -> bool:
     return all(checks) if p["match"] == "all" else any(checks)
 
 
-def lag(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+def lag(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    v = view_of(doc)
     statuses = {s.upper() for s in p["statuses"]}
-    rows = partition_lags(doc)
+    rows = v.lags
     # Without a Burrow-style status at all (an old document), thresholds alone decide.
     have_status = any(r.status for r in rows)
     hits = [r for r in rows if (not have_status or r.status in statuses) and _lag_breaches(r, p)]
@@ -339,7 +346,7 @@ def lag(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
     worst = max((r.lag_seconds or 0.0) for r in hits)
     hits.sort(key=lambda r: (-(r.lag_seconds or 0.0), -(r.lag_offsets or 0)))
     finding = Finding(
-        group=str(doc.get("group")),
+        group=v.group,
         rule="lag",
         severity=severity,
         summary=f"{len(hits)} partition(s) lagging: {total} messages, up to {worst:.0f} s",
@@ -355,9 +362,10 @@ def lag(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
     return RuleResult(finding)
 
 
-def lag_retention(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleResult:
+def lag_retention(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    v = view_of(doc)
     hits = []
-    for r in partition_lags(doc):
+    for r in v.lags:
         if r.lag_offsets is not None and r.lag_offsets <= p["ignore_lag_at_most"]:
             continue
         retention = r.retention_ms or (p.get("topics") or {}).get(r.topic) or p["default_retention_ms"]
@@ -378,7 +386,7 @@ def lag_retention(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleRe
     if not hits:
         return RuleResult()
     finding = Finding(
-        group=str(doc.get("group")),
+        group=v.group,
         rule="lag_retention",
         severity=p["severity"],
         summary=f"{len(hits)} partition(s) lagging close to the topic's retention",
@@ -388,7 +396,7 @@ def lag_retention(doc: dict[str, Any], now_ms: int, p: dict[str, Any]) -> RuleRe
     return RuleResult(finding)
 
 
-RULES: dict[str, Callable[[dict[str, Any], int, dict[str, Any]], RuleResult]] = {
+RULES: dict[str, Callable[[Doc, int, dict[str, Any]], RuleResult]] = {
     "rebalance_storm": rebalance_storm,
     "rebalance_stuck": rebalance_stuck,
     "member_flapping": member_flapping,
@@ -403,8 +411,16 @@ def evaluate_group(doc: dict[str, Any], now_ms: int, config: AlertConfig) -> Eva
     """Every enabled rule over one group document."""
     group = str(doc.get("group") or "")
     ev = Evaluation(group=group, now_ms=now_ms)
-    for name, params in config.rules_for(group).items():
-        result = RULES[name](doc, now_ms, params)
+    rules = config.rules_for(group)
+    if not rules:
+        return ev
+    # No rule looks at generations older than its window (plus the storm's settle time).
+    lookback_s = max(
+        (float(p.get("window_s") or 0) + float(p.get("settle_s") or 0) for p in rules.values()), default=0.0
+    )
+    view = GroupView(doc, since=now_ms - int(lookback_s * 1000) - 1)
+    for name, params in rules.items():
+        result = RULES[name](view, now_ms, params)
         if result.finding is not None:
             ev.findings.append(result.finding)
         ev.recheck_at = _min(ev.recheck_at, result.recheck_at)
