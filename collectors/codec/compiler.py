@@ -217,11 +217,6 @@ class Compiler:
         name = self._fname("read", st, version, flexible)
         if name in self.ns:
             return self.ns[name]
-        regular, tagged = self._fields(st, version, flexible)
-        # Compile nested readers first so their names exist in the namespace.
-        for f in regular + tagged:
-            if f.struct is not None:
-                self.reader(f.struct, version, flexible)
         src = _Source()
         src.emit(f"def {name}(b, p):")
         src.depth = 1
@@ -229,6 +224,32 @@ class Compiler:
         src.emit("f = ''")
         src.emit("try:")
         src.depth = 2
+        result = src.var("o")
+        self._emit_struct_read(src, st, version, flexible, result, "")
+        src.emit(f"return {result}, p")
+        src.depth = 1
+        src.emit("except _DE:")  # already precise (DecodeError is a ValueError: keep it first)
+        src.emit("    raise")
+        src.emit("except _LOW as e:")
+        src.emit(f"    raise _DE(p, {st.name + '.'!r} + f + ': ' + _why(e)) from None")
+        return self._define(name, src)
+
+    @staticmethod
+    def _inlinable(st: Struct) -> bool:
+        """Small structs (no nested or tagged structs) are read inline in their array's loop: one
+        function call less per element (TopicPartition lists are the bulk of member payloads)."""
+        return all(f.struct is None for f in st.fields)
+
+    def _emit_struct_read(
+        self, src: _Source, st: Struct, version: int, flexible: bool, target: str, label: str
+    ) -> None:
+        """Code reading one `st` at `p` (advancing `p`) into the variable `target`. `label`
+        prefixes field names in error messages when the struct is read inline."""
+        regular, tagged = self._fields(st, version, flexible)
+        # Compile nested readers first so their names exist in the namespace.
+        for f in regular + tagged:
+            if f.struct is not None and not (f.type.startswith("[]") and self._inlinable(f.struct)):
+                self.reader(f.struct, version, flexible)
         values: dict[str, str] = {}
         pending: list[tuple[str, str, Field]] = []
 
@@ -238,7 +259,7 @@ class Compiler:
             fmt = "".join(p[0] for p in pending)
             size = sum(_FIXED_SIZE[p[0]] for p in pending)
             targets = ", ".join(p[1] for p in pending)
-            src.emit(f"f = {pending[0][2].name!r}")
+            src.emit(f"f = {label + pending[0][2].name!r}")
             src.emit(f"{targets}{',' if len(pending) == 1 else ''} = {self._packer(fmt)}.unpack_from(b, p)")
             src.emit(f"p += {size}")
             for fmt_, var, _fld in pending:
@@ -255,7 +276,7 @@ class Compiler:
             length = src.var("L")
             if flexible:
                 flush()
-                src.emit(f"f = {f.name!r}")
+                src.emit(f"f = {label + f.name!r}")
                 self._emit_uvarint(src, length)
                 src.emit(f"{length} -= 1")
             else:
@@ -263,14 +284,14 @@ class Compiler:
                 pending.append(("h" if f.type == "string" else "i", length, f))
                 flush()
                 if first is not f:
-                    src.emit(f"f = {f.name!r}")
-            self._emit_body(src, st, f, version, flexible, length, var)
+                    src.emit(f"f = {label + f.name!r}")
+            self._emit_body(src, st, f, version, flexible, length, var, label)
         flush()
         unknown = "()"
         if flexible:
             unknown = src.var("unk")
             count = src.var("T")
-            src.emit("f = '_tagged_fields'")
+            src.emit(f"f = {label + '_tagged_fields'!r}")
             src.emit(f"{unknown} = ()")
             for f in tagged:
                 values[f.attr] = src.var("v")
@@ -302,27 +323,19 @@ class Compiler:
             exprs[st.unknown_tags_attr] = unknown
         if st.version_attr is not None:
             exprs[st.version_attr] = str(version)
-        self._emit_construct(src, st.cls, exprs)
-        src.depth = 1
-        src.emit("except _DE:")  # already precise (DecodeError is a ValueError: keep it first)
-        src.emit("    raise")
-        src.emit("except _LOW as e:")
-        src.emit(f"    raise _DE(p, {st.name + '.'!r} + f + ': ' + _why(e)) from None")
-        return self._define(name, src)
+        self._emit_construct(src, st.cls, exprs, target)
 
-    def _emit_construct(self, src: _Source, cls: type, exprs: dict[str, str]) -> None:
-        """`return cls(...), p`, as cheaply as Python allows: dataclass fields in declaration order
+    def _emit_construct(self, src: _Source, cls: type, exprs: dict[str, str], target: str) -> None:
+        """`target = cls(...)`, as cheaply as Python allows: dataclass fields in declaration order
         are passed positionally (keywords after the first field the schema does not fill). Frozen
         dataclasses (the keys) are built by setting their slots directly: their generated
         __init__ goes through object.__setattr__ per field, twice the cost of the whole read."""
         names = [f.name for f in dataclasses.fields(cls)]
         if cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
-            obj = src.var("k")
-            src.emit(f"{obj} = _new({self._const(cls, 'C')})")
+            src.emit(f"{target} = _new({self._const(cls, 'C')})")
             for name in names:
                 setter = self._const(getattr(cls, name).__set__, f"set_{name}")
-                src.emit(f"{setter}({obj}, {exprs[name]})")
-            src.emit(f"return {obj}, p")
+                src.emit(f"{setter}({target}, {exprs[name]})")
             return
         defaults = {
             f.name: repr(f.default) for f in dataclasses.fields(cls) if f.default is not dataclasses.MISSING
@@ -337,7 +350,7 @@ class Compiler:
             elif exprs[name] != defaults.get(name):
                 args.append(f"{name}={exprs[name]}")
         args += [f"{k}={v}" for k, v in exprs.items() if k not in names]
-        src.emit(f"return {self._const(cls, 'C')}({', '.join(args)}), p")
+        src.emit(f"{target} = {self._const(cls, 'C')}({', '.join(args)})")
 
     @staticmethod
     def _emit_uvarint(src: _Source, var: str) -> None:
@@ -354,7 +367,15 @@ class Compiler:
             )
 
     def _emit_body(
-        self, src: _Source, st: Struct, f: Field, version: int, flexible: bool, length: str, var: str
+        self,
+        src: _Source,
+        st: Struct,
+        f: Field,
+        version: int,
+        flexible: bool,
+        length: str,
+        var: str,
+        prefix: str = "",
     ) -> None:
         """Read the body of a variable-width field whose length/count (-1 = null) is in `length`."""
         label = f"{st.name}.{f.name}"
@@ -415,7 +436,10 @@ class Compiler:
             else:
                 assert f.struct is not None, f"{label}: array of unknown type {f.type}"
                 item = src.var("o")
-                src.emit(f"{item}, p = {self._fname('read', f.struct, version, flexible)}(b, p)")
+                if self._inlinable(f.struct):
+                    self._emit_struct_read(src, f.struct, version, flexible, item, f"{prefix}{f.name}[].")
+                else:
+                    src.emit(f"{item}, p = {self._fname('read', f.struct, version, flexible)}(b, p)")
                 src.emit(f"{var}.append({item})")
             src.depth -= 1
         else:
