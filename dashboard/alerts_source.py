@@ -1,6 +1,6 @@
-"""The /alerts page's one connection to the alerting component, kept in one place so the page does not
-depend on how alerts are stored. The alerting component owns the keys; until its read API is
-present the page says alerts are not configured."""
+"""The /alerts page's one connection to the alerting component (collectors.alerts.store.AlertStore,
+documented in docs/alerts.md), kept in one place so the page does not depend on how alerts are
+stored. Without the component the page says alerts are not set up."""
 
 from __future__ import annotations
 
@@ -9,15 +9,10 @@ from typing import Any
 
 
 def read_alerts(client: Any, prefix: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """(active alerts, recent history, newest first), or None if no alert store is installed."""
+    """(active alerts, recent history, both newest first), or None if no alert store is installed."""
     try:
-        mod = importlib.import_module("collectors.alerts_store")
+        mod = importlib.import_module("collectors.alerts.store")
     except ImportError:
         return None
-    store_cls = getattr(mod, "AlertsStore", None)
-    if store_cls is None:
-        return None
-    store = store_cls(client, prefix=prefix)
-    active = list(store.active())
-    history = list(store.history(limit=200))
-    return active, history
+    store = mod.AlertStore(client, prefix=prefix)
+    return list(store.active()), list(store.history(limit=200))

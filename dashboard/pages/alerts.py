@@ -12,10 +12,12 @@ from dashboard.data import DashboardData, Unavailable
 
 COLUMNS = [
     {"field": "group", "headerName": "Group", "cellRenderer": "GroupLink", "flex": 1, "minWidth": 200},
-    {"field": "rule", "headerName": "Rule", "width": 180},
-    {"field": "severity", "headerName": "Severity", "width": 110},
-    {"field": "since", "headerName": "Since (UTC)", "width": 200},
-    {"field": "message", "headerName": "Message", "flex": 2, "minWidth": 260, "tooltipField": "message"},
+    {"field": "rule", "headerName": "Rule", "width": 170},
+    {"field": "severity", "headerName": "Severity", "width": 105},
+    {"field": "state", "headerName": "State", "width": 100},
+    {"field": "since", "headerName": "Since (UTC)", "width": 190},
+    {"field": "until", "headerName": "Resolved (UTC)", "width": 190},
+    {"field": "message", "headerName": "Summary", "flex": 2, "minWidth": 260, "tooltipField": "message"},
 ]
 
 
@@ -52,13 +54,17 @@ def layout() -> html.Div:
 
 
 def _row(a: dict[str, Any]) -> dict[str, Any]:
-    since = a.get("since") or a.get("started") or a.get("ts") or a.get("fired_at")
+    def when(v: Any) -> Any:
+        return fmt_ms(v) if isinstance(v, int | float) else v
+
     return {
         "group": a.get("group"),
-        "rule": a.get("rule") or a.get("name"),
+        "rule": a.get("rule"),
         "severity": a.get("severity"),
-        "since": fmt_ms(since) if isinstance(since, int | float) else since,
-        "message": a.get("message") or a.get("summary") or a.get("description"),
+        "state": a.get("state"),
+        "since": when(a.get("since")),
+        "until": when(a.get("until")),
+        "message": a.get("summary") or a.get("message"),
     }
 
 

@@ -1,0 +1,249 @@
+"""Dashboard logic without a browser: URLs, the grid's server-side query, reading the model's group
+documents (real ones, from the coordinator model on the Kafka 4.0 captures), figures, the what-if form
+and the what-if engine link."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+import itertools
+
+from browser.dashboard_fill import CAPTURES, model_docs, started_ms
+
+from dashboard import group_doc as gd
+from dashboard import whatif_engine
+from dashboard.data import grid_query
+from dashboard.figures import assignment_heatmap, generations_figure, timeline_figure
+from dashboard.pages.group import activity_view, lag_series, window
+from dashboard.urls import Route, group_url, parse_path, whatif_url
+from dashboard.whatif_form import parse_form, parse_partitions
+
+
+# ---- URLs ----------------------------------------------------------------------------------------------
+@settings(max_examples=200, deadline=None)
+@given(st.text(min_size=1, max_size=60))
+def test_any_group_name_survives_its_urls(name: str) -> None:
+    assert parse_path(group_url(name)) == Route("group", name)
+    assert parse_path(whatif_url(name)) == Route("whatif", name)
+    assert group_url(name).count("/") == 2  # one path segment, whatever the name holds
+
+
+def test_routes() -> None:
+    assert parse_path("/") == Route("fleet")
+    assert parse_path(None) == Route("fleet")
+    assert parse_path("/alerts") == Route("alerts")
+    # what the browser's encodeURIComponent gives for 'a/b c?' (the grid's links)
+    assert parse_path("/groups/a%2Fb%20c%3F") == Route("group", "a/b c?")
+    assert parse_path("/groups/x/whatif") == Route("whatif", "x")
+    assert parse_path("/groups/x/other").page == "not_found"
+    assert parse_path("/nope").page == "not_found"
+
+
+# ---- the fleet grid's request -> RedisStore.list_groups query ------------------------------------------
+def test_grid_query_translates_sort_filter_and_block() -> None:
+    q = grid_query(
+        {
+            "startRow": 100,
+            "endRow": 150,
+            "sortModel": [{"colId": "lag", "sort": "desc"}],
+            "filterModel": {
+                "state": {
+                    "filterType": "text",
+                    "operator": "OR",
+                    "conditions": [
+                        {"filterType": "text", "type": "equals", "filter": "Stable"},
+                        {"filterType": "text", "type": "equals", "filter": "Empty"},
+                    ],
+                },
+                "name": {"filterType": "text", "type": "contains", "filter": "orders"},
+                "type": {"filterType": "text", "type": "equals", "filter": "consumer"},
+            },
+        }
+    )
+    assert (q.sort_by, q.descending, q.offset, q.limit) == ("lag", True, 100, 50)
+    assert q.states == ["Stable", "Empty"] and q.name_contains == "orders" and q.type_ == "consumer"
+    # rebalances column sorts by the store's rebalance_rate index; an unsortable column by name
+    assert grid_query({"sortModel": [{"colId": "rebalances_1h", "sort": "asc"}]}).sort_by == "rebalance_rate"
+    assert grid_query({"sortModel": [{"colId": "protocol", "sort": "asc"}]}).sort_by == "name"
+    assert grid_query(None).limit == 100 and grid_query({"startRow": 0, "endRow": 10**6}).limit == 1000
+
+
+# ---- real documents from the coordinator model ---------------------------------------------------------
+@pytest.fixture(scope="module")
+def storm() -> dict:
+    return model_docs(CAPTURES / "rebalance-storm")[0]
+
+
+@pytest.fixture(scope="module")
+def kip848() -> list[dict]:
+    cap = CAPTURES / "kip848-lifecycle"
+    return model_docs(cap, started_ms(cap) + 50_000)
+
+
+@pytest.fixture(scope="module")
+def lag_ramp() -> dict:
+    cap = CAPTURES / "lag-ramp"
+    return model_docs(cap, started_ms(cap) + 35_000)[0]
+
+
+def test_reads_a_real_storm_document(storm: dict) -> None:
+    gens = gd.generations(storm)
+    assert len(gens) == len(storm["generations"]) and gens[-1].generation == storm["generation"]
+    assert {g.cause for g in gens} >= {"member_joined", "member_left"}
+    bands = gd.timeline(storm)
+    assert bands[-1].state == storm["state"] == "Empty"
+    assert all(a.start <= b.start for a, b in itertools.pairwise(bands))
+    fig = generations_figure(gens, None, bands[-1].start + 1)
+    assert sum(len(t.x) for t in fig.data) == len(gens)
+    tl = timeline_figure(bands, None, bands[-1].start + 10_000, activity_view(bands, bands[-1].start + 10**7))
+    assert {t.name for t in tl.data} == {b.state for b in bands}
+    # the activity view ends near the last change, not at "now" three hours later
+    assert tl.layout.xaxis.range is not None
+
+
+def test_reads_real_kip848_members_and_lag(kip848: list[dict]) -> None:
+    for doc in kip848:
+        assert gd.is_kip848(doc)
+        ms = gd.members(doc)
+        assert len(ms) == len(doc["members"]) > 0
+        assert all(m.member_epoch is not None and m.target_assignment is not None for m in ms)
+        rows = gd.member_rows(doc, now_ms=doc["as_of"])
+        assert sum(r.partitions for r in rows) == sum(len(m["assignment"]) for m in doc["members"])
+        lag, secs = gd.totals(doc)
+        assert lag == doc["lag"]["total"] and secs == doc["lag"]["max_seconds"]
+        parts = gd.partition_lag(doc)
+        assert sum(p.lag or 0 for p in parts) == doc["lag"]["total"]
+        assert all(p.member for p in parts)  # every partition of a Stable group has an owner
+        fig = assignment_heatmap(ms, parts)
+        z = fig.data[0].z
+        assert len(z) == len(ms) and sum(v is not None for row in z for v in row) == len(parts)
+
+
+def test_member_lag_sums_its_partitions(lag_ramp: dict) -> None:
+    (row,) = gd.member_rows(lag_ramp, now_ms=lag_ramp["as_of"])
+    assert row.partitions == 4 and row.lag == lag_ramp["lag"]["total"] > 0
+    assert row.heartbeat_age_s is not None and row.heartbeat_ratio is not None
+
+
+def test_lag_series_per_partition_and_group_seconds() -> None:
+    points = [
+        {
+            "ts": 2000,
+            "lag": 30,
+            "lag_seconds": 2.5,
+            "partitions": {"t:0": 10, "t:1": 20},
+            "members": {"m": 30},
+        },
+        {"ts": 1000, "lag": 3, "lag_seconds": 0.5, "partitions": {"t:0": 1, "t:1": 2}, "members": {"m": 3}},
+    ]
+    assert lag_series(points, "lag", "partition") == {
+        "t:0": [(1000, 1.0), (2000, 10.0)],
+        "t:1": [(1000, 2.0), (2000, 20.0)],
+    }
+    assert lag_series(points, "lag", "member") == {"m": [(1000, 3.0), (2000, 30.0)]}
+    assert lag_series(points, "lag_seconds", "partition") == {
+        "group (worst partition)": [(1000, 0.5), (2000, 2.5)]
+    }
+
+
+def test_time_window_anchors_to_last_activity(storm: dict) -> None:
+    last = gd.latest_time(storm)
+    since, until, note = window(3_600_000, storm, now=last + 10 * 3_600_000)
+    assert (since, until) == (last - 3_600_000, last) and "last activity" in note
+    since, until, note = window(3_600_000, storm, now=last + 60_000)
+    assert until == last + 60_000 and note == ""
+
+
+# ---- the what-if form -----------------------------------------------------------------------------------
+def test_form_rejects_bad_values_field_by_field(lag_ramp: dict) -> None:
+    req, errors = parse_form(
+        {
+            "assignors": [],
+            "add_members": "three",
+            "remove_members": ["nobody"],
+            "partitions": "lag-data-060433j=2",
+            "sub_member": None,
+            "sub_topics": "x",
+            "session_timeout_ms": "-5",
+            "max_poll_interval_ms": "1.5",
+        },
+        lag_ramp,
+    )
+    assert req is None
+    assert set(errors) == {
+        "assignors",
+        "add_members",
+        "remove_members",
+        "partitions",
+        "subscription",
+        "session_timeout_ms",
+        "max_poll_interval_ms",
+    }
+    assert "whole number" in errors["add_members"] and "cannot reduce" in errors["partitions"]
+
+
+def test_form_accepts_good_values(lag_ramp: dict) -> None:
+    mid = lag_ramp["members"][0]["member_id"]
+    req, errors = parse_form(
+        {
+            "assignors": ["range", "cooperative-sticky"],
+            "add_members": " 2 ",
+            "partitions": "lag-data-060433j=+4",
+            "sub_member": mid,
+            "sub_topics": "lag-data-060433j, other",
+            "session_timeout_ms": "45000",
+        },
+        lag_ramp,
+    )
+    assert errors == {} and req is not None
+    assert req.add_members == 2 and req.partitions == {"lag-data-060433j": 8}
+    assert req.subscriptions == {mid: ["lag-data-060433j", "other"]} and req.session_timeout_ms == 45000
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [("t=", "give a count"), ("t", "topic=COUNT"), ("bad topic!=3", "not a valid topic"), ("t=+x", "whole")],
+)
+def test_partition_field_errors(text: str, error: str) -> None:
+    parts, err = parse_partitions(text, {"t": 4})
+    assert parts == {} and err is not None and error in err
+
+
+# ---- the what-if engine through the page's adapter -----------------------------------------------------
+def test_whatif_runs_every_picked_assignor_with_progress(kip848: list[dict]) -> None:
+    doc = kip848[0]
+    req, errors = parse_form(
+        {"assignors": ["range", "roundrobin", "cooperative-sticky"], "add_members": "3"}, doc
+    )
+    assert req is not None, errors
+    seen: list[tuple[int, int]] = []
+    out = whatif_engine.run(doc, req, lambda i, n: seen.append((i, n)))
+    assert out.error is None and [r.assignor for r in out.results] == [
+        "range",
+        "roundrobin",
+        "cooperative-sticky",
+    ]
+    assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
+    n_parts = len(gd.partition_lag(doc))
+    for r in out.results:
+        assert len(r.members) == len(doc["members"]) + 3
+        assert sum(m.partitions for m in r.members) == n_parts  # every partition assigned exactly once
+        assert r.max_partitions - r.min_partitions <= 1
+    # six partitions over six members: an eager assignor moves the ones it gives to the new members
+    assert len(out.results[0].moves) >= 3
+
+
+def test_whatif_engine_rejection_is_a_message(kip848: list[dict]) -> None:
+    doc = kip848[0]
+    mid = doc["members"][0]["member_id"]
+    # the form accepts a topic name the engine has no partition count for; the engine says so
+    req, _ = parse_form({"assignors": ["range"], "sub_member": mid, "sub_topics": "unknown-topic"}, doc)
+    assert req is not None
+    out = whatif_engine.run(doc, req, lambda i, n: None)
+    assert out.error and "unknown-topic" in out.error

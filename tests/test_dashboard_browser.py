@@ -1,0 +1,360 @@
+"""The dashboard in headless Chromium, served the way users run it (`groupscope dashboard`: gunicorn
+plus a Celery worker for the what-if computations) over the harness's real Redis, filled with what the
+collector writes for the real Kafka 4.0 captures (coordinator-model documents through RedisStore, lag
+history, the alert evaluator's alerts). Each test checks the numbers on screen against the documents
+and saves a screenshot to test-artifacts/."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from browser.dashboard_fill import GROUPSCOPE, fill
+
+from collectors.local_servers import RedisServer, free_port, wait_for_port
+from dashboard.urls import group_url, whatif_url
+
+pytestmark = [pytest.mark.browser, pytest.mark.servers]
+
+CHROME_FLAGS = [
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+ODD_NAME = "team/α b?#%&=+"  # every character a URL treats specially, and a non-ASCII one
+DB = 3  # a database of its own: other tests flush database 0 while ours is served
+
+
+def wait_for(fn: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            last = fn()
+            if last:
+                return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last value {last!r})")
+
+
+@pytest.fixture(scope="module")
+def served(redis_server: RedisServer) -> Iterator[dict[str, Any]]:
+    """Redis database DB filled from the captures, and `groupscope dashboard` serving it."""
+    import redis
+
+    url = f"redis://{redis_server.host}:{redis_server.port}/{DB}"
+    redis.Redis.from_url(url).flushdb()
+    docs = {d["group"]: d for ds in fill(url).values() for d in ds}
+    # A group whose name needs every kind of URL escaping (a copy of a KIP-848 group).
+    from collectors.redis_store import RedisStore
+
+    odd = {**docs["k848-range-060433h"], "group": ODD_NAME}
+    RedisStore(redis.Redis.from_url(url)).write_group(odd, int(time.time() * 1000), as_of_ms=odd["as_of"])
+    docs[ODD_NAME] = odd
+    # The alerting component's own evaluator writes the alerts the /alerts page shows.
+    subprocess.run(
+        [*GROUPSCOPE, "alerts", "evaluate", "--redis", url, "--no-notify"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    port = free_port()
+    log = open(tempfile.mktemp(prefix="groupscope-dashboard-", suffix=".log"), "wb")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [*GROUPSCOPE, "dashboard", "--redis", url, "--port", str(port), "--workers", "1", "--threads", "4"],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+        env={**os.environ, "GROUPSCOPE_DASHBOARD_REFRESH_S": "5"},
+    )
+    try:
+        wait_for_port("127.0.0.1", port, 30, proc)
+        yield {"base": f"http://127.0.0.1:{port}", "docs": docs, "url": url}
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)  # gunicorn and its Celery worker
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(5)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = "/usr/bin/chromium"
+    for flag in CHROME_FLAGS:
+        opts.add_argument(flag)
+    profile = tempfile.mkdtemp(prefix="groupscope-chrome-")
+    opts.add_argument(f"--user-data-dir={profile}")
+    opts.add_argument("--window-size=1400,2000")
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    driver.set_page_load_timeout(30)
+    yield driver
+    driver.quit()
+
+
+def text(driver: Any, css: str) -> str:
+    from selenium.webdriver.common.by import By
+
+    return driver.find_element(By.CSS_SELECTOR, css).text
+
+
+def plot_data(driver: Any, graph_id: str) -> list[dict[str, Any]]:
+    """The traces plotly drew in a dcc.Graph (what the user sees, read back from the page)."""
+    return driver.execute_script(
+        "const el = document.querySelector(arguments[0] + ' .js-plotly-plot');"
+        "return el && el.data ? el.data.map(t => ({name: t.name, x: t.x, y: t.y, z: t.z})) : null;",
+        f"#{graph_id}",
+    )
+
+
+def grid_cells(driver: Any, grid_id: str, col: str) -> list[Any]:
+    """One column of every row the grid holds, in row order, through AG Grid's own API (the DOM only
+    has the rows in view)."""
+    return driver.execute_script(
+        "const api = dash_ag_grid.getApi(arguments[0]); const out = [];"
+        "api.forEachNode(n => { if (n.data) out.push(n.data[arguments[1]]); });"
+        "return out;",
+        grid_id,
+        col,
+    )
+
+
+def shoot(driver: Any, artifacts_dir: Path, name: str) -> None:
+    driver.save_screenshot(str(artifacts_dir / f"dashboard-{name}.png"))
+
+
+def set_input(driver: Any, id_: str, value: str) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    el = driver.find_element(By.ID, id_)
+    el.send_keys(Keys.CONTROL, "a")
+    el.send_keys(Keys.DELETE)
+    if value:
+        el.send_keys(value)
+
+
+def test_fleet_page_counts_grid_sorting_and_filtering(served, browser, artifacts_dir) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    docs = served["docs"]
+    browser.get(served["base"] + "/")
+    wait_for(lambda: text(browser, "#fleet-total") == str(len(docs)), what="group count")
+    states: dict[str, int] = {}
+    for d in docs.values():
+        states[d["state"]] = states.get(d["state"], 0) + 1
+    for state, n in states.items():
+        assert text(browser, f"#fleet-count-{state}") == str(n)
+    # the storm: 37 generations in ~80 s is a storm by any threshold
+    assert "storm-060433f" in text(browser, "#fleet-storms")
+    assert int(text(browser, "#fleet-storm-count")) >= 1
+    names = wait_for(lambda: (c := grid_cells(browser, "fleet-grid", "name")) and len(c) == len(docs) and c)
+    assert names == sorted(docs)  # default order: by name, from the server
+    row = names.index("storm-060433f")
+    assert grid_cells(browser, "fleet-grid", "gen_or_epoch")[row] == docs["storm-060433f"]["generation"]
+    assert grid_cells(browser, "fleet-grid", "rebalances_1h")[row] == len(
+        docs["storm-060433f"]["generations"]
+    )
+    # sort by lag, descending (two clicks on the header): the lag-ramp group is first, with its lag
+    header = browser.find_element(
+        By.CSS_SELECTOR, "#fleet-grid .ag-header-cell[col-id='lag'] .ag-header-cell-label"
+    )
+    header.click()
+    time.sleep(0.3)
+    header.click()
+    top = wait_for(lambda: (c := grid_cells(browser, "fleet-grid", "name")) and c[0] == "lag-060433j" and c)
+    assert grid_cells(browser, "fleet-grid", "lag")[0] == docs["lag-060433j"]["lag"]["total"]
+    # and the cell shows it formatted
+    assert f"{docs['lag-060433j']['lag']['total']:,}" in text(browser, "#fleet-grid .ag-row[row-index='0']")
+    assert len(top) == len(docs)
+    shoot(browser, artifacts_dir, "fleet")
+    # filter by name on the server
+    search = browser.find_element(By.ID, "fleet-filter-name")
+    search.send_keys("k848", Keys.ENTER)
+    wait_for(lambda: text(browser, "#fleet-count") == "2 matching groups", what="filtered count")
+    assert sorted(
+        wait_for(lambda: (c := grid_cells(browser, "fleet-grid", "name")) and len(c) == 2 and c)
+    ) == [
+        "k848-range-060433h",
+        "k848-uniform-060433h",
+    ]
+    assert set(grid_cells(browser, "fleet-grid", "type")) == {"consumer"}
+
+
+def test_follow_a_link_to_the_storm_group(served, browser, artifacts_dir) -> None:
+    from selenium.webdriver.common.by import By
+
+    doc = served["docs"]["storm-060433f"]
+    browser.get(served["base"] + "/")
+    link = wait_for(lambda: browser.find_element(By.LINK_TEXT, "storm-060433f"), what="storm link")
+    link.click()
+    wait_for(lambda: browser.current_url.endswith("/groups/storm-060433f"), what="navigation")
+    wait_for(lambda: text(browser, "#hdr-generation") == str(doc["generation"]), what="generation")
+    assert text(browser, "#hdr-state") == doc["state"]
+    assert text(browser, "#hdr-members") == "0"
+    gens = wait_for(lambda: plot_data(browser, "group-generations"), what="generations chart")
+    assert sum(len(t["x"]) for t in gens) == len(doc["generations"])
+    assert {t["name"] for t in gens} == {g["cause"] for g in doc["generations"]}
+    bands = wait_for(lambda: plot_data(browser, "group-timeline"), what="timeline")
+    assert {t["name"] for t in bands} == {b["state"] for b in doc["timeline"]}
+    assert sum(len(t["x"]) for t in bands) == len(doc["timeline"])
+    shoot(browser, artifacts_dir, "group-storm")
+    # the what-if link carries the name
+    assert (
+        browser.find_element(By.ID, "group-whatif-link")
+        .get_attribute("href")
+        .endswith(whatif_url(doc["group"]))
+    )
+
+
+def test_lagging_group_members_heatmap_and_lag_history(served, browser, artifacts_dir) -> None:
+    doc = served["docs"]["lag-060433j"]
+    browser.get(served["base"] + group_url(doc["group"]))
+    total = doc["lag"]["total"]
+    wait_for(lambda: text(browser, "#hdr-lag-offsets") == f"{total:,}", what="lag total")
+    assert text(browser, "#hdr-state") == "Stable" and text(browser, "#hdr-protocol") == "range"
+    members = wait_for(lambda: grid_cells(browser, "group-members", "member_id"), what="members")
+    assert members == [m["member_id"] for m in doc["members"]]
+    assert grid_cells(browser, "group-members", "partitions") == [4]
+    assert grid_cells(browser, "group-members", "lag") == [total]
+    heat = wait_for(lambda: plot_data(browser, "group-heatmap"), what="heatmap")
+    cells = [v for row in heat[0]["z"] for v in row if v is not None]
+    assert sorted(cells) == sorted(float(p["lag"]) for p in doc["lag"]["partitions"])
+    lines = wait_for(lambda: plot_data(browser, "group-lag"), what="lag history")
+    assert len(lines) == len(doc["lag"]["partitions"])
+    # the last point of each partition's line is the document's lag for that partition
+    last = {t["name"]: t["y"][-1] for t in lines}
+    assert last == {f"{p['topic']}:{p['partition']}": float(p["lag"]) for p in doc["lag"]["partitions"]}
+    shoot(browser, artifacts_dir, "group-lag-ramp")
+
+
+def test_kip848_group_shows_epochs_and_member_states(served, browser, artifacts_dir) -> None:
+    doc = served["docs"]["k848-uniform-060433h"]
+    browser.get(served["base"] + group_url(doc["group"]))
+    wait_for(lambda: text(browser, "#hdr-group-epoch") == str(doc["group_epoch"]), what="group epoch")
+    assert text(browser, "#hdr-assignment-epoch") == str(doc["assignment_epoch"])
+    assert "KIP-848" in text(browser, "#group-kip848")
+    epochs = wait_for(lambda: grid_cells(browser, "group-members", "member_epoch"), what="member epochs")
+    assert sorted(epochs) == sorted(m["member_epoch"] for m in doc["members"])
+    shoot(browser, artifacts_dir, "group-kip848")
+
+
+def test_whatif_form_bad_values_then_side_by_side_results(served, browser, artifacts_dir) -> None:
+    from selenium.webdriver.common.by import By
+
+    doc = served["docs"]["lag-060433j"]
+    browser.get(served["base"] + whatif_url(doc["group"]))
+    wait_for(lambda: "1 members" in text(browser, "#wi-current-text"), what="starting point")
+    set_input(browser, "wi-add_members", "lots")
+    set_input(browser, "wi-partitions", "lag-data-060433j=2")
+    set_input(browser, "wi-session_timeout_ms", "-1")
+    browser.find_element(By.ID, "wi-run").click()
+    wait_for(lambda: "whole number" in text(browser, "#wi-err-add_members"), timeout=30, what="field error")
+    assert "cannot reduce" in text(browser, "#wi-err-partitions")
+    assert "between" in text(browser, "#wi-err-session_timeout_ms")
+    assert "Traceback" not in browser.page_source
+    shoot(browser, artifacts_dir, "whatif-errors")
+    set_input(browser, "wi-add_members", "3")
+    set_input(browser, "wi-partitions", "")
+    set_input(browser, "wi-session_timeout_ms", "30000")
+    browser.find_element(By.ID, "wi-run").click()
+    wait_for(lambda: text(browser, "#wi-status").startswith("Compared"), timeout=30, what="results")
+    assert text(browser, "#wi-err-add_members") == ""
+    titles = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".wi-result-title")]
+    assert titles == ["range", "cooperative-sticky"]  # the group's assignor first, then the usual alternative
+    moves = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".wi-moves")]
+    # 4 partitions, 1 member + 3 new: range (eager) hands 3 to the newcomers; so does cooperative-sticky
+    assert moves == ["Partitions that move: 3", "Partitions that move: 3"]
+    assert "would have avoided" in text(browser, "#wi-avoided")
+    shoot(browser, artifacts_dir, "whatif-results")
+
+
+def test_odd_group_name_round_trips_through_urls(served, browser, artifacts_dir) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    browser.get(served["base"] + "/")
+    search = wait_for(lambda: browser.find_element(By.ID, "fleet-filter-name"), what="search box")
+    search.send_keys("team/", Keys.ENTER)
+    link = wait_for(lambda: browser.find_element(By.LINK_TEXT, ODD_NAME), what="odd link")
+    link.click()
+    wait_for(lambda: text(browser, "#group-name") == ODD_NAME, what="odd group page")
+    wait_for(lambda: text(browser, "#hdr-members") == "3", what="members count")
+    browser.get(served["base"] + whatif_url(ODD_NAME))
+    wait_for(
+        lambda: (
+            text(browser, "#whatif-group-name") == ODD_NAME
+            and "3 members" in text(browser, "#wi-current-text")
+        )
+    )
+    shoot(browser, artifacts_dir, "group-odd-name")
+
+
+def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir) -> None:
+    import redis
+
+    from collectors.alerts.store import AlertStore
+
+    active = AlertStore(redis.Redis.from_url(served["url"])).active()
+    browser.get(served["base"] + "/alerts")
+    wait_for(lambda: text(browser, "#alerts-summary").startswith(f"{len(active)} active"), what="alerts")
+    groups = wait_for(
+        lambda: (c := grid_cells(browser, "alerts-active", "group")) and len(c) == len(active) and c
+    )
+    assert sorted(groups) == sorted(a["group"] for a in active)
+    shoot(browser, artifacts_dir, "alerts")
+
+
+def test_banner_when_redis_goes_away_and_recovery(browser, artifacts_dir) -> None:
+    """A dashboard on a Redis of its own: empty state, then Redis stops (banner), then comes back."""
+    from werkzeug.serving import make_server
+
+    from collectors.config import Settings
+    from dashboard.app import create_app
+
+    own = RedisServer().start()
+    try:
+        app = create_app(Settings(redis_url=own.url, dashboard_refresh_s=1), background_mode="celery")
+        port = free_port()
+        server = make_server("127.0.0.1", port, app.server, threaded=True)
+        import threading
+
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        base = f"http://127.0.0.1:{port}"
+        browser.get(base + "/")
+        wait_for(lambda: "No groups yet" in text(browser, "#fleet-summary"), what="empty state")
+        assert "groupscope collect" in text(browser, "#fleet-summary")
+        shoot(browser, artifacts_dir, "fleet-empty")
+        port_r = own.port
+        own.stop()
+        wait_for(lambda: "Redis is unreachable" in text(browser, "#banner"), what="banner")
+        shoot(browser, artifacts_dir, "redis-down")
+        own = RedisServer(port=port_r).start()
+        wait_for(lambda: "unreachable" not in text(browser, "#banner"), timeout=20, what="recovery")
+        server.shutdown()
+    finally:
+        own.stop()
