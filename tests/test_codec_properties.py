@@ -316,6 +316,14 @@ def test_unknown_record_types_keep_their_bytes() -> None:
     assert record_to_json(rec)["key"]["data"]["unknown"] is True
 
 
+def test_memoryview_input_and_missing_key() -> None:
+    key = encode_key(r.OffsetCommitKey("g", "t", 1))
+    value = encode_value(1, r.OffsetCommitValue(3, 0, "", 4))
+    assert decode_record(memoryview(key), bytearray(value)).value.offset == 3
+    with pytest.raises(DecodeError, match="no key"):
+        decode_record(None, value, 1, 2)  # type: ignore[arg-type]
+
+
 def test_unknown_value_version_is_a_decode_error() -> None:
     with pytest.raises(DecodeError) as err:
         decode_record(b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x05" + b"\x00" * 30, 1, 2)

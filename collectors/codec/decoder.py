@@ -92,6 +92,8 @@ def decode_record(
 
     The hot path of the pipeline: decode_key/decode_value inlined for the known record types."""
     if type(key) is not bytes:
+        if key is None:
+            raise DecodeError(None, "record has no key", part="key", partition=partition, offset=offset)
         key = bytes(key)
     reader = _KEY_READERS.get(_H.unpack_from(key)[0]) if len(key) >= 2 else None
     if reader is None:  # short key or unknown record type: the careful path
