@@ -141,3 +141,25 @@ def test_cli_entry_point_streams_a_capture(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert len(lines) == len(_expected(capture))
+
+
+def test_decoded_records_pickle_and_replace_with_lazy_payloads() -> None:
+    """Records travel to Spark workers: pickling keeps lazily decoded payloads working."""
+    import dataclasses
+    import pickle
+
+    capture = next(p for p in CAPTURES if p.name == "cooperative-sticky")
+    recs = []
+    for text in (capture / "offsets.jsonl").read_text().splitlines():
+        cap = json.loads(text)
+        key = base64.b64decode(cap["key"])
+        if key[:2] == b"\x00\x02" and cap["value"]:
+            recs.append(decode_record(key, base64.b64decode(cap["value"])))
+    rec = next(r for r in recs if len(r.value.members) >= 2)
+    before = pickle.loads(pickle.dumps(rec))  # payloads not decoded yet when pickled
+    member = rec.value.members[0]
+    assert before.value.members[0].subscription_decoded == member.subscription_decoded is not None
+    after = pickle.loads(pickle.dumps(rec))  # payloads decoded by now
+    assert after == rec and after.value.members[0].assignment_decoded == member.assignment_decoded
+    copy = dataclasses.replace(member, client_id="other")
+    assert copy.client_id == "other" and copy.subscription_decoded == member.subscription_decoded

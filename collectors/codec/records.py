@@ -122,7 +122,20 @@ class GroupMetadataKey:
     group: str
 
 
-_UNREAD: Any = object()  # a payload not decoded yet
+class _Unread:
+    """Marks a payload not decoded yet. Pickled by reference, so records sent to another process
+    (Spark workers) still decode lazily there."""
+
+    __slots__ = ()
+
+    def __reduce__(self) -> str:
+        return "_UNREAD"
+
+    def __repr__(self) -> str:
+        return "<not decoded yet>"
+
+
+_UNREAD: Any = _Unread()
 
 
 @dataclass(slots=True, init=False)
@@ -140,8 +153,9 @@ class MemberMetadata:
     session_timeout: int
     subscription: bytes
     assignment: bytes
-    _subscription_decoded: Any = field(default=_UNREAD, compare=False, repr=False)
-    _assignment_decoded: Any = field(default=_UNREAD, compare=False, repr=False)
+    # Caches behind the properties below (init=False: dataclasses.replace() starts them afresh).
+    _subscription_decoded: Any = field(default=_UNREAD, compare=False, repr=False, init=False)
+    _assignment_decoded: Any = field(default=_UNREAD, compare=False, repr=False, init=False)
     unknown_tagged_fields: TaggedFields = ()
     # 0: opaque bytes; 1: consumer protocol; 2: consumer protocol with StickyAssignor userData.
     # Set by the decoder from the group's protocolType / protocol.
