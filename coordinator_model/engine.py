@@ -241,6 +241,7 @@ class GroupEngine:
         """A deleted group id used again is a new group (Kafka creates a new GroupMetadata)."""
         self.members.clear()
         self.open = None
+        self.generations.clear()  # generation numbers start again; the timeline keeps the old life
         self.generation = None
         self.protocol = None
         self.leader = None
@@ -259,10 +260,13 @@ class GroupEngine:
                 g.inferred.discard("start")
                 g.cause, g.reason = cause, reason
                 g.inferred.discard("cause")
-                for row in reversed(self.timeline):
+                for i in range(len(self.timeline) - 1, -1, -1):
+                    row = self.timeline[i]
                     if row[0] == "PreparingRebalance":
                         if row[2]:
-                            row[1] = max(ts, self._row_floor(row))
+                            floor = self.timeline[i - 1][1] if i > 0 else row[1]
+                            ceiling = self.timeline[i + 1][1] if i + 1 < len(self.timeline) else ts
+                            row[1] = min(max(ts, floor), ceiling)
                             row[2] = False
                         break
             elif g.cause == "unknown":
@@ -276,15 +280,11 @@ class GroupEngine:
         self._goto("PreparingRebalance", ts, inferred)
         return g
 
-    def _row_floor(self, row: list) -> int:
-        i = self.timeline.index(row)
-        return self.timeline[i - 1][1] if i > 0 else row[1]
-
     def _close_generation(self, gen: int, ts: int, inferred: bool) -> Generation:
         """Generation `gen` exists from now on: attach the open rebalance to it."""
         g = self.generations.get(gen)
         if g is None:
-            g = self.open if self.open is not None and self.open.generation in (None, gen) else None
+            g = self.open if self.open is not None and (self.open.generation or 0) <= gen else None
             if g is None:
                 g = Generation(generation=gen, start=ts, inferred={"start", "cause"})
                 if (self.generation is not None and gen == self.generation + 1) or self.generation is None:
@@ -706,6 +706,13 @@ class GroupEngine:
             return
         if k == "prepare":
             old = ev.generation or 0
+            done = self.generations.get(old + 1)
+            if self.generation is not None and old + 1 <= self.generation:
+                # a late line about a rebalance we already closed: it only adds the broker's reason
+                if done is not None and ("cause" in done.inferred or done.reason is None):
+                    done.cause, done.reason = cause_of_reason(ev.reason), ev.reason
+                    done.inferred.discard("cause")
+                return
             if self.generation is None or self.generation < old:
                 self.generation = old
             if self.state == "Dead":
