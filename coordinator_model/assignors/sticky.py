@@ -16,8 +16,9 @@ Two paths, as in Kafka:
   moves between members; here single moves come first (cheap, heap-driven) and augmenting paths
   (member -> topic -> member chains) finish the job, which reaches the smallest possible max load and
   then the largest possible min load: no assignment of the same group has a smaller spread. Moves
-  take partitions that are not owned by their holder first, and a last pass hands every owned
-  partition back to its owner when that does not make the owner the more loaded of the two.
+  take partitions that are not owned by their holder first; then owned partitions go back to their
+  owner wherever that keeps the spread, and negative-cycle cancelling (min-cost flow) leaves the
+  fewest owned partitions moved that any assignment with that min and max load can.
 
 Cooperative: the same target, minus every partition that would change owner while its owner keeps
 its subscription (CooperativeStickyAssignor's adjustment): the owner revokes it in this rebalance and
@@ -28,7 +29,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from coordinator_model.assignors.spec import Assignment, GroupSpec, TopicPartition, java_key
 
@@ -103,8 +104,6 @@ def sticky_target(group: GroupSpec, use_generation: bool = True) -> Assignment:
     if not members:
         return {}
     if not use_generation:
-        from dataclasses import replace
-
         group = GroupSpec(tuple(replace(m, generation=0) for m in members), group.partitions)
         members = group.members
     order = sorted(range(len(members)), key=lambda i: java_key(members[i].member_id))
