@@ -35,6 +35,7 @@ class Capture:
     evidence: list[Evidence] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
     errors: list[tuple[str, int, str]] = field(default_factory=list)
+    skipped: int = 0  # lines that record a failed observation (an "error" instead of a value)
 
 
 def _b64(value: Any) -> bytes | None:
@@ -77,7 +78,12 @@ def _json_lines(path: Path, convert: Callable[[Any], Evidence], cap: Capture) ->
             if not line.strip():
                 continue
             try:
-                yield convert(json.loads(line))
+                obj = json.loads(line)
+                if isinstance(obj, dict) and obj.get("error") and obj.get("end_offset", 0) is None:
+                    # the collector asked and the broker refused (e.g. NOT_LEADER): no observation
+                    cap.skipped += 1
+                    continue
+                yield convert(obj)
             except (json.JSONDecodeError, EvidenceError, TypeError, ValueError) as exc:
                 cap.errors.append((path.name, n, str(exc)[:200]))
 

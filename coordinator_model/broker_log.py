@@ -71,15 +71,16 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "member_added",
         re.compile(
-            r"^Pending dynamic member with id (?P<member>\S+) joins group (?P<group>\S+) in (?P<state>\w+) state\. "
-            r"Adding to the group"
+            r"^Pending dynamic member with id (?P<member>\S+) joins group (?P<group>\S+) "
+            r"in (?P<state>\w+) state\. Adding to the group"
         ),
     ),
     (
         "member_added",
         re.compile(
             r"^Static member with groupInstanceId=(?P<instance>\S+) and unknown member id joins group "
-            r"(?P<group>\S+) in (?P<state>\w+) state\. Created a new member id (?P<member>\S+) for this member"
+            r"(?P<group>\S+) in (?P<state>\w+) state\. "
+            r"Created a new member id (?P<member>\S+) for this member"
         ),
     ),
     (
@@ -119,7 +120,8 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     (
         "consumer_member_fenced",
         re.compile(
-            r"^\[GroupId (?P<group>\S+)\] Member (?P<member>\S+) fenced from the group(?: because (?P<reason>.*))?"
+            r"^\[GroupId (?P<group>\S+)\] Member (?P<member>\S+) fenced from the group"
+            r"(?: because (?P<reason>.*))?"
         ),
     ),
 ]

@@ -52,9 +52,8 @@ from coordinator_model.group_metadata import CONSUMER_PROTOCOL_TYPE, coordinator
 from coordinator_model.states import GroupState, derive_consumer_group_state, legal_path
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
-SKEW_MS = 5000
-ABANDON_MS = 1000
-DESCRIBE_SKEW_MS = 250  # a snapshot this close to a known transition may predate it  # a joiner that leaves this long after its join got through the join phase  # how far apart two sources may place the same happening
+ABANDON_MS = 1000  # a joiner that leaves this long after its join got through the join phase
+DESCRIBE_SKEW_MS = 250  # a snapshot this close to a known transition may predate it
 POLL_STALL_WINDOW_MS = 30_000  # a LeaveGroup this soon after a poll_stall is the poll interval expiring
 MAX_TIMELINE = 5000
 MAX_GENERATIONS = 2000
@@ -429,13 +428,12 @@ class GroupEngine:
         if self.generation is not None and ev.generation < self.generation:
             return  # stale
         if not same or self.generations[ev.generation].stable is None:
-            if self.state not in ("PreparingRebalance", "CompletingRebalance") or (
-                self.open is None
-                and (self.state == "PreparingRebalance" and self.generation == ev.generation)
+            if self.open is None and (
+                self.state not in ("PreparingRebalance", "CompletingRebalance")
+                or (self.state == "PreparingRebalance" and self.generation == ev.generation)
             ):
-                if self.open is None and self.state != "CompletingRebalance":
-                    g0 = self._open_rebalance(min(state_ts, ev.ts), "unknown", None, True)
-                    g0.inferred.add("start")
+                # the rebalance left no other trace: it began before the record, when is unknown
+                self._open_rebalance(min(state_ts, ev.ts), "unknown", None, True)
             g = self._close_generation(ev.generation, state_ts, inferred=False)
             if g.stabilized is None:
                 g.stabilized = state_ts
@@ -765,9 +763,12 @@ class GroupEngine:
             m = self.members.get(ev.member_id)
             stalled = self._poll_stalled(ev.member_id, ev.ts, m)
             self._remove_member(ev.member_id, ev.ts)
-            if self.open is not None and self.state == "PreparingRebalance":
-                if ev.member_id not in self.open.left:
-                    self.open.left.append(ev.member_id)
+            if (
+                self.open is not None
+                and self.state == "PreparingRebalance"
+                and ev.member_id not in self.open.left
+            ):
+                self.open.left.append(ev.member_id)
             if stalled and self.open is not None and self.open.cause == "member_left":
                 self.open.cause = "poll_timeout"
             return
@@ -821,9 +822,11 @@ class GroupEngine:
     # ------------------------------------------------------------------------------------------
     # 3. heartbeat events
     def _on_heartbeat(self, ev: HeartbeatEvent) -> None:
+        mid = ev.member_id
+        if mid is None:
+            return  # a client that uses assign(): not a member of anything
         if self.type is None:
             self.type = "classic"
-        mid = ev.member_id
         broker = "broker_log" in self.sources
         records = "offsets" in self.sources
         if ev.event == "leave":

@@ -185,7 +185,7 @@ HEARTBEAT_EVENTS = frozenset(
 class HeartbeatEvent:
     ts: int
     group: str
-    member_id: str
+    member_id: str | None
     event: str
     group_instance_id: str | None = None
     client_id: str | None = None
@@ -421,7 +421,7 @@ def from_heartbeat_json(obj: dict) -> HeartbeatEvent:
     return HeartbeatEvent(
         ts=_int(obj, "ts"),
         group=_str(obj, "group"),
-        member_id=_str(obj, "member_id"),
+        member_id=_str(obj, "member_id", False),  # null: a client outside group membership (assign())
         event=event,
         group_instance_id=_str(obj, "group_instance_id", False),
         client_id=_str(obj, "client_id", False),

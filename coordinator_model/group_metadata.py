@@ -29,7 +29,7 @@ def java_string_hash(s: str) -> int:
 
 
 def kafka_utils_abs(n: int) -> int:
-    """org.apache.kafka.common.utils.Utils.abs: Integer.MIN_VALUE maps to 0 (Math.abs would keep it negative)."""
+    """org.apache.kafka.common.utils.Utils.abs: Integer.MIN_VALUE maps to 0 (Math.abs keeps it negative)."""
     return 0 if n == -(2**31) else abs(n)
 
 

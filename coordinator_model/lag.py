@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import bisect
+import itertools
 from dataclasses import dataclass, field
 
 WINDOW = 10  # Burrow's `intervals`
@@ -134,11 +135,11 @@ def evaluate_partition(window: PartitionWindow, current_lag: int | None, now_ms:
         return "OK"
     if all(v > 0 for v in lags):
         offsets = [s.offset for s in samples]
-        if any(b < a for a, b in zip(offsets, offsets[1:], strict=False)):
+        if any(b < a for a, b in itertools.pairwise(offsets)):
             return "REWIND"
         if offsets[0] == offsets[-1]:
             return "STALL"
-        if all(b >= a for a, b in zip(lags, lags[1:], strict=False)):
+        if all(b >= a for a, b in itertools.pairwise(lags)):
             return "WARN"
     return "OK"
 

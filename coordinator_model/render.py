@@ -53,9 +53,8 @@ def render_group(doc: dict) -> str:
     for row in doc["timeline"]:
         if row["end"] is not None and row["end"] == row["start"]:
             continue
-        out.append(
-            f"    {_t(row['start'])} - {_t(row['end'])}  {row['state']}{' (inferred)' if row['inferred'] else ''}"
-        )
+        flag = " (inferred)" if row["inferred"] else ""
+        out.append(f"    {_t(row['start'])} - {_t(row['end'])}  {row['state']}{flag}")
     lag = doc.get("lag") or {}
     out.append(
         f"  lag: total={lag.get('total')} max_seconds={lag.get('max_seconds')} status={lag.get('status')}"

@@ -3,6 +3,7 @@ illegal state transition and generations never go backwards."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import pickle
 
@@ -116,7 +117,7 @@ evidence_st = st.lists(st.one_of(broker_st, record_st, heartbeat_st, describe_st
 
 def _check_timeline(doc: dict) -> None:
     rows = doc["timeline"]
-    for a, b in zip(rows, rows[1:], strict=False):
+    for a, b in itertools.pairwise(rows):
         assert a["end"] == b["start"] and a["start"] <= a["end"], rows  # no gaps, no overlaps
         prev, nxt = GroupState.parse(a["state"]), GroupState.parse(b["state"])
         # the only way out of Dead is a new group with the same id

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from conftest import capture_dirs
 
 from coordinator_model.group_metadata import (
     CommitRecordMetadataAndOffset,
@@ -25,7 +26,6 @@ from coordinator_model.states import (
     derive_consumer_group_state,
     legal_path,
 )
-from conftest import capture_dirs
 
 S = GroupState
 DAY = 24 * 3600 * 1000
