@@ -42,6 +42,9 @@ class PipelineConfig:
     admin_poll_interval_s: float = 5.0
     admin_enabled: bool = True
     trigger_interval_s: float = 1.0
+    available_now: bool = False  # read what is there now, then stop (a one-off catch-up)
+    starting_offsets: str = "earliest"  # first start only; a checkpoint resumes where it stopped
+    metadata_timeout_s: float = 10.0
     tick_ms: int = 5000  # how often a quiet group is re-evaluated against the wall clock
     # replay
     capture_dir: str | None = None
@@ -85,7 +88,8 @@ def raw_stream(spark: Any, cfg: PipelineConfig, topics: list[str]) -> Any:
     register_sources(spark)
     if cfg.live:
         r = spark.readStream.format("groupscope_kafka").option("subscribe", ",".join(topics))
-        r = r.option("startingOffsets", "earliest")
+        r = r.option("startingOffsets", cfg.starting_offsets)
+        r = r.option("metadataTimeoutMs", str(int(cfg.metadata_timeout_s * 1000)))
         for k, v in cfg.kafka.items():
             r = r.option(f"kafka.{k}", str(v))
     else:
@@ -128,9 +132,10 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     kinds = source_kinds(cfg, topics)
     raw = raw_stream(spark, cfg, topics)
     decoded = raw.mapInPandas(lambda it: decode_batches(it, kinds), DECODED_SCHEMA)
-    timeout = GroupStateTimeout.ProcessingTimeTimeout if cfg.live else GroupStateTimeout.NoTimeout
+    timers = cfg.live and not cfg.available_now
+    timeout = GroupStateTimeout.ProcessingTimeTimeout if timers else GroupStateTimeout.NoTimeout
     modeled = decoded.groupBy("group").applyInPandasWithState(
-        make_update(cfg.live, cfg.retention_ms, cfg.tick_ms), OUTPUT_SCHEMA, STATE_SCHEMA, "Update", timeout
+        make_update(timers, cfg.retention_ms, cfg.tick_ms), OUTPUT_SCHEMA, STATE_SCHEMA, "Update", timeout
     )
     w = (
         modeled.writeStream.queryName(f"groupscope-{cfg.mode}")
@@ -138,7 +143,7 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
         .option("checkpointLocation", cfg.checkpoint_dir)
         .foreachBatch(BatchSink(cfg, store))
     )
-    if cfg.live or cfg.speed:
+    if (cfg.live and not cfg.available_now) or cfg.speed:
         w = w.trigger(processingTime=f"{max(0.1, cfg.trigger_interval_s)} seconds")
     else:
         w = w.trigger(availableNow=True)

@@ -175,6 +175,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.split_rows = int(options.get("maxRecordsPerPartition") or 250_000)
         self.poll_timeout_s = float(options.get("pollTimeoutMs") or 1000) / 1000
         self.stall_timeout_s = float(options.get("readStallTimeoutMs") or 120_000) / 1000
+        self.metadata_timeout_s = float(options.get("metadataTimeoutMs") or 10_000) / 1000
         self._target: Offsets | None = None
         self._latest: Offsets | None = None
         self._wm: Watermarks | None = None
@@ -188,7 +189,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @property
     def wm(self) -> Watermarks:
         if self._wm is None:
-            self._wm = Watermarks(self.conf)
+            self._wm = Watermarks(self.conf, timeout_s=self.metadata_timeout_s)
         return self._wm
 
     # ---- driver side -------------------------------------------------------------------------------

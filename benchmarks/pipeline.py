@@ -1,0 +1,322 @@
+"""Pipeline benchmark: catch-up of a `__consumer_offsets` backlog from a broker to Redis, next to a
+plain single-process confluent-kafka read of the same backlog; and, live, the time from a commit to
+its lag in Redis.
+
+    .venv/bin/python benchmarks/pipeline.py                      # 1,000,000 records, 10,000 groups
+    .venv/bin/python benchmarks/pipeline.py --records 200000 --groups 2000
+    .venv/bin/python benchmarks/pipeline.py --bootstrap-servers host:9092 --redis redis://...
+
+Without --bootstrap-servers / --redis it starts its own Tansu broker and redis-server. Records are
+OffsetCommit records made with the codec's encoder, spread over the 50 partitions by group (as
+Kafka's coordinator partitioning does). Figures go to stdout; the run takes a few minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from collectors.codec import records as r
+from collectors.codec.encoder import encode_key, encode_value
+from collectors.local_servers import RedisServer, TansuBroker
+from coordinator_model.group_metadata import coordinator_partition
+
+TOPIC = "__consumer_offsets"
+
+
+# ---- memory -----------------------------------------------------------------------------------------
+def _children(pid: int) -> list[int]:
+    out = []
+    for p in Path("/proc").iterdir():
+        if p.name.isdigit():
+            with contextlib.suppress(OSError):
+                fields = (p / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == pid:
+                    out.append(int(p.name))
+    return out
+
+
+def tree_rss_mb(root: int) -> float:
+    """RSS of a process and all its descendants (driver, JVM, Python workers), in MB."""
+    total, todo, seen = 0, [root], set()
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1])
+        todo.extend(_children(pid))
+    return total / 1024
+
+
+class PeakMemory(threading.Thread):
+    def __init__(self, root: int, every_s: float = 0.5) -> None:
+        super().__init__(daemon=True)
+        self.root, self.every_s, self.peak = root, every_s, 0.0
+        self._stop_evt = threading.Event()
+
+    def run(self) -> None:
+        while not self._stop_evt.is_set():
+            self.peak = max(self.peak, tree_rss_mb(self.root))
+            self._stop_evt.wait(self.every_s)
+
+    def stop(self) -> float:
+        self._stop_evt.set()
+        self.join(5)
+        return self.peak
+
+
+# ---- backlog -----------------------------------------------------------------------------------------
+def produce_backlog(bootstrap: str, records: int, groups: int) -> float:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if TOPIC not in admin.list_topics(timeout=10).topics:
+        admin.create_topics([NewTopic(TOPIC, 50, 1)])[TOPIC].result(30)
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.num.messages": 10000,
+            "queue.buffering.max.messages": 500000,
+            "compression.type": "lz4",
+        }
+    )
+    per_group = max(1, records // groups)
+    names = [f"bench-group-{i:05d}" for i in range(groups)]
+    keys = {
+        (g, t): encode_key(r.OffsetCommitKey(g, f"bench-topic-{i % 50}", t))
+        for i, g in enumerate(names)
+        for t in range(4)
+    }
+    t0 = time.monotonic()
+    now = int(time.time() * 1000)
+    n = 0
+    for k in range(per_group):
+        for g in names:
+            if n >= records:
+                break
+            part = k % 4
+            value = encode_value(
+                r.OFFSET_COMMIT, r.OffsetCommitValue(offset=k * 10, commit_timestamp=now + k)
+            )
+            while True:
+                try:
+                    p.produce(TOPIC, key=keys[(g, part)], value=value, partition=coordinator_partition(g))
+                    break
+                except BufferError:
+                    p.poll(0.05)
+            n += 1
+        p.poll(0)
+    p.flush(300)
+    return time.monotonic() - t0
+
+
+def plain_read(bootstrap: str) -> tuple[int, float]:
+    """The baseline: one process, one confluent-kafka Consumer, every partition from the start."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-plain",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "auto.offset.reset": "earliest",
+        }
+    )
+    parts = sorted(c.list_topics(TOPIC, timeout=10).topics[TOPIC].partitions)
+    highs = {p: c.get_watermark_offsets(TopicPartition(TOPIC, p), timeout=10)[1] for p in parts}
+    todo = {p for p, h in highs.items() if h > 0}
+    c.assign([TopicPartition(TOPIC, p, 0) for p in todo])
+    n = 0
+    t0 = time.monotonic()
+    while todo:
+        for m in c.consume(10000, timeout=1.0):
+            if m.error():
+                if m.error().code() == KafkaError._PARTITION_EOF:
+                    todo.discard(m.partition())
+                continue
+            n += 1
+            if m.offset() >= highs[m.partition()] - 1:
+                todo.discard(m.partition())
+    dt = time.monotonic() - t0
+    c.close()
+    return n, dt
+
+
+def pipeline_catch_up(bootstrap: str, redis_url: str, records: int, groups: int, master: str) -> dict:
+    from collectors.pipeline.job import PipelineConfig, build_query
+    from collectors.redis_store import RedisStore
+    from collectors.spark_session import build_spark
+
+    store = RedisStore.from_url(redis_url)
+    store.r.flushdb()
+    mem = PeakMemory(os.getpid())
+    mem.start()
+    t_start = time.monotonic()
+    spark = build_spark(master, "groupscope-bench", **{"spark.ui.showConsoleProgress": "false"})
+    t_spark = time.monotonic()
+    cfg = PipelineConfig(
+        redis_url=redis_url,
+        checkpoint_dir=tempfile.mkdtemp(prefix="gs-bench-"),
+        kafka={"bootstrap.servers": bootstrap},
+        admin_enabled=False,
+        max_records_per_batch=None,
+        available_now=True,  # read the backlog as it is now, then stop
+    )
+    q = build_query(spark, cfg, [TOPIC], store)
+    q.awaitTermination()
+    t_end = time.monotonic()
+    peak = mem.stop()
+    total_rows = sum(int(p.get("numInputRows", 0)) for p in q.recentProgress)
+    in_redis = store.list_groups(limit=0)[0]
+    first_batch = min(
+        (p for p in q.recentProgress if p.get("numInputRows")), key=lambda p: p["batchId"], default={}
+    )
+    return {
+        "spark": spark,
+        "rows": total_rows,
+        "groups_in_redis": in_redis,
+        "spark_start_s": t_spark - t_start,
+        "query_s": t_end - t_spark,
+        "end_to_end_s": t_end - t_start,
+        "peak_mb": peak,
+        "batches": len(q.recentProgress),
+        "first_batch_ms": (first_batch.get("durationMs") or {}).get("triggerExecution"),
+    }
+
+
+def live_latency(spark, bootstrap: str, redis_url: str, samples: int) -> list[float]:
+    """Commit -> the group's document in Redis shows the committed offset and its lag."""
+    from confluent_kafka import Producer
+
+    from collectors.pipeline.job import PipelineConfig, build_query
+    from collectors.redis_store import RedisStore
+
+    store = RedisStore.from_url(redis_url)
+    cfg = PipelineConfig(
+        redis_url=redis_url,
+        checkpoint_dir=tempfile.mkdtemp(prefix="gs-bench-live-"),
+        kafka={"bootstrap.servers": bootstrap},
+        admin_enabled=False,
+        trigger_interval_s=0.2,
+        tick_ms=60_000,
+        max_records_per_batch=None,
+        starting_offsets="latest",  # live from the end of the backlog: only new commits matter here
+    )
+    q = build_query(spark, cfg, [TOPIC], store)
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    group = "bench-live-group"
+    key = encode_key(r.OffsetCommitKey(group, "live-topic", 0))
+    lat: list[float] = []
+    try:
+        # warm-up: the first batches after start (backlog, JVM) are not what live latency is about
+        deadline = time.monotonic() + 900
+        while q.isActive and time.monotonic() < deadline:
+            prog = q.lastProgress
+            if prog and prog.get("numInputRows", 1) == 0:
+                break
+            time.sleep(1)
+        for i in range(samples):
+            offset = 1000 + i
+            value = encode_value(
+                r.OFFSET_COMMIT, r.OffsetCommitValue(offset=offset, commit_timestamp=int(time.time() * 1000))
+            )
+            t0 = time.monotonic()
+            p.produce(TOPIC, key=key, value=value, partition=coordinator_partition(group))
+            p.flush(10)
+            while time.monotonic() - t0 < 30:
+                doc = store.get_group(group)
+                if doc and any(o["offset"] == offset for o in doc["offsets"]):
+                    lat.append(time.monotonic() - t0)
+                    break
+                time.sleep(0.01)
+            time.sleep(0.3)
+    finally:
+        q.stop()
+    return lat
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--records", type=int, default=1_000_000)
+    ap.add_argument("--groups", type=int, default=10_000)
+    ap.add_argument("--bootstrap-servers", default=None)
+    ap.add_argument("--redis", default=None)
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--latency-samples", type=int, default=30)
+    args = ap.parse_args()
+
+    broker = redis = None
+    try:
+        bootstrap = args.bootstrap_servers
+        if not bootstrap:
+            broker = TansuBroker().start()
+            bootstrap = broker.bootstrap_servers
+        redis_url = args.redis
+        if not redis_url:
+            redis = RedisServer().start()
+            redis_url = redis.url
+        print(f"backlog: {args.records:,} OffsetCommit records, {args.groups:,} groups, 50 partitions")
+        dt = produce_backlog(bootstrap, args.records, args.groups)
+        print(f"  produced in {dt:.1f} s ({args.records / dt:,.0f} records/s)")
+
+        n, dt_plain = plain_read(bootstrap)
+        plain_rate = n / dt_plain
+        print(
+            f"plain confluent-kafka read (1 process): {n:,} records in {dt_plain:.1f} s "
+            f"= {plain_rate:,.0f} records/s"
+        )
+
+        res = pipeline_catch_up(bootstrap, redis_url, args.records, args.groups, args.master)
+        rate_q = res["rows"] / res["query_s"]
+        rate_e2e = res["rows"] / res["end_to_end_s"]
+        print(
+            f"pipeline catch-up, broker -> Redis ({args.master}): {res['rows']:,} records, "
+            f"{res['groups_in_redis']:,} groups in Redis, {res['batches']} batches"
+        )
+        print(f"  query (Kafka read, decode, model, Redis): {res['query_s']:.1f} s = {rate_q:,.0f} records/s")
+        print(
+            f"  end to end incl. Spark start ({res['spark_start_s']:.1f} s): {res['end_to_end_s']:.1f} s "
+            f"= {rate_e2e:,.0f} records/s"
+        )
+        print(f"  peak memory (driver + JVM + Python workers): {res['peak_mb']:,.0f} MB")
+        print(
+            f"  ratio pipeline / plain read: {rate_q / plain_rate:.2f} (query), "
+            f"{rate_e2e / plain_rate:.2f} (end to end)"
+        )
+
+        lat = live_latency(res["spark"], bootstrap, redis_url, args.latency_samples)
+        if lat:
+            lat.sort()
+            p95 = lat[min(len(lat) - 1, round(0.95 * len(lat)) - 1)]
+            print(
+                f"live: commit -> lag in Redis over {len(lat)} commits: "
+                f"median {statistics.median(lat):.2f} s, p95 {p95:.2f} s, max {lat[-1]:.2f} s"
+            )
+        else:
+            print("live: no commit reached Redis within 30 s")
+        res["spark"].stop()
+    finally:
+        if broker:
+            broker.stop()
+        if redis:
+            redis.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""The collectors pipeline: offset planning, decoding with dead letters, capture ordering, and the
+replay of every capture through Spark into Redis, compared with `groupscope model`."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from conftest import CAPTURES, capture_dirs
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors.cli.main import cli
+from collectors.pipeline.capture_source import load_capture
+from collectors.pipeline.decode import DEAD_LETTER_KEY, TICK_TOPIC, decode_batches
+from collectors.pipeline.job import PipelineConfig, _records_behind, run_pipeline
+from collectors.pipeline.kafka_source import count_between, kafka_conf_from_options, plan_end
+from collectors.pipeline.sink import lag_point
+from collectors.redis_store import RedisStore
+
+offsets_st = st.dictionaries(
+    st.sampled_from(["a", "b"]),
+    st.dictionaries(st.sampled_from([str(i) for i in range(6)]), st.integers(0, 1000), min_size=1),
+    min_size=1,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    start=offsets_st, grow=st.lists(st.integers(0, 500), min_size=12, max_size=12), limit=st.integers(1, 900)
+)
+def test_plan_end_respects_limit_and_never_goes_back(start, grow, limit):
+    latest = {
+        t: {p: o + grow[i % len(grow)] for i, (p, o) in enumerate(ps.items())} for t, ps in start.items()
+    }
+    latest.setdefault("c", {})["0"] = 40  # a partition first seen now starts at 0
+    available = count_between(start, latest)
+    end = plan_end(start, latest, limit)
+    assert count_between(start, end) == min(limit, available)
+    for t, ps in end.items():
+        for p, o in ps.items():
+            assert start.get(t, {}).get(p, 0) <= o <= latest[t][p]
+    assert plan_end(start, latest, None) == {t: dict(ps) for t, ps in latest.items()}
+
+
+def test_plan_end_shares_the_budget_between_partitions():
+    start = {"t": {"0": 0, "1": 0, "2": 0}}
+    latest = {"t": {"0": 1000, "1": 5, "2": 1000}}
+    assert plan_end(start, latest, 105) == {"t": {"0": 50, "1": 5, "2": 50}}
+    # no new data: the end is the start, so no partition is planned
+    assert plan_end(latest, latest, 10) == latest
+
+
+def test_kafka_settings_pass_through_untouched():
+    opts = {"kafka.bootstrap.servers": "h:9093", "kafka.sasl.mechanism": "SCRAM-SHA-512", "subscribe": "x"}
+    assert kafka_conf_from_options(opts) == {"bootstrap.servers": "h:9093", "sasl.mechanism": "SCRAM-SHA-512"}
+
+
+def _raw(rows):
+    return pd.DataFrame(rows, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
+
+
+def test_decode_turns_every_failure_into_a_dead_letter():
+    good = json.loads((CAPTURES / "classic-range-lifecycle" / "offsets.jsonl").read_text().splitlines()[1])
+    key, value = base64.b64decode(good["key"]), base64.b64decode(good["value"])
+    hb = (CAPTURES / "classic-range-lifecycle" / "heartbeats.jsonl").read_text().splitlines()[0].encode()
+    kinds = {"__consumer_offsets": "offsets", "hb": "heartbeat"}
+    rows = [
+        ("__consumer_offsets", 25, 1, 5, key, value),
+        ("__consumer_offsets", 25, 2, 6, key, value[:9]),  # truncated value
+        ("__consumer_offsets", 25, 3, 7, b"\x00", None),  # key too short
+        ("hb", 0, 0, 8, None, hb),
+        ("hb", 0, 1, 9, None, b"{not json"),
+        ("hb", 0, 2, 10, None, b'{"ts": 1}'),  # JSON, but not a heartbeat event
+        ("elsewhere", 0, 0, 11, None, b"x"),
+    ]
+    (out,) = list(decode_batches(iter([_raw(rows)]), kinds))
+    assert list(out["group"]) == [
+        "crl-060433a",
+        *[DEAD_LETTER_KEY] * 2,
+        "crl-060433a",
+        *[DEAD_LETTER_KEY] * 3,
+    ]
+    dead = out[out["group"] == DEAD_LETTER_KEY]
+    assert list(dead["offset"]) == [2, 3, 1, 2, 0]
+    assert all(dead["error"].str.len() > 0) and "byte" in dead["error"].iloc[0]
+    assert bytes(dead["raw_value"].iloc[0]) == value[:9]  # raw bytes kept for the dead-letter stream
+
+
+def test_capture_rows_follow_the_model_order_and_end_with_ticks():
+    from collectors.capture import read_capture
+    from coordinator_model.engine import sort_evidence
+
+    cap = CAPTURES / "lag-ramp"
+    rows = load_capture(str(cap))
+    ticks = [r for _, r in rows if r[0] == TICK_TOPIC]
+    evidence = sort_evidence(read_capture(cap).evidence)
+    assert [t[4].decode() for t in ticks] == sorted({e.group for e in evidence if e.group})
+    assert all(t[3] == max(e.ts for e in evidence) for t in ticks)
+    ts = [ts for ts, r in rows if r[0] != TICK_TOPIC]
+    assert ts == sorted(ts)
+    assert len([r for _, r in rows if r[0] == "__consumer_offsets"]) == 363
+
+
+def test_lag_point_and_progress_helpers():
+    doc = {
+        "lag": {
+            "total": 7,
+            "max_seconds": 2.5,
+            "partitions": [{"topic": "t", "partition": 1, "lag": 7, "lag_seconds": 2.5}],
+            "members": [{"member_id": "m", "lag": 7, "lag_seconds": 2.5}],
+        }
+    }
+    assert lag_point(doc) == (
+        7,
+        2.5,
+        {"t:1": {"lag": 7, "lag_seconds": 2.5}},
+        {"m": {"lag": 7, "lag_seconds": 2.5}},
+    )
+    prog = {"sources": [{"endOffset": '{"t": {"0": 5, "1": 5}}', "latestOffset": {"t": {"0": 10, "1": 10}}}]}
+    assert _records_behind(prog) == (10, 20)
+
+
+def _model_docs(cap) -> dict[str, dict]:
+    res = CliRunner().invoke(cli, ["model", str(cap), "--json"])
+    assert res.exit_code == 0, res.output
+    return {d["group"]: d for d in json.loads(res.stdout)["groups"]}
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+def test_replay_of_every_capture_gives_what_groupscope_model_prints(
+    spark, redis_server, redis_client, tmp_path
+):
+    """`groupscope group NAME --json` after the replay pipeline == `groupscope model --json` for every
+    group of every capture. rebalance-storm is replayed in batches of 300 rows, to show that splitting
+    the evidence into micro-batches changes nothing."""
+    store = RedisStore(redis_client)
+    for cap in capture_dirs():
+        cfg = PipelineConfig(
+            redis_url=redis_server.url,
+            checkpoint_dir=str(tmp_path / cap.name),
+            mode="replay",
+            capture_dir=str(cap),
+            max_records_per_batch=300 if cap.name == "rebalance-storm" else None,
+        )
+        res = run_pipeline(cfg, spark, progress=False)
+        if cap.name == "rebalance-storm":
+            assert res.batches >= 5
+        for name, want in _model_docs(cap).items():
+            out = CliRunner().invoke(cli, ["group", name, "--json", "--redis", redis_server.url])
+            assert out.exit_code == 0, out.output
+            assert json.loads(out.stdout) == want, f"{cap.name}: {name}"
+            # history rows are the document's, each once
+            assert len(store.get_generations(name)) == len([g for g in want["generations"] if g["start"]])
+            assert len(store.get_timeline(name)) == len(want["timeline"])
+    total, rows = store.list_groups(limit=1000)
+    assert total == sum(len(_model_docs(c)) for c in capture_dirs()) == len(rows)
+    out = CliRunner().invoke(cli, ["groups", "--json", "--redis", redis_server.url])
+    assert json.loads(out.stdout)["total"] == total
