@@ -6,9 +6,9 @@ exactly as Kafka 4.0's GroupCoordinatorRecordSerde reads them.
 - Record types without a schema here (share groups 9-15, streams groups 17+, anything newer) decode
   to UnknownKey / UnknownValue with the raw bytes: never an error.
 - Classic members of a group whose protocolType is "consumer" get their subscription and
-  assignment decoded (ConsumerProtocolSubscription / ConsumerProtocolAssignment, versions 0-3, and
-  the StickyAssignor userData); bytes that do not parse stay undecoded (the `*_decoded` field is
-  None) and the record still decodes, like kafka-dump-log keeps the raw bytes.
+  assignment decoded on first access (ConsumerProtocolSubscription / ConsumerProtocolAssignment,
+  versions 0-3, and the StickyAssignor userData); bytes that do not parse stay undecoded (the
+  `*_decoded` attribute is None) and the record still decodes, like kafka-dump-log keeps the bytes.
 - Anything else that is wrong (truncated, negative length of a non-nullable field, unknown value
   version) raises DecodeError naming the record, the part (key/value) and the byte offset.
 """
@@ -40,7 +40,11 @@ _MAX_CP_VERSION = 3
 
 
 def _as_bytes(data: Any) -> bytes:
-    return data if type(data) is bytes else bytes(data)
+    if type(data) is bytes:
+        return data
+    if data is None:
+        raise DecodeError(None, "no bytes (null)")
+    return bytes(data)
 
 
 def decode_key(key: bytes) -> tuple[int, r.RecordKey]:
