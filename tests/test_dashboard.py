@@ -20,7 +20,7 @@ from dashboard import group_doc as gd
 from dashboard import whatif_engine
 from dashboard.data import grid_query
 from dashboard.figures import assignment_heatmap, generations_figure, timeline_figure
-from dashboard.pages.group import activity_view, lag_series, window
+from dashboard.pages.group import activity_view, lag_series, top_series, window
 from dashboard.urls import Route, group_url, parse_path, whatif_url
 from dashboard.whatif_form import parse_form, parse_partitions
 
@@ -121,7 +121,7 @@ def test_reads_real_kip848_members_and_lag(kip848: list[dict]) -> None:
         assert sum(p.lag or 0 for p in parts) == doc["lag"]["total"]
         assert all(p.member for p in parts)  # every partition of a Stable group has an owner
         fig = assignment_heatmap(ms, parts)
-        z = fig.data[0].z
+        z = fig["data"][0]["z"]
         assert len(z) == len(ms) and sum(v is not None for row in z for v in row) == len(parts)
 
 
@@ -247,3 +247,22 @@ def test_whatif_engine_rejection_is_a_message(kip848: list[dict]) -> None:
     assert req is not None
     out = whatif_engine.run(doc, req, lambda i, n: None)
     assert out.error and "unknown-topic" in out.error
+
+
+def test_lag_chart_keeps_the_top_lines_and_sums_the_rest() -> None:
+    series = {f"t:{p}": [(1000, float(p)), (2000, float(p * 2))] for p in range(50)}
+    top = top_series(series, "partition", n=5)
+    assert list(top)[:5] == ["t:49", "t:48", "t:47", "t:46", "t:45"]
+    assert top["other 45 partitions (sum)"] == [
+        (1000, float(sum(range(45)))),
+        (2000, float(2 * sum(range(45)))),
+    ]
+    assert top_series({"a": [(1, 1.0)]}, "member") == {"a": [(1, 1.0)]}
+
+
+def test_heatmap_rows_never_merge_on_truncated_ids() -> None:
+    prefix = "consumer-with-a-very-long-client-id-"
+    ms = [gd.Member(member_id=f"{prefix}{i}", assignment=[("t", i)]) for i in range(3)]
+    fig = assignment_heatmap(ms, [gd.PartitionLag("t", i, lag=i) for i in range(3)])
+    assert fig["data"][0]["y"] == [m.member_id for m in ms]
+    assert fig["data"][0]["z"] == [[0.0, None, None], [None, 1.0, None], [None, None, 2.0]]

@@ -103,6 +103,7 @@ def layout() -> html.Div:
                                 type="search",
                                 placeholder="Group name contains…",
                                 debounce=True,
+                                style={"width": "300px", "minWidth": "0"},
                             ),
                             html.Span(id="fleet-count", className="muted"),
                         ],
@@ -168,10 +169,13 @@ def register(app: Dash, data: DashboardData) -> None:
             counts = data.fleet_counts()
             storms: list[dict[str, Any]] = []
             lagging: list[dict[str, Any]] = []
+            # The top five by rate / seconds, keeping only those over the store's thresholds.
             if counts["storms"]:
                 storms = data.list_groups(sort_by="rebalance_rate", descending=True, limit=5)[1]
+                storms = [r for r in storms if r["rebalances_1h"] >= counts["storm_rebalances_per_hour"]]
             if counts["lagging"]:
                 lagging = data.list_groups(sort_by="lag_seconds", descending=True, limit=5)[1]
+                lagging = [r for r in lagging if r["lag_seconds"] > counts["lagging_seconds"]]
         except Unavailable as e:
             msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
             return msg, fleet_state_figure({}), "", ""

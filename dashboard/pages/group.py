@@ -220,13 +220,14 @@ def window(range_ms: int | None, doc: Mapping[str, Any], now: int) -> tuple[int 
     return now - range_ms, now, ""
 
 
-def activity_view(bands: list[gd.Band], now: int) -> tuple[int, int] | None:
-    """x range from the first state change to a little after the last one (the current state's bar
-    still runs on to now; zoom out to see it). None when the group has no history yet."""
+def activity_view(bands: list[gd.Band], now: int, latest: int | None = None) -> tuple[int, int] | None:
+    """x range from the first state change to a little after the last evidence (``latest``: the last
+    change, heartbeat or generation end); the current state's bar still runs on to now, zoom out to
+    see it. None when the group has no history yet."""
     if not bands:
         return None
     first = bands[0].start
-    last = max(b.start for b in bands)
+    last = max([b.start for b in bands] + ([latest] if latest else []))
     pad = max((last - first) // 8, 5_000)
     return first - pad // 4, min(last + pad, now) if now > first else last + pad
 
@@ -372,6 +373,27 @@ def lag_series(
     return out
 
 
+MAX_LINES = 20
+
+
+def top_series(
+    series: dict[str, list[tuple[int, float | None]]], by: str, n: int = MAX_LINES
+) -> dict[str, list[tuple[int, float | None]]]:
+    """The n series with the highest latest value, and the rest summed into one line: a thousand
+    partition lines help nobody and make the browser crawl."""
+    if len(series) <= n:
+        return series
+    ranked = sorted(series, key=lambda k: (series[k][-1][1] or 0) if series[k] else 0, reverse=True)
+    keep, rest = ranked[:n], ranked[n:]
+    out = {k: series[k] for k in keep}
+    total: dict[int, float] = {}
+    for k in rest:
+        for ts, v in series[k]:
+            total[ts] = total.get(ts, 0.0) + (v or 0.0)
+    out[f"other {len(rest)} {by}s (sum)"] = sorted(total.items())
+    return out
+
+
 def register(app: Dash, data: DashboardData) -> None:
     @app.callback(
         Output("group-header", "children"),
@@ -408,7 +430,7 @@ def register(app: Dash, data: DashboardData) -> None:
             points = data.lag_history(name, since, until)
         except Unavailable as e:
             return empty_figure("Lag over time", str(e))
-        return lag_over_time_figure(lag_series(points, metric, by), metric, by)
+        return lag_over_time_figure(top_series(lag_series(points, metric, by), by), metric, by)
 
 
 def group_outputs(data: DashboardData, name: str, range_ms: int | None) -> tuple[Any, ...]:
@@ -447,7 +469,7 @@ def group_outputs(data: DashboardData, name: str, range_ms: int | None) -> tuple
             bands,
             since,
             max(until, max((b.end or b.start for b in bands), default=until)),
-            activity_view(bands, now) if range_ms == ACTIVITY else None,
+            activity_view(bands, now, gd.latest_time(doc)) if range_ms == ACTIVITY else None,
         ),
         generations_figure(gens, since, until),
         generation_rows(gens),
