@@ -49,6 +49,8 @@ def _as_bytes(data: Any) -> bytes:
 
 def decode_key(key: bytes) -> tuple[int, r.RecordKey]:
     """(record type, key object). Raises DecodeError (part "key")."""
+    if key is None:
+        raise DecodeError(None, "record has no key", part="key")
     key = _as_bytes(key)
     if len(key) < 2:
         raise DecodeError(0, f"key of {len(key)} bytes has no int16 record type", part="key")
