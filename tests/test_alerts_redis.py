@@ -7,13 +7,16 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from conftest import CAPTURES
 from test_alert_docs import MIN, T0, S, doc, gen, mid, part, steady_doc, storm_doc
 
 from collectors.alerts.evaluate import Evaluator, lag_from_point
 from collectors.alerts.store import AlertStore
+from collectors.capture import read_capture
 from collectors.cli.main import cli
 from collectors.redis_store import RedisStore
 from coordinator_model.alerting import parse_alert_config
+from coordinator_model.engine import rebuild
 
 pytestmark = pytest.mark.servers
 
@@ -198,3 +201,16 @@ def test_lag_refresh_of_a_healthy_group_is_not_reread(redis_client) -> None:
     store.write_group(other, T0 + 4 * MIN)
     r = ev.run_cycle(now_ms=T0 + 4 * MIN)
     assert (r.evaluated, r.skipped_quiet, r.fired) == (1, 0, 1)
+
+
+def test_document_signature_matches_the_one_read_from_redis(redis_client) -> None:
+    """The evaluator signs a document it judged, and later compares with a signature read from the
+    fleet row and the generation row the pipeline's store derived from that same document."""
+    store = RedisStore(redis_client)
+    ev = _ev(redis_client)
+    for scenario in ("static-membership", "kip848-lifecycle", "standalone-and-admin"):
+        docs = [eng.document() for eng in rebuild(read_capture(CAPTURES / scenario).evidence).values()]
+        store.write_groups(docs, T0)
+        names = [d["group"] for d in docs]
+        sigs, _ = ev._signatures(names)
+        assert sigs == [ev._doc_signature(json.loads(json.dumps(d))) for d in docs], scenario

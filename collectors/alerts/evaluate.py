@@ -172,6 +172,28 @@ class Evaluator:
             sigs.append(f"{head}|{zlib.crc32(gen_raw or b'')}")
         return sigs, rows
 
+    @staticmethod
+    def _doc_signature(doc: dict[str, Any]) -> str:
+        """The signature `_signatures` computes from Redis, computed from the document itself (the
+        fleet row and the generation row are derived from it by collectors/redis_store.py). Were the
+        two ever to differ, the group would only be re-read more often, never judged less."""
+        timeline = doc.get("timeline") or []
+        last_change = timeline[-1].get("start") if timeline and isinstance(timeline[-1], dict) else None
+        gen = doc.get("generation") if doc.get("generation") is not None else doc.get("group_epoch")
+        gen_raw = b""
+        for g in reversed(doc.get("generations") or []):
+            if isinstance(g, dict) and g.get("generation") == gen and g.get("start") is not None:
+                gen_raw = json.dumps(g, separators=(",", ":"), sort_keys=True, default=str).encode()
+                break
+        head = (
+            str(doc.get("state") or "Unknown"),
+            doc.get("generation"),
+            doc.get("group_epoch"),
+            last_change,
+            len(doc.get("members") or []),
+        )
+        return f"{head}|{zlib.crc32(gen_raw)}"
+
     def _lag_quiet(self, row: dict[str, Any]) -> bool:
         lag = row.get("lag") or 0
         if lag == 0:
@@ -357,8 +379,7 @@ class Evaluator:
             pipe.hdel(self.alerts.k("sig"), *groups)
         else:
             pipe.hset(self.alerts.k("seen"), mapping={g: refreshed[g] for g in groups})
-            sigs, _ = self._signatures(groups)
-            known = {g: sig for g, sig in zip(groups, sigs, strict=True) if sig is not None}
+            known = {g: self._doc_signature(d) for g, d in zip(groups, docs, strict=True) if d is not None}
             if known:
                 pipe.hset(self.alerts.k("sig"), mapping=known)
             if rechecks:

@@ -69,7 +69,7 @@ def _gens_until(v: GroupView, now_ms: int) -> list[Generation]:
 
 
 def _unexplained(
-    gens: list[Generation], window_start: int, now_ms: int, settle_ms: int
+    history: list[Generation], gens: list[Generation], window_start: int, now_ms: int, settle_ms: int
 ) -> tuple[list[Generation], int | None]:
     """Generations in the window with a membership change no ordinary deploy explains.
 
@@ -80,7 +80,7 @@ def _unexplained(
     of joining, is churn and counts."""
     joined_at: dict[str, int] = {}
     left_at: dict[str, int] = {}
-    for g in gens:
+    for g in history:  # every generation, ignored causes too: when did each member come and go
         for m in g.joined:
             joined_at.setdefault(m.member_id, g.start)
         for m in g.left:
@@ -124,8 +124,8 @@ def rebalance_storm(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
     window_start = now_ms - window
     gens = _gens_until(v, now_ms)
     # The rebalance that empties the group is a shutdown, not a storm.
-    relevant = [g for g in gens if g.cause not in ignore and g.member_count != 0]
-    counted, recheck = _unexplained(relevant, window_start, now_ms, int(p["settle_s"] * 1000))
+    relevant = [g for g in gens if g.cause not in ignore and g.member_count != 0 and not g.raw.get("empty")]
+    counted, recheck = _unexplained(gens, relevant, window_start, now_ms, int(p["settle_s"] * 1000))
     if counted:
         recheck = _min(recheck, counted[0].start + window + 1)
     if len(counted) < threshold:
