@@ -158,7 +158,9 @@ def _read_versioned(data: bytes, readers: dict[int, Any]) -> Any:
     if version > _MAX_CP_VERSION:
         return None
     try:
-        obj = readers[max(version, 0)](data, 2)[0]
+        if version >= 0:
+            return readers[version](data, 2)[0]
+        obj = readers[0](data, 2)[0]
     except DecodeError:
         return None
     obj.version = version
