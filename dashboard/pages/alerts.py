@@ -15,8 +15,8 @@ COLUMNS = [
     {"field": "rule", "headerName": "Rule", "width": 170},
     {"field": "severity", "headerName": "Severity", "width": 105},
     {"field": "state", "headerName": "State", "width": 100},
-    {"field": "since", "headerName": "Since (UTC)", "width": 190},
-    {"field": "until", "headerName": "Resolved (UTC)", "width": 190},
+    {"field": "since", "headerName": "Since (UTC)", "width": 215},
+    {"field": "until", "headerName": "Resolved (UTC)", "width": 215},
     {"field": "message", "headerName": "Summary", "flex": 2, "minWidth": 260, "tooltipField": "message"},
 ]
 

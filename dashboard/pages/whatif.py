@@ -72,13 +72,24 @@ def layout(name: str) -> html.Div:
                             ),
                             *_field(
                                 "Add members",
-                                dcc.Input(id="wi-add_members", type="text", value="", placeholder="0"),
+                                dcc.Input(
+                                    id="wi-add_members",
+                                    type="text",
+                                    value="",
+                                    placeholder="0",
+                                    style={"width": "200px"},
+                                ),
                                 "add_members",
                                 "New members subscribe like the group's first member.",
                             ),
                             *_field(
                                 "Remove members",
-                                dcc.Dropdown(id="wi-remove_members", multi=True, options=[]),
+                                dcc.Dropdown(
+                                    id="wi-remove_members",
+                                    multi=True,
+                                    options=[],
+                                    style={"maxWidth": "660px"},
+                                ),
                                 "remove_members",
                             ),
                             *_field(
@@ -122,6 +133,7 @@ def layout(name: str) -> html.Div:
                                     type="text",
                                     value="",
                                     placeholder="e.g. 45000",
+                                    style={"width": "200px"},
                                 ),
                                 "session_timeout_ms",
                                 "Counts the recorded session-timeout rebalances this would have avoided.",
@@ -133,6 +145,7 @@ def layout(name: str) -> html.Div:
                                     type="text",
                                     value="",
                                     placeholder="e.g. 300000",
+                                    style={"width": "200px"},
                                 ),
                                 "max_poll_interval_ms",
                                 "Counts the recorded poll-timeout rebalances this would have avoided.",
