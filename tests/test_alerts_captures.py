@@ -106,3 +106,16 @@ def test_cli_evaluate_at_over_a_replayed_capture(redis_client, redis_server) -> 
     assert [(a["group"], a["rule"], a["state"]) for a in out["active"]] == [
         ("polltimeout-060433e", "member_lost", "firing")
     ]
+
+
+def test_static_member_restart_is_quiet_but_its_expiry_is_not(redis_client) -> None:
+    """static-membership: s2 restarts within its session timeout at t=25..28 (no rebalance, no
+    alert); s3 stays down 25 s and is expired at ~t=55 (member_lost)."""
+    lo, _, seen = _replay(redis_client, "static-membership", step_ms=3_000)
+    group = "static-060433d"
+    assert all(active == [] for at, active in seen if at - lo < 54_000)
+    assert all(active == [(group, "member_lost")] for at, active in seen if 60_000 <= at - lo <= 90_000)
+    [h] = AlertStore(redis_client).history(group=group)
+    assert h["rule"] == "member_lost" and h["evidence"]["generations"][0]["members_left"][0].startswith(
+        "inst-3-"
+    )

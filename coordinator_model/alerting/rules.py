@@ -251,7 +251,7 @@ def member_lost(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
         return RuleResult()
     by_cause: dict[str, int] = defaultdict(int)
     for g in lost:
-        by_cause[g.cause] += 1
+        by_cause[g.cause] += max(1, len(g.left))  # members lost (one rebalance may expire several)
     members = sorted({m.member_id for g in lost for m in g.left})
     words = {"session_timeout": "session timeout", "poll_timeout": "poll interval exceeded"}
     finding = Finding(
