@@ -214,3 +214,18 @@ def test_document_signature_matches_the_one_read_from_redis(redis_client) -> Non
         names = [d["group"] for d in docs]
         sigs, _ = ev._signatures(names)
         assert sigs == [ev._doc_signature(json.loads(json.dumps(d))) for d in docs], scenario
+
+
+def test_overlapping_cycles_skip(redis_client, redis_server) -> None:
+    store = RedisStore(redis_client)
+    store.write_group(steady_doc("x", lag=[part("t", 0, 5000, 300.0, "STOP")]), T0)
+    alerts = AlertStore(redis_client)
+    assert alerts.acquire_lock(10_000, "other-worker")
+    r = _ev(redis_client).run_cycle(now_ms=T0)
+    assert r.skipped_locked and r.evaluated == 0 and alerts.active() == []
+    res = CliRunner().invoke(cli, ["alerts", "evaluate", "--redis", redis_server.url])
+    assert res.exit_code == 1 and "another evaluation cycle is running" in res.output
+    alerts.release_lock("not-the-holder")  # only the holder releases
+    assert _ev(redis_client).run_cycle(now_ms=T0).skipped_locked
+    alerts.release_lock("other-worker")
+    assert _ev(redis_client).run_cycle(now_ms=T0).fired == 1

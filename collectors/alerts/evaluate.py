@@ -140,6 +140,7 @@ class Evaluator:
         self.alerts = AlertStore(client, prefix=prefix)
         self.chunk = chunk
         self.quiet_seconds = quiet_lag_seconds(config)
+        self._lock_ttl_ms = 60_000
 
     def _signatures(self, groups: list[str]) -> tuple[list[str | None], list[dict[str, Any] | None]]:
         """Per group: the signature of what the rebalance rules read, and the fleet row."""
@@ -230,10 +231,11 @@ class Evaluator:
         now_ms: int | None = None,
         at_ms: int | None = None,
         full: bool = False,
-        lock_ttl_ms: int = 120_000,
+        lock_ttl_ms: int = 60_000,
     ) -> CycleResult:
         """Evaluate once. `at_ms` replays a past moment (every group judged); `full` re-judges every
-        group now. Holds a Redis lock so overlapping beats skip instead of doubling work."""
+        group now. Holds a Redis lock so overlapping beats skip instead of doubling work; the lock is
+        renewed after every chunk, so a long cycle keeps it and a crashed one frees it within the TTL."""
         t0, c0 = time.perf_counter(), time.process_time()
         historic = at_ms is not None
         now = at_ms if historic else (now_ms if now_ms is not None else _now_ms())
@@ -243,6 +245,7 @@ class Evaluator:
         if not self.alerts.acquire_lock(lock_ttl_ms, token):
             result.skipped_locked = True
             return result
+        self._lock_ttl_ms = lock_ttl_ms
         try:
             self._cycle(result, now, historic, full or historic)
         finally:
@@ -271,6 +274,7 @@ class Evaluator:
         gone = [g for g in active if g not in refreshed]
         for chunk in _chunks(todo, self.chunk):
             self._chunk(chunk, refreshed, active, now, historic, result)
+            self.r.pexpire(self.alerts.k("lock"), self._lock_ttl_ms)
         if gone and not historic:
             pipe = self.r.pipeline(transaction=False)
             for g in gone:
