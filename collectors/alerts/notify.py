@@ -254,6 +254,10 @@ class ThreadDispatcher:
                 t.start()
                 self.threads.append(t)
 
+    def pending(self) -> list[str]:
+        """Channels still sending (retrying) now."""
+        return [t.name.removeprefix("notify-") for t in self.threads if t.is_alive()]
+
     def join(self, timeout_s: float | None = None) -> bool:
         """Wait for every channel (at most timeout_s in all). True when all finished."""
         deadline = None if timeout_s is None else time.monotonic() + timeout_s

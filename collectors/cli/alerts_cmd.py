@@ -67,7 +67,11 @@ def evaluate(redis_url: str | None, at_ms: int | None, full: bool, no_notify: bo
         )
         dispatcher.dispatch(events)
         dispatcher.join(timeout_s=float(config.notify.get("cli_wait_s", 60.0)))
-        undelivered = dispatcher.failed
+        undelivered = dict(dispatcher.failed)
+        for name in dispatcher.pending():
+            click.echo(
+                f"groupscope: notifier {name}: still retrying when the command gave up waiting", err=True
+            )
     summary = result.summary()
     if as_json:
         click.echo(json.dumps({"cycle": summary, "transitions": events}, default=str))
