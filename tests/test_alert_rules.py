@@ -343,6 +343,8 @@ def test_overrides_by_name_and_regex_allow_and_deny() -> None:
         ({"notifiers": [{"type": "pager"}]}, "webhook, slack or email"),
         ({"notifiers": [{"type": "webhook"}]}, "needs a url"),
         ({"colour": 1}, "unknown key"),
+        ({"notify": {"retry": 3}}, "notify: unknown key"),
+        ({"notify": {"retries": -1}}, "non-negative"),
     ],
 )
 def test_bad_config_is_refused_with_a_clear_message(bad: dict, words: str) -> None:

@@ -292,5 +292,12 @@ def parse_alert_config(data: dict[str, Any] | None) -> AlertConfig:
     notify = data.get("notify") or {}
     if not isinstance(notify, dict):
         raise AlertConfigError("alerts.notify must be a mapping")
-    cfg.notify = {"retries": 5, "backoff_s": 1.0, "resolved": True, "timeout_s": 5.0, **notify}
+    defaults = {"retries": 5, "backoff_s": 1.0, "resolved": True, "timeout_s": 5.0, "cli_wait_s": 60.0}
+    unknown_notify = set(notify) - set(defaults)
+    if unknown_notify:
+        raise AlertConfigError(f"alerts.notify: unknown key(s) {', '.join(sorted(map(str, unknown_notify)))}")
+    for k, v in notify.items():
+        if k != "resolved" and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
+            raise AlertConfigError(f"alerts.notify.{k} must be a non-negative number")
+    cfg.notify = {**defaults, **notify}
     return cfg
