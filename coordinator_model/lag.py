@@ -7,7 +7,7 @@
 - Burrow (linkedin/Burrow core/internal/evaluator): over a sliding window of commits, a partition
   is OK unless its lag is non-zero now and: the commits stopped (STOP: time since the last commit is
   longer than the window spans), the offset went backwards (REWIND), the offset never moved (STALL),
-  or the lag never decreased (WARN). A group is ERR when any partition is STOP, STALL or REWIND.
+  or the lag grew at every commit (WARN). A group is ERR when any partition is STOP, STALL or REWIND.
 - A lag of 1 that does not move on an idle log is the commit marker of a transaction that the
   consumer cannot consume: the evaluator counts it as zero.
 """
@@ -84,12 +84,14 @@ class CommitSample:
 @dataclass(slots=True)
 class PartitionWindow:
     samples: list[CommitSample] = field(default_factory=list)
+    slot_start: int = -(2**62)  # when the newest slot opened: commits within MIN_DISTANCE share it
 
     def add(self, sample: CommitSample) -> None:
-        if self.samples and sample.ts - self.samples[-1].ts < MIN_DISTANCE_MS:
+        if self.samples and sample.ts - self.slot_start < MIN_DISTANCE_MS:
             self.samples[-1] = sample
         else:
             self.samples.append(sample)
+            self.slot_start = sample.ts
         if len(self.samples) > WINDOW:
             del self.samples[0]
 
@@ -139,7 +141,7 @@ def evaluate_partition(window: PartitionWindow, current_lag: int | None, now_ms:
             return "REWIND"
         if offsets[0] == offsets[-1]:
             return "STALL"
-        if all(b >= a for a, b in itertools.pairwise(lags)):
+        if all(b > a for a, b in itertools.pairwise(lags)):
             return "WARN"
     return "OK"
 

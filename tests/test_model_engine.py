@@ -1,0 +1,260 @@
+"""Evidence parsers, lag and Burrow evaluation, and engine behaviour that the captures do not isolate."""
+
+from __future__ import annotations
+
+import base64
+import json
+import pickle
+from pathlib import Path
+
+import pytest
+from conftest import CAPTURES
+
+from collectors.capture import offsets_line_to_evidence, read_capture
+from coordinator_model import lag as lagmod
+from coordinator_model.engine import GroupEngine, Member, rebuild
+from coordinator_model.evidence import (
+    CommittedSnapshot,
+    DescribeSnapshot,
+    EndOffset,
+    EvidenceError,
+    GroupMetadataSnapshot,
+    HeartbeatEvent,
+    OffsetCommit,
+    from_describe_json,
+    from_end_offset_json,
+    from_heartbeat_json,
+)
+
+HB = {
+    "ts": 1000,
+    "group": "g",
+    "member_id": "m1",
+    "group_instance_id": None,
+    "client_id": "c",
+    "host": "/h",
+    "generation": None,
+    "event": "heartbeat",
+    "state": "steady",
+    "partitions": [],
+    "session_timeout_ms": 6000,
+    "max_poll_interval_ms": 10000,
+}
+
+
+def hb(ts: int, member: str, event: str = "heartbeat", parts=(), instance=None) -> HeartbeatEvent:
+    return from_heartbeat_json(
+        {**HB, "ts": ts, "member_id": member, "event": event, "partitions": [list(p) for p in parts],
+         "group_instance_id": instance}
+    )  # fmt: skip
+
+
+# -- parsers ---------------------------------------------------------------------------------------------
+def test_heartbeat_json_and_its_errors() -> None:
+    ev = from_heartbeat_json({**HB, "event": "assigned", "partitions": [["t", 1]]})
+    assert ev.partitions == (("t", 1),) and ev.session_timeout_ms == 6000 and ev.group == "g"
+    for bad in (
+        {**HB, "event": "dance"},
+        {**HB, "ts": "soon"},
+        {**HB, "partitions": [["t"]]},
+        [],
+        {"event": "join"},
+    ):
+        with pytest.raises(EvidenceError):
+            from_heartbeat_json(bad)
+
+
+def test_describe_and_committed_lines() -> None:
+    lines = (CAPTURES / "kip848-lifecycle" / "describe.jsonl").read_text().splitlines()
+    parsed = [from_describe_json(json.loads(line)) for line in lines]
+    consumer = [p for p in parsed if isinstance(p, DescribeSnapshot) and p.broker_state]
+    assert (
+        consumer and consumer[0].group_epoch is not None and consumer[0].members[0].member_epoch is not None
+    )
+    assert any(isinstance(p, CommittedSnapshot) and p.offsets for p in parsed)
+    with pytest.raises(EvidenceError):
+        from_describe_json({"ts": 1, "group": "g", "committed": [["t", "x", 1]]})
+    with pytest.raises(EvidenceError):
+        from_describe_json({"ts": 1, "group": "g", "state": "Stable"})
+    assert from_end_offset_json({"ts": 5, "topic": "t", "partition": 0, "end_offset": 9}).group is None
+    with pytest.raises(EvidenceError):
+        from_end_offset_json({"ts": 5, "topic": "t", "partition": 0})
+
+
+def test_offsets_lines_decode_through_the_codec() -> None:
+    first = json.loads((CAPTURES / "classic-range-lifecycle" / "offsets.jsonl").read_text().splitlines()[1])
+    ev = offsets_line_to_evidence(first)
+    assert isinstance(ev, GroupMetadataSnapshot) and ev.generation == 1 and ev.protocol == "range"
+    assert (
+        ev.members[0].subscription == ("crl-A-060433a", "crl-B-060433a")
+        and len(ev.members[0].assignment) == 10
+    )
+    for bad in (
+        {"key": "!!!", "value": None},
+        {"key": base64.b64encode(b"\x00\x02\xff").decode(), "value": None},
+        {},
+    ):
+        with pytest.raises(EvidenceError):
+            offsets_line_to_evidence(bad)
+
+
+def test_capture_reader_reports_bad_lines_and_keeps_the_rest(tmp_path: Path) -> None:
+    good = (CAPTURES / "lag-ramp" / "heartbeats.jsonl").read_text().splitlines()[:3]
+    (tmp_path / "heartbeats.jsonl").write_text(
+        "\n".join([good[0], "{oops", good[1], '{"event": 1}', good[2]]) + "\n"
+    )
+    cap = read_capture(tmp_path)
+    assert len(cap.evidence) == 3 and [e[1] for e in cap.errors] == [2, 4]
+
+
+# -- lag ------------------------------------------------------------------------------------------------
+def test_lag_in_offsets_and_seconds() -> None:
+    h = lagmod.EndOffsetHistory()
+    for ts, end in ((0, 0), (1000, 100), (2000, 200), (3000, 200), (4000, 300)):
+        h.add(ts, end)
+    assert lagmod.lag_offsets(150, h.latest) == 150
+    assert lagmod.lag_offsets(400, h.latest) == 0  # never negative
+    # offset 151 was written between t=1000 (end 100) and t=2000 (end 200): at ~1510 ms
+    assert lagmod.lag_seconds(150, h, 5000) == pytest.approx((5000 - 1510) / 1000)
+    assert lagmod.lag_seconds(300, h, 10**9) == 0.0  # consumed everything: no time lag on an idle topic
+    assert lagmod.lag_seconds(None, h, 5000) is None
+
+
+def _window(points: list[tuple[int, int, int]]) -> lagmod.PartitionWindow:
+    w = lagmod.PartitionWindow()
+    for ts, offset, end in points:
+        w.add(lagmod.CommitSample(ts, offset, lagmod.lag_offsets(offset, end), end))
+    return w
+
+
+def test_burrow_rules() -> None:
+    ev = lagmod.evaluate_partition
+    steady = _window([(i * 1000, 100 * i, 100 * i + 5) for i in range(10)])
+    assert ev(steady, 0, 10_000) == "OK"  # no lag now
+    assert ev(steady, 5, 10_000) == "OK"  # keeps up
+    growing = _window([(i * 1000, 10 * i, 100 * i + 5) for i in range(10)])
+    assert ev(growing, 500, 10_000) == "WARN"  # lag never shrinks
+    stalled = _window([(i * 1000, 10, 100 * i + 50) for i in range(10)])
+    assert ev(stalled, 900, 10_000) == "STALL"  # commits keep coming but the offset does not move
+    rewound = _window([(i * 1000, 10 * i if i != 5 else 1, 100 * i + 50) for i in range(10)])
+    assert ev(rewound, 500, 10_000) == "REWIND"
+    assert ev(growing, 500, 40_000) == "STOP"  # no commit for longer than the window spans
+    marker = _window([(i * 1000, 99, 100) for i in range(10)])
+    assert ev(marker, 1, 10_000) == "OK"  # a transaction marker the consumer can never consume
+    assert lagmod.group_status(["OK", "WARN"]) == "WARN"
+    assert lagmod.group_status(["OK", "STALL"]) == "ERR"
+
+
+def test_lag_document_on_a_real_capture() -> None:
+    cap = read_capture(CAPTURES / "lag-ramp")
+    eng = rebuild(cap.evidence)["lag-060433j"]
+    start = min(e.ts for e in cap.evidence if e.source == "offsets")
+    growing = start + 35_000  # the member consumes 50 msg/s of 200: lag grows at every commit
+    lag = rebuild(cap.evidence, at_ms=growing)["lag-060433j"].document(growing)["lag"]
+    assert lag["total"] > 4000 and lag["max_seconds"] > 20
+    assert all(p["lag"] >= 0 for p in lag["partitions"])
+    assert lag["members"] and lag["members"][0]["lag"] == lag["total"]
+    assert {p["status"] for p in lag["partitions"]} == {"WARN"} and lag["status"] == "WARN"
+    drained = start + 75_000  # it sped up at t=40 and caught up around t=60
+    lag = rebuild(cap.evidence, at_ms=drained)["lag-060433j"].document(drained)["lag"]
+    assert lag["total"] < 100 and lag["status"] == "OK"
+    final = eng.document()["lag"]
+    assert final["total"] == 0 and final["max_seconds"] == 0.0
+
+
+def test_partition_without_commit_says_so() -> None:
+    eng = GroupEngine("g")
+    eng.apply(DescribeSnapshot(1000, "g", "classic", "Stable", "range", ()))
+    eng.apply(EndOffset(1000, "t", 0, 10))
+    eng.apply(OffsetCommit(1000, "g", "t", 1, 5, 1000, log_offset=1))
+    eng.members["m"] = Member("m", assignment=(("t", 0), ("t", 1)))
+    rows = {p["partition"]: p for p in eng.document()["lag"]["partitions"]}
+    assert (
+        rows[0]["has_commit"] is False and rows[0]["committed"] is None and rows[0]["status"] == "NO_COMMIT"
+    )
+    assert rows[1]["has_commit"] is True
+
+
+# -- engine ------------------------------------------------------------------------------------------------
+def test_heartbeats_alone_see_a_session_expire_without_new_input() -> None:
+    eng = GroupEngine("g")
+    eng.apply_many([hb(1000, "m1", "join"), hb(1000, "m1", "assigned", [("t", 0)]), hb(3000, "m2", "join")])
+    eng.apply_many([hb(3100, "m1", "assigned", [("t", 0)]), hb(3100, "m2", "assigned", [("t", 1)])])
+    eng.apply_many([hb(t, "m1") for t in range(4000, 20000, 2000)] + [hb(4000, "m2")])
+    assert set(eng.members) == {"m1", "m2"}
+    eng.advance(9_999)
+    assert "m2" in eng.members
+    eng.advance(20_000)  # m2's last heartbeat was at 4000 with a 6 s session
+    doc = eng.document()
+    assert set(eng.members) == {"m1"}
+    last = doc["generations"][-1]
+    assert last["cause"] == "session_timeout" and last["start"] == 10_000 and "cause" in last["inferred"]
+    assert doc["state"] == "PreparingRebalance"  # nothing told us the rebalance finished
+    assert "generation" in last["inferred"] or last["end"] is None
+
+
+def test_poll_stall_then_leave_is_a_poll_timeout_and_static_close_is_not_a_leave() -> None:
+    eng = GroupEngine("g")
+    eng.apply_many([hb(1000, "a", "join"), hb(1100, "a", "assigned", [("t", 0)]), hb(2000, "b", "join")])
+    eng.apply_many(
+        [hb(2100, "b", "assigned", [("t", 1)]), hb(5000, "b", "poll_stall"), hb(9000, "b", "leave")]
+    )
+    gens = eng.document()["generations"]
+    assert gens[-1]["cause"] == "poll_timeout" and gens[-1]["members_left"] == ["b"]
+    static = GroupEngine("s")
+    static.apply_many(
+        [hb(1000, "i1-a", "join", instance="i1"), hb(1100, "i1-a", "assigned", [("t", 0)], "i1")]
+    )
+    static.apply(hb(5000, "i1-a", "leave", instance="i1"))
+    assert "i1-a" in static.members and static.state == "Stable"  # static members never send LeaveGroup
+    static.apply(hb(7000, "i1-b", "join", instance="i1"))  # restarted: new id, same place, no rebalance
+    assert set(static.members) == {"i1-b"} and static.state == "Stable"
+
+
+def test_offset_commit_rules_in_the_engine() -> None:
+    eng = GroupEngine("g")
+    eng.apply(OffsetCommit(1000, "g", "t", 0, 50, 1000, log_offset=20))
+    eng.apply(OffsetCommit(900, "g", "t", 0, 40, 900, log_offset=10))  # older record, read late
+    assert eng.offsets[("t", 0)].offset == 50
+    eng.apply(OffsetCommit(2000, "g", "t", 0, None, log_offset=30))  # tombstone
+    assert ("t", 0) not in eng.offsets
+    eng.apply(OffsetCommit(3000, "g", "t", 1, 7, 3000, log_offset=31))
+    eng.advance(3000 + 7 * 24 * 3600 * 1000)  # a standalone group's commits expire from commit time
+    assert eng.document()["offsets"] == [] and eng.document()["simple"] is True
+
+
+def test_engine_is_picklable_compact_and_bounded() -> None:
+    cap = read_capture(CAPTURES / "rebalance-storm")
+    eng = rebuild(cap.evidence)["storm-060433f"]
+    blob = pickle.dumps(eng)
+    assert len(blob) < 64_000
+    assert pickle.loads(blob).document() == eng.document()
+    short = GroupEngine("storm-060433f", retention_ms=20_000)
+    short.apply_many(e for e in cap.evidence if e.group in ("storm-060433f", None))
+    short.advance(max(e.ts for e in cap.evidence))
+    doc = short.document()
+    assert len(doc["generations"]) < len(eng.document()["generations"])
+    assert doc["timeline"][0]["start"] >= short.now - 20_000 - 5_000
+
+
+def test_rebuild_fans_end_offsets_out_to_the_groups_reading_the_topic() -> None:
+    evs = [
+        OffsetCommit(1000, "a", "t", 0, 5, 1000, log_offset=1),
+        OffsetCommit(1000, "b", "u", 0, 5, 1000, log_offset=2),
+        EndOffset(1500, "t", 0, 9),
+        EndOffset(1500, "u", 0, 7),
+    ]
+    docs = {g: e.document() for g, e in rebuild(evs).items()}
+    assert docs["a"]["lag"]["total"] == 4 and docs["b"]["lag"]["total"] == 2
+    assert rebuild(evs, at_ms=1200)["a"].document(1200)["lag"]["total"] is None  # no end offset yet
+
+
+def test_kip848_group_from_records() -> None:
+    cap = read_capture(CAPTURES / "kip848-lifecycle")
+    part = [e for e in cap.evidence if e.source == "offsets"]
+    engines = rebuild(part)
+    doc = engines["k848-uniform-060433h"].document()
+    assert doc["type"] == "consumer" and doc["state"] == "Empty" and doc["group_epoch"] == 10
+    states = {r["state"] for r in doc["timeline"]}
+    assert {"Reconciling", "Stable", "Empty"} <= states
+    assert doc["generations"][0]["cause"] == "group_created"
