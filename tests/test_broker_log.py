@@ -35,9 +35,8 @@ def test_every_line_of_every_capture_parses() -> None:
 
 def test_kafka4_prepare_line() -> None:
     ev = parse_broker_log_line(
-        P4
-        + "Preparing to rebalance group crl in state PreparingRebalance with old generation 3 (reason: explicit "
-        "`LeaveGroup` request for (m2-42e3) members.)." + S4
+        P4 + "Preparing to rebalance group crl in state PreparingRebalance with old generation 3 "
+        "(reason: explicit `LeaveGroup` request for (m2-42e3) members.)." + S4
     )
     assert (ev.kind, ev.group, ev.generation, ev.state) == ("prepare", "crl", 3, "PreparingRebalance")
     assert ev.reason == "explicit `LeaveGroup` request for (m2-42e3) members"
@@ -51,7 +50,8 @@ def test_kafka4_prepare_line() -> None:
     [
         (
             "Preparing to rebalance group g1 in state PreparingRebalance with old generation 4 "
-            "(__consumer_offsets-7) (reason: Adding new member c-1 with group instance id None; client reason: x)",
+            "(__consumer_offsets-7) (reason: Adding new member c-1 with group instance id None; "
+            "client reason: x)",
             "prepare",
             {"group": "g1", "generation": 4},
         ),
@@ -78,7 +78,8 @@ def test_kafka4_prepare_line() -> None:
             {"member_id": "c-2"},
         ),
         (
-            "Member c-3 has left group g1 through explicit `LeaveGroup`; client reason: the consumer is being closed",
+            "Member c-3 has left group g1 through explicit `LeaveGroup`; "
+            "client reason: the consumer is being closed",
             "member_left",
             {"member_id": "c-3", "reason": "the consumer is being closed"},
         ),
