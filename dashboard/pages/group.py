@@ -171,7 +171,6 @@ def layout(name: str) -> html.Div:
                                 options=[
                                     {"label": "lag in offsets", "value": "lag"},
                                     {"label": "lag in seconds", "value": "lag_seconds"},
-                                    {"label": "committed offsets", "value": "committed"},
                                 ],
                                 value="lag",
                             ),
