@@ -15,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass
@@ -70,7 +72,7 @@ def _cli_json(args: list[str], env: dict) -> dict | None:
 
 
 @pytest.fixture(scope="module")
-def demo_run(kafka_broker, redis_server, tmp_path_factory) -> DemoRun:
+def demo_run(kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> DemoRun:
     logs = tmp_path_factory.mktemp("demo-logs")
     demo_id = uuid.uuid4().hex
     hb_topic = f"demo-heartbeats-{demo_id[:8]}"
@@ -98,12 +100,19 @@ def demo_run(kafka_broker, redis_server, tmp_path_factory) -> DemoRun:
             proc.kill()
             proc.wait()
     time.sleep(0.5)
+    events = _read_heartbeats(kafka_broker.bootstrap_servers, hb_topic)
+    # What the probes sent and what the collector showed, kept for a look after the run
+    # (test-artifacts/ is not committed).
+    (artifacts_dir / "demo-heartbeats.jsonl").write_text("".join(json.dumps(e) + "\n" for e in events))
+    (artifacts_dir / "demo-collector-view.json").write_text(
+        json.dumps({"groups": groups_json, "docs": docs}, indent=1)[:5_000_000]
+    )
     return DemoRun(
         rc=rc,
         output=out_path.read_text(),
         demo_id=demo_id,
         leftovers=leftover_pids(demo_id),
-        events=_read_heartbeats(kafka_broker.bootstrap_servers, hb_topic),
+        events=events,
         groups_json=groups_json,
         group_docs=docs,
         bootstrap=kafka_broker.bootstrap_servers,
@@ -213,15 +222,15 @@ def test_collector_shows_each_scenario(demo_run):
     def causes(g: str) -> list[str]:
         return [gen.get("cause") for gen in docs[g]["generations"]]
 
-    assert docs["demo-steady"]["state"] == "Stable"
-    assert len(docs["demo-steady"]["members"]) == 2
-    assert "session_timeout" in causes("demo-crash"), causes("demo-crash")
-    assert "poll_timeout" in causes("demo-stall"), causes("demo-stall")
+    summary = {g: (d["state"], len(d["generations"]), causes(g)) for g, d in docs.items()}
+    assert docs["demo-steady"]["state"] == "Stable", summary
+    assert "session_timeout" in causes("demo-crash"), summary
+    assert "poll_timeout" in causes("demo-stall"), summary
     # the storm: many generations in a short time (a flapper every 4.5 s from t=10 s)
     storm = docs["demo-storm"]["generations"]
-    assert len(storm) >= 8, len(storm)
-    assert len(docs["demo-scaleout"]["generations"]) >= 3
-    assert docs["demo-slow"]["lag"]["total"] > 0
+    assert len(storm) >= 8, summary
+    assert len(docs["demo-scaleout"]["generations"]) >= 3, summary
+    assert (docs["demo-slow"].get("lag") or {}).get("total", 0) > 0, docs["demo-slow"].get("lag")
 
 
 @pytest.mark.servers
@@ -240,6 +249,18 @@ def test_ctrl_c_stops_everything(tmp_path):
             if "dashboard on http://" in line or time.monotonic() > deadline:
                 break
         assert any("dashboard on http://" in x for x in lines), "".join(lines)
+        url = next(x for x in lines if "dashboard on http://" in x).split("dashboard on ")[1].split()[0]
+        answered = None
+        deadline = time.monotonic() + 60
+        while answered is None and time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(url, timeout=5) as resp:
+                    answered = resp.status
+            except urllib.error.HTTPError as e:
+                answered = e.code
+            except OSError:
+                time.sleep(1)
+        assert answered is not None and answered < 500, f"the dashboard at {url} answered {answered}"
         # Let the workload come up: broker, Redis, services and the scenario members all running.
         deadline = time.monotonic() + 30
         while len(leftover_pids(demo_id)) < 15 and time.monotonic() < deadline:

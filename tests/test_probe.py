@@ -197,7 +197,7 @@ def test_unreachable_telemetry_never_blocks_or_breaks_the_consumer(kafka_broker)
     _create_topics(bs, (topic, 2))
     _produce(bs, topic, 40, 2)
 
-    consumer = ProbedConsumer(
+    with ProbedConsumer(
         {
             "bootstrap.servers": bs,
             "group.id": group,
@@ -209,20 +209,19 @@ def test_unreachable_telemetry_never_blocks_or_breaks_the_consumer(kafka_broker)
         telemetry_conf={"bootstrap.servers": f"127.0.0.1:{_closed_port()}", "message.timeout.ms": 1500},
         queue_size=3,  # a tiny buffer, so the bound is exercised too
         close_timeout_s=1.0,
-    )
-    consumer.subscribe([topic])
-    got, slowest = 0, 0.0
-    start = time.monotonic()
-    while time.monotonic() - start < 12:
+    ) as consumer:  # the context manager closes through the probe too
+        consumer.subscribe([topic])
+        got, slowest = 0, 0.0
+        start = time.monotonic()
+        while time.monotonic() - start < 12:
+            t = time.monotonic()
+            m = consumer.poll(0.1)
+            slowest = max(slowest, time.monotonic() - t)
+            if m is not None and not m.error():
+                got += 1
+            if got == 40 and time.monotonic() - start > 8:
+                break
         t = time.monotonic()
-        m = consumer.poll(0.1)
-        slowest = max(slowest, time.monotonic() - t)
-        if m is not None and not m.error():
-            got += 1
-        if got == 40 and time.monotonic() - start > 8:
-            break
-    t = time.monotonic()
-    consumer.close()
     close_took = time.monotonic() - t
     c = consumer.probe_counters
 

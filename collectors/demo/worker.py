@@ -44,8 +44,21 @@ def _say(**fields: Any) -> None:
     print(json.dumps({"ts": int(time.time() * 1000), **fields}), flush=True)
 
 
+def _cluster_conf() -> dict[str, Any]:
+    """SASL/SSL and other client settings of the user's configuration (GROUPSCOPE_KAFKA__*, --config),
+    so the workload reaches a secured cluster the same way the collector does."""
+    try:
+        from collectors.config import load_settings
+
+        return dict(load_settings().kafka)
+    except Exception as e:  # a broken config is reported by the demo itself; run with defaults here
+        _say(event="config_error", error=str(e))
+        return {}
+
+
 def run_consumer(a: argparse.Namespace) -> int:
     conf: dict[str, Any] = {
+        **_cluster_conf(),
         "bootstrap.servers": a.bootstrap_servers,
         "group.id": a.group,
         "client.id": a.client_id,
@@ -113,7 +126,9 @@ def _rate(a: argparse.Namespace, elapsed: float) -> float:
 def run_producer(a: argparse.Namespace) -> int:
     # One message per batch: Tansu's ListOffsets answers the base offset of the last batch + 1, so
     # multi-record batches would make end offsets (and so lag) look smaller than they are.
-    p = Producer({"bootstrap.servers": a.bootstrap_servers, "batch.num.messages": 1, "linger.ms": 0})
+    p = Producer(
+        {**_cluster_conf(), "bootstrap.servers": a.bootstrap_servers, "batch.num.messages": 1, "linger.ms": 0}
+    )
     rates: dict[str, float] = {}
     for spec in a.topic:
         topic, _, rate = spec.partition(":")

@@ -200,6 +200,12 @@ class ProbedConsumer(Consumer):
         finally:
             self._safely(self._emitter.close, self._close_timeout_s)
 
+    def __exit__(self, *exc: object) -> bool:
+        # `with ProbedConsumer(conf) as c:` closes through our close(), so the leave is reported.
+        if not self._closing:
+            self.close()
+        return False
+
     # ---- internals ----------------------------------------------------------------------------
     def _safely(self, fn: Callable[..., None], *args: Any) -> None:
         """Run probe code; an exception is counted and logged, never raised into the application."""
