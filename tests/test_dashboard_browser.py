@@ -268,7 +268,7 @@ def test_whatif_form_bad_values_then_side_by_side_results(served, browser, artif
 
     doc = served["docs"]["lag-060433j"]
     browser.get(served["base"] + whatif_url(doc["group"]))
-    wait_for(lambda: "1 members" in text(browser, "#wi-current-text"), what="starting point")
+    wait_for(lambda: "1 member ·" in text(browser, "#wi-current-text"), what="starting point")
     set_input(browser, "wi-add_members", "lots")
     set_input(browser, "wi-partitions", "lag-data-060433j=2")
     set_input(browser, "wi-session_timeout_ms", "-1")

@@ -181,7 +181,7 @@ def current_summary(doc: dict[str, Any]) -> list[Any]:
     return [
         html.H3("Starting point: the group now"),
         html.Div(
-            f"{len(ms)} members · protocol {doc.get('protocol') or '-'} · "
+            f"{len(ms)} member{'' if len(ms) == 1 else 's'} · protocol {doc.get('protocol') or '-'} · "
             f"{sum(counts.values())} partitions on {len(counts)} topic(s) "
             f"({', '.join(f'{t}: {n}' for t, n in sorted(counts.items()))}) · lag {lag or 0:,} offsets",
             id="wi-current-text",
