@@ -165,6 +165,7 @@ def test_probe_reports_a_consumer_life_and_keeps_app_callbacks(kafka_broker):
     for e in events:
         from_heartbeat_json(e)  # every event is valid for the model
         assert (e["client_id"], e["session_timeout_ms"], e["max_poll_interval_ms"]) == ("life", 6000, 6000)
+        assert e["group_protocol"] == "classic"
 
     def kinds(member: str) -> list[str]:
         return [e["event"] for e in events if e["member_id"] == member and e["event"] != "heartbeat"]

@@ -94,6 +94,7 @@ class ProbedConsumer(Consumer):
             group_instance_id=conf.get("group.instance.id") or None,
             session_timeout_ms=_int_setting(conf, "session.timeout.ms"),
             max_poll_interval_ms=self._max_poll_ms,
+            group_protocol=str(conf.get("group.protocol", "classic")).lower(),
         )
 
         # Statistics drive the heartbeat's state; chain the application's stats_cb.

@@ -1,8 +1,9 @@
 """The heartbeat event the probe emits: one JSON object per event on the heartbeat topic, keyed by group.
 
 The schema is docs/heartbeat-events.md; coordinator_model.evidence.from_heartbeat_json reads it back.
-`stats` is an optional probe extension (librdkafka's consumer-group statistics at the time of a
-heartbeat); readers that do not know it ignore it.
+Two optional probe extensions, which readers that do not know them ignore: `stats` (librdkafka's
+consumer-group statistics at the time of a heartbeat) and `group_protocol` (the client's
+group.protocol, classic or consumer: what the member speaks, whatever the Admin API says).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ class MemberIdentity:
     group_instance_id: str | None
     session_timeout_ms: int
     max_poll_interval_ms: int
+    group_protocol: str = "classic"  # librdkafka's group.protocol: classic or consumer (KIP-848)
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,7 @@ class HeartbeatEvent:
     session_timeout_ms: int | None = None
     max_poll_interval_ms: int | None = None
     stats: CgrpStats | None = None
+    group_protocol: str | None = None
 
     def __post_init__(self) -> None:
         if self.event not in EVENTS:
@@ -110,6 +113,7 @@ class HeartbeatEvent:
             session_timeout_ms=who.session_timeout_ms,
             max_poll_interval_ms=who.max_poll_interval_ms,
             stats=stats,
+            group_protocol=who.group_protocol,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -117,6 +121,8 @@ class HeartbeatEvent:
         d["partitions"] = [[t, p] for t, p in self.partitions]
         if self.stats is None:
             del d["stats"]
+        if self.group_protocol is None:
+            del d["group_protocol"]
         return d
 
     def to_json(self) -> bytes:
