@@ -296,3 +296,39 @@ def test_scenario_scripts_are_consistent():
             assert not s.period or step.at < s.period
     assert len({s.topic for s in SCENARIOS}) == len(SCENARIOS)
     assert Path(__file__).parent.joinpath("..", "collectors", "demo", "worker.py").exists()
+
+
+def test_supervisor_reports_an_early_exit_keeps_the_rest_and_kills_the_stubborn(tmp_path):
+    from collectors.demo.supervisor import Supervisor
+
+    said: list[str] = []
+    demo_id = uuid.uuid4().hex
+    sup = Supervisor(tmp_path, demo_id, say=said.append)
+    py = sys.executable
+    quits = sup.spawn(
+        "collector", [py, "-c", "print('not implemented yet'); raise SystemExit(3)"], service=True
+    )
+    keeps = sup.spawn("dashboard", [py, "-c", "import time; time.sleep(60)"], service=True)
+    # ignores SIGTERM, and has a child of its own: both must go
+    stubborn_code = (
+        "import signal, subprocess, sys, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)']); time.sleep(60)"
+    )
+    stubborn = sup.spawn("stubborn", [py, "-c", stubborn_code], service=True)
+    assert quits and keeps and stubborn
+    sup.start_watching()
+    deadline = time.monotonic() + 10
+    while not sup.early_exits and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert [(name, rc) for name, rc, _ in sup.early_exits] == [("collector", 3)]
+    assert "not implemented yet" in sup.early_exits[0][2]
+    assert any("collector exited early with status 3" in line for line in said)
+    assert keeps.running() and stubborn.running()
+    time.sleep(0.5)
+    assert len(leftover_pids(demo_id)) == 3  # dashboard, stubborn and its child
+    started = time.monotonic()
+    sup.stop_all(grace=1.0)
+    assert time.monotonic() - started < 10
+    assert not keeps.running() and not stubborn.running()
+    assert sup.sweep() == [] and leftover_pids(demo_id) == []
+    assert sup.spawn("late", [py, "-c", "pass"]) is None, "nothing starts once stopping has begun"
