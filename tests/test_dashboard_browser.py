@@ -223,12 +223,12 @@ def test_follow_a_link_to_the_storm_group(served, browser, artifacts_dir) -> Non
     assert {t["name"] for t in bands} == {b["state"] for b in doc["timeline"]}
     assert sum(len(t["x"]) for t in bands) == len(doc["timeline"])
     shoot(browser, artifacts_dir, "group-storm")
-    # the what-if link carries the name
-    assert (
-        browser.find_element(By.ID, "group-whatif-link")
-        .get_attribute("href")
-        .endswith(whatif_url(doc["group"]))
-    )
+    # the what-if link carries the name and leads to the group's what-if page
+    link = browser.find_element(By.ID, "group-whatif-link")
+    assert link.get_attribute("href").endswith(whatif_url(doc["group"]))
+    link.click()
+    wait_for(lambda: text(browser, "#whatif-group-name") == doc["group"], what="what-if page")
+    wait_for(lambda: "0 members" in text(browser, "#wi-current-text"), what="starting point")
 
 
 def test_lagging_group_members_heatmap_and_lag_history(served, browser, artifacts_dir) -> None:
@@ -316,6 +316,7 @@ def test_odd_group_name_round_trips_through_urls(served, browser, artifacts_dir)
 
 def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir) -> None:
     import redis
+    from selenium.webdriver.common.by import By
 
     from collectors.alerts.store import AlertStore
 
@@ -327,6 +328,12 @@ def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir)
     )
     assert sorted(groups) == sorted(a["group"] for a in active)
     shoot(browser, artifacts_dir, "alerts")
+    # live refresh can be paused and resumed
+    pause = browser.find_element(By.ID, "pause")
+    pause.click()
+    wait_for(lambda: pause.text == "Resume", what="paused")
+    pause.click()
+    wait_for(lambda: pause.text == "Pause", what="resumed")
 
 
 def test_banner_when_redis_goes_away_and_recovery(browser, artifacts_dir) -> None:
