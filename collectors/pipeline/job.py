@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.pipeline.decode import DECODED_SCHEMA, decode_batches
+from collectors.pipeline.decode import DECODED_SCHEMA, KINDS_OF_CAPTURE_FILES, decode_batches
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
 from collectors.redis_store import RedisStore
@@ -63,14 +63,7 @@ class PipelineConfig:
 def source_kinds(cfg: PipelineConfig, subscribed: list[str]) -> dict[str, str]:
     """Topic (or capture file) -> kind of evidence, for the decode stage."""
     if not cfg.live:
-        return {
-            "__consumer_offsets": "offsets",
-            "offsets.jsonl": "offsets",
-            "broker.log": "broker_log",
-            "describe.jsonl": "admin",
-            "end_offsets.jsonl": "admin",
-            "heartbeats.jsonl": "heartbeat",
-        }
+        return dict(KINDS_OF_CAPTURE_FILES)
     kinds = {cfg.offsets_topic: "offsets", cfg.heartbeat_topic: "heartbeat", cfg.admin_topic: "admin"}
     kinds[cfg.broker_log_topic or BROKER_LOG_TOPIC] = "broker_log"
     return {t: k for t, k in kinds.items() if t in subscribed}
