@@ -18,7 +18,7 @@ cycle run twice (a Celery retry, a cron overlap) adds nothing.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -43,7 +43,19 @@ class Alert:
         return f"{self.group}|{self.rule}|{self.since}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"id": self.id, **asdict(self)}
+        # Shallow on purpose: dataclasses.asdict deep-copies the evidence, for nothing.
+        return {
+            "id": self.id,
+            "group": self.group,
+            "rule": self.rule,
+            "state": self.state,
+            "severity": self.severity,
+            "summary": self.summary,
+            "since": self.since,
+            "until": self.until,
+            "updated": self.updated,
+            "evidence": self.evidence,
+        }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Alert:
