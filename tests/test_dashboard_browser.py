@@ -338,20 +338,9 @@ def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir)
 
 def test_banner_when_redis_goes_away_and_recovery(browser, artifacts_dir) -> None:
     """A dashboard on a Redis of its own: empty state, then Redis stops (banner), then comes back."""
-    from werkzeug.serving import make_server
-
-    from collectors.config import Settings
-    from dashboard.app import create_app
-
     own = RedisServer().start()
     try:
-        app = create_app(Settings(redis_url=own.url, dashboard_refresh_s=1), background_mode="celery")
-        port = free_port()
-        server = make_server("127.0.0.1", port, app.server, threaded=True)
-        import threading
-
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        base = f"http://127.0.0.1:{port}"
+        base, server = serve_in_thread(own.url)
         browser.get(base + "/")
         wait_for(lambda: "No groups yet" in text(browser, "#fleet-summary"), what="empty state")
         assert "groupscope collect" in text(browser, "#fleet-summary")
@@ -365,3 +354,55 @@ def test_banner_when_redis_goes_away_and_recovery(browser, artifacts_dir) -> Non
         server.shutdown()
     finally:
         own.stop()
+
+
+def serve_in_thread(redis_url: str) -> tuple[str, Any]:
+    """The dashboard app on a werkzeug thread (for tests that need a dashboard of their own)."""
+    import logging
+    import threading
+
+    from werkzeug.serving import make_server
+
+    from collectors.config import Settings
+    from dashboard.app import create_app
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    app = create_app(Settings(redis_url=redis_url, dashboard_refresh_s=2), background_mode="celery")
+    port = free_port()
+    server = make_server("127.0.0.1", port, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{port}", server
+
+
+@pytest.mark.slow
+def test_real_pipeline_replay_on_screen(redis_server, spark, served, browser, artifacts_dir) -> None:
+    """`groupscope replay`'s pipeline (Spark, the stateful model, the Redis sink) over the
+    rebalance-storm capture, shown by the dashboard: the same state, generation and rebalance history
+    as the coordinator model gives for the capture."""
+    import redis
+
+    from collectors.pipeline.job import PipelineConfig, run_pipeline, temp_checkpoint
+
+    url = f"redis://{redis_server.host}:{redis_server.port}/{DB + 1}"
+    redis.Redis.from_url(url).flushdb()
+    cfg = PipelineConfig(
+        redis_url=url,
+        checkpoint_dir=temp_checkpoint(),
+        mode="replay",
+        capture_dir=str(Path(__file__).parent / "fixtures" / "real-kafka-4.0" / "rebalance-storm"),
+    )
+    run_pipeline(cfg, spark, progress=False)
+    model = served["docs"]["storm-060433f"]
+    base, server = serve_in_thread(url)
+    try:
+        browser.get(base + "/")
+        wait_for(lambda: text(browser, "#fleet-total") == "1", what="one group")
+        assert "storm-060433f" in text(browser, "#fleet-storms")
+        browser.get(base + group_url("storm-060433f"))
+        wait_for(lambda: text(browser, "#hdr-generation") == str(model["generation"]), what="generation")
+        assert text(browser, "#hdr-state") == model["state"]
+        gens = wait_for(lambda: plot_data(browser, "group-generations"), what="generations chart")
+        assert sum(len(t["x"]) for t in gens) == len(model["generations"])
+        shoot(browser, artifacts_dir, "pipeline-storm")
+    finally:
+        server.shutdown()
