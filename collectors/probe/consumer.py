@@ -38,6 +38,7 @@ from collectors.probe.emitter import ProbeCounters, TelemetryEmitter, _Counts
 from collectors.probe.events import CgrpStats, HeartbeatEvent, MemberIdentity
 
 log = logging.getLogger("groupscope.probe")
+_monotonic = time.monotonic
 
 DEFAULT_TOPIC = "groupscope.heartbeats"
 # librdkafka's defaults, used when the application does not set them.
@@ -174,19 +175,23 @@ class ProbedConsumer(Consumer):
 
         super().subscribe(topics, on_assign=_assign, on_revoke=_revoke, on_lost=_lost, **kwargs)
 
+    # poll/consume are the hot path (one call per message): two attribute writes and a clock read.
+    # Time spent inside poll does not count against max.poll.interval.ms (librdkafka's rule too).
     def poll(self, *args: Any, **kwargs: Any) -> Any:
-        self._enter_poll()
+        self._in_poll = True
         try:
             return super().poll(*args, **kwargs)
         finally:
-            self._leave_poll()
+            self._last_poll = _monotonic()
+            self._in_poll = False
 
     def consume(self, *args: Any, **kwargs: Any) -> Any:
-        self._enter_poll()
+        self._in_poll = True
         try:
             return super().consume(*args, **kwargs)
         finally:
-            self._leave_poll()
+            self._last_poll = _monotonic()
+            self._in_poll = False
 
     def close(self, *args: Any, **kwargs: Any) -> None:
         if not self._closing:
@@ -215,16 +220,6 @@ class ProbedConsumer(Consumer):
         except Exception as e:
             self._counts.error(f"{getattr(fn, '__name__', fn)}: {e!r}")
             log.debug("groupscope probe error", exc_info=True)
-
-    def _enter_poll(self) -> None:
-        # librdkafka does not count time spent inside poll against max.poll.interval.ms: nor do we.
-        self._in_poll = True
-        self._last_poll = time.monotonic()
-        self._stalled = False
-
-    def _leave_poll(self) -> None:
-        self._last_poll = time.monotonic()
-        self._in_poll = False
 
     def _on_stats(self, raw: str) -> None:
         self._safely(self._take_stats, raw)
@@ -274,7 +269,10 @@ class ProbedConsumer(Consumer):
         tick = min(0.25, self._beat_s / 4, stall_after / 10)
         while not self._stop.wait(tick):
             now = time.monotonic()
-            if not self._in_poll and not self._stalled and now - self._last_poll >= stall_after:
+            idle = 0.0 if self._in_poll else now - self._last_poll
+            if idle < stall_after:
+                self._stalled = False  # polling again: the next stall is reported afresh
+            elif not self._stalled:
                 self._stalled = True
                 self._safely(self._emit_simple, "poll_stall")
             if now >= next_beat:

@@ -117,12 +117,25 @@ class HeartbeatEvent:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        d = asdict(self)
-        d["partitions"] = [[t, p] for t, p in self.partitions]
-        if self.stats is None:
-            del d["stats"]
-        if self.group_protocol is None:
-            del d["group_protocol"]
+        # Built by hand: dataclasses.asdict deep-copies and is ~10x slower, and this runs for every event.
+        d: dict[str, Any] = {
+            "ts": self.ts,
+            "group": self.group,
+            "member_id": self.member_id,
+            "group_instance_id": self.group_instance_id,
+            "client_id": self.client_id,
+            "host": self.host,
+            "generation": self.generation,
+            "event": self.event,
+            "state": self.state,
+            "partitions": [[t, p] for t, p in self.partitions],
+            "session_timeout_ms": self.session_timeout_ms,
+            "max_poll_interval_ms": self.max_poll_interval_ms,
+        }
+        if self.group_protocol is not None:
+            d["group_protocol"] = self.group_protocol
+        if self.stats is not None:
+            d["stats"] = asdict(self.stats)
         return d
 
     def to_json(self) -> bytes:
