@@ -266,3 +266,13 @@ def test_heatmap_rows_never_merge_on_truncated_ids() -> None:
     fig = assignment_heatmap(ms, [gd.PartitionLag("t", i, lag=i) for i in range(3)])
     assert fig["data"][0]["y"] == [m.member_id for m in ms]
     assert fig["data"][0]["z"] == [[0.0, None, None], [None, 1.0, None], [None, None, 2.0]]
+
+
+def test_empty_group_heatmap_shows_the_last_assignment(storm: dict) -> None:
+    from dashboard.pages.group import heatmap
+
+    assert storm["members"] == []
+    last = next(g for g in reversed(storm["generations"]) if g.get("assignment"))
+    fig = heatmap(storm)
+    assert f"generation {last['generation']}" in fig["layout"]["title"]["text"]
+    assert fig["data"][0]["y"] == list(last["assignment"])

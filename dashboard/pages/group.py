@@ -310,6 +310,21 @@ def kip848_card(doc: Mapping[str, Any]) -> tuple[list[Any], dict[str, str]]:
     return body, {}
 
 
+def heatmap(doc: Mapping[str, Any]) -> Any:
+    """The current assignment; for a group with no members now, the last generation's assignment
+    (what the members had before the group emptied), said so in the title."""
+    ms = gd.members(doc)
+    lag = gd.partition_lag(doc)
+    if ms:
+        return assignment_heatmap(ms, lag)
+    for g in reversed(gd.generations(doc)):
+        if isinstance(g.assignment, Mapping) and any(g.assignment.values()):
+            assign = {str(m): gd.tp_list(tps) for m, tps in g.assignment.items()}
+            title = f"Last assignment: generation {g.generation}, before the group emptied (colour = lag now)"
+            return assignment_heatmap([], lag, title, assignment=assign)
+    return assignment_heatmap([], lag)
+
+
 def generation_rows(gens: list[gd.Generation]) -> list[dict[str, Any]]:
     return [
         {
@@ -476,6 +491,6 @@ def group_outputs(data: DashboardData, name: str, range_ms: int | None) -> tuple
         kip_style,
         [r.__dict__ for r in gd.member_rows(doc, now)],
         columns,
-        assignment_heatmap(gd.members(doc), gd.partition_lag(doc)),
+        heatmap(doc),
         partition_rows(doc),
     )
