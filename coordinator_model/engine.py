@@ -196,7 +196,9 @@ class GroupEngine:
         """Members whose heartbeat events stopped for longer than their session timeout are gone (the
         broker's heartbeat-expiration), when the broker log is not there to say so itself."""
         self._next_due = 2**62
-        if self.type == "consumer" or "broker_log" in self.sources or "heartbeats" not in self.sources:
+        if "broker_log" in self.sources or "heartbeats" not in self.sources:
+            return
+        if self.type == "consumer" and ("offsets" in self.sources or "describe" in self.sources):
             return
         for m in sorted(self.members.values(), key=lambda m: m.last_heartbeat or 0):
             if m.last_heartbeat is None or not m.session_timeout_ms:
@@ -367,6 +369,10 @@ class GroupEngine:
 
     def _expire(self, member_id: str, ts: int) -> None:
         """Session timeout inferred from heartbeats that stopped (no broker log)."""
+        if self.type == "consumer":
+            self._remove_member(member_id, ts)  # fenced: the member session expired
+            self._k848_state(ts)
+            return
         m = self._remove_member(member_id, ts)
         if self.state in ("Stable", "CompletingRebalance"):
             g = self._open_rebalance(ts, "session_timeout", None, True)
@@ -654,13 +660,17 @@ class GroupEngine:
         members = [m for m in self.members.values()]
         if "offsets" in self.sources:
             members = [m for m in members if m.in_records]
+        if not {"offsets", "broker_log", "describe"} & self.sources:
+            # only client events: membership is known, epochs and reconciliation are not
+            return "Stable" if members else "Empty"
         ge = self.group_epoch or 0
         ae = self.assignment_epoch or 0
         latest_records = self.epoch_source_ts["records"]
         d = self.describe_state
         if d is not None and d[0] >= max(latest_records, self.epoch_source_ts["broker_log"]):
             return d[1]
-        reconciled = all(m.member_state == 0 and m.member_epoch == ae for m in members)
+        # a member without a current-assignment record yet is, like Kafka's default, stable at epoch 0
+        reconciled = all((m.member_state or 0) == 0 and (m.member_epoch or 0) == ae for m in members)
         if "offsets" not in self.sources and d is not None:
             # without records, member epochs come from the last snapshot: trust it while epochs agree
             reconciled = d[1] == "Stable" and ae == (self.assignment_epoch or 0)
@@ -826,9 +836,17 @@ class GroupEngine:
         if mid is None:
             return  # a client that uses assign(): not a member of anything
         if self.type is None:
-            self.type = "classic"
+            consumer = ev.group_protocol == "consumer" or (
+                ev.group_protocol is None and looks_like_consumer_member_id(mid, ev.client_id)
+            )
+            self.type = "consumer" if consumer else "classic"
+            if consumer:
+                self._k848()
         broker = "broker_log" in self.sources
         records = "offsets" in self.sources
+        if self.type == "consumer":
+            self._heartbeat_k848(ev)
+            return
         if ev.event == "leave":
             m = self.members.get(mid)
             if m is None:
@@ -942,6 +960,35 @@ class GroupEngine:
                     g = self.generations[self.generation]
                     g.assignment = {k: v.assignment for k, v in self.members.items()}
                     g.members = tuple(self.members)
+
+    def _heartbeat_k848(self, ev: HeartbeatEvent) -> None:
+        """KIP-848 members: client events give membership and, without records or snapshots, the
+        assignment; epochs only come from the other sources."""
+        mid = ev.member_id
+        authoritative = (
+            "offsets" in self.sources or "describe" in self.sources or "broker_log" in self.sources
+        )
+        if ev.event == "leave":
+            if not authoritative and mid in self.members:
+                self._remove_member(mid, ev.ts)
+                self._k848_state(ev.ts)
+            return
+        if mid in self.departed and mid not in self.members:
+            return
+        if mid not in self.members and authoritative:
+            return  # membership is the broker's to say
+        m = self._member(mid)
+        m.client_id = ev.client_id or m.client_id
+        m.client_host = ev.host or m.client_host
+        m.group_instance_id = ev.group_instance_id or m.group_instance_id
+        m.session_timeout_ms = ev.session_timeout_ms or m.session_timeout_ms
+        m.last_heartbeat = ev.ts
+        if not authoritative and ev.event in ("assigned", "revoked", "lost"):
+            if ev.event == "assigned":
+                m.assignment = tuple(sorted(set(m.assignment) | set(ev.partitions)))
+            else:
+                m.assignment = tuple(sorted(set(m.assignment) - set(ev.partitions)))
+        self._k848_state(ev.ts)
 
     # ------------------------------------------------------------------------------------------
     # 4. Admin API
@@ -1320,6 +1367,9 @@ class GroupEngine:
         s = self.sources
         notes = []
         if self.type == "consumer":
+            if not {"offsets", "describe", "broker_log"} & s:
+                notes.append("state: Empty/Stable from client events only; epochs and reconciliation unknown")
+                return notes
             if "offsets" not in s and "describe" not in s:
                 notes.append("state: derived from broker epoch lines; member reconciliation is not observed")
             if "offsets" not in s and "broker_log" not in s:
@@ -1354,6 +1404,14 @@ _HANDLERS = {
     DescribeSnapshot: GroupEngine._on_describe,
     CommittedSnapshot: GroupEngine._on_committed,
 }
+
+
+def looks_like_consumer_member_id(member_id: str, client_id: str | None) -> bool:
+    """KIP-848 member ids are a bare UUID in base64 (22 characters); classic ones are
+    `client.id-<uuid>` (or `group.instance.id-<uuid>`)."""
+    if len(member_id) != 22 or (client_id and member_id.startswith(client_id + "-")):
+        return False
+    return all(c.isalnum() or c in "+/_-" for c in member_id)
 
 
 def sort_key(ev: Evidence) -> tuple[int, int, int]:

@@ -195,6 +195,7 @@ class HeartbeatEvent:
     partitions: tuple[TP, ...] = ()
     session_timeout_ms: int | None = None
     max_poll_interval_ms: int | None = None
+    group_protocol: str | None = None  # "classic" | "consumer" (KIP-848), when the probe knows it
     source = "heartbeats"
 
 
@@ -431,6 +432,7 @@ def from_heartbeat_json(obj: dict) -> HeartbeatEvent:
         partitions=_tps(obj.get("partitions"), "partitions"),
         session_timeout_ms=_int(obj, "session_timeout_ms", False),
         max_poll_interval_ms=_int(obj, "max_poll_interval_ms", False),
+        group_protocol=_str(obj, "group_protocol", False),
     )
 
 

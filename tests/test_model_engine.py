@@ -258,3 +258,14 @@ def test_kip848_group_from_records() -> None:
     states = {r["state"] for r in doc["timeline"]}
     assert {"Reconciling", "Stable", "Empty"} <= states
     assert doc["generations"][0]["cause"] == "group_created"
+
+
+def test_kip848_group_from_client_events_only() -> None:
+    cap = read_capture(CAPTURES / "kip848-lifecycle")
+    part = [e for e in cap.evidence if e.source == "heartbeats"]
+    doc = rebuild(part)["k848-range-060433h"].document()
+    assert doc["type"] == "consumer"  # KIP-848 member ids are bare base64 UUIDs
+    assert doc["state"] == "Empty" and doc["group_epoch"] is None  # the SIGKILLed member's session expired
+    assert any("client events only" in n for n in doc["inferred"])
+    ev = from_heartbeat_json({**HB, "member_id": "O6bFJVdKREesa0Z4Y8so2A", "group_protocol": "consumer"})
+    assert ev.group_protocol == "consumer"
