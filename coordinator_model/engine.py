@@ -248,9 +248,6 @@ class GroupEngine:
         self.leader = None
         self.deleted = False
 
-    def _prev_members(self) -> set[str]:
-        return set(self.members)
-
     def _open_rebalance(self, ts: int, cause: str, reason: str | None, inferred: bool) -> Generation:
         """A rebalance starts (PreparingRebalance). Merges with an inferred one already open."""
         if self.open is not None:
@@ -288,8 +285,6 @@ class GroupEngine:
             g = self.open if self.open is not None and (self.open.generation or 0) <= gen else None
             if g is None:
                 g = Generation(generation=gen, start=ts, inferred={"start", "cause"})
-                if (self.generation is not None and gen == self.generation + 1) or self.generation is None:
-                    pass
             g.generation = gen
             self.generations[gen] = g
             if len(self.generations) > MAX_GENERATIONS:
@@ -607,6 +602,20 @@ class GroupEngine:
         if len(subs) == 1:
             return next(iter(subs))
         return topic_id
+
+    def _learn_topic_names(self, ids: tuple[tuple[str, int], ...], named: tuple[TP, ...]) -> None:
+        """Match one member's partitions by topic id (records) and by name (a snapshot): a topic whose
+        partition set appears once on each side is the same topic."""
+        by_id: dict[str, frozenset[int]] = {}
+        by_name: dict[str, frozenset[int]] = {}
+        for t, p in ids:
+            by_id[t] = by_id.get(t, frozenset()) | {p}
+        for t, p in named:
+            by_name[t] = by_name.get(t, frozenset()) | {p}
+        for tid, parts in by_id.items():
+            names = [n for n, ps in by_name.items() if ps == parts]
+            if len(names) == 1 and list(by_id.values()).count(parts) == 1:
+                self.topic_names.setdefault(tid, names[0])
 
     def _k848_names(self) -> None:
         for m in self.members.values():
@@ -1118,10 +1127,8 @@ class GroupEngine:
             # records own membership; the snapshot still knows topic names for partitions
             for dm in ev.members:
                 m = self.members.get(dm.member_id)
-                if m is not None and m.assigned_ids and len({t for t, _ in m.assigned_ids}) == 1:
-                    names = {t for t, _ in dm.assignment}
-                    if len(names) == 1:
-                        self.topic_names.setdefault(m.assigned_ids[0][0], next(iter(names)))
+                if m is not None and m.assigned_ids:
+                    self._learn_topic_names(m.assigned_ids, dm.assignment)
             self._k848_names()
         self._k848_state(ev.ts)
 

@@ -269,3 +269,19 @@ def test_kip848_group_from_client_events_only() -> None:
     assert any("client events only" in n for n in doc["inferred"])
     ev = from_heartbeat_json({**HB, "member_id": "O6bFJVdKREesa0Z4Y8so2A", "group_protocol": "consumer"})
     assert ev.group_protocol == "consumer"
+
+
+def test_kip848_topic_ids_are_named_from_a_snapshot() -> None:
+    from coordinator_model.evidence import (
+        ConsumerMemberAssignment,
+        ConsumerMemberSubscription,
+        DescribedMember,
+    )
+
+    eng = GroupEngine("k")
+    eng.apply(ConsumerMemberSubscription(1, "k", "M", False, subscribed_topics=("a", "b")))
+    eng.apply(ConsumerMemberAssignment(2, "k", "M", False, 1, 0, 0, (("ID-A", 0), ("ID-A", 1), ("ID-B", 0))))
+    assert eng.document()["members"][0]["assignment"][0][0] == "ID-A"  # two topics: ids stay ids for now
+    eng.apply(DescribeSnapshot(3, "k", "consumer", "Stable", "uniform", (
+        DescribedMember("M", None, "c", "/h", (("a", 0), ("a", 1), ("b", 0))),)))  # fmt: skip
+    assert eng.document()["members"][0]["assignment"] == [["a", 0], ["a", 1], ["b", 0]]
