@@ -294,23 +294,32 @@ class RedisStore:
         for sort, score in scores.items():
             p.zadd(self.idx(sort), {name: score})
             p.zadd(self.idx(sort, row.state), {name: score})
-        # Timeline rows: id = start:state (two states can start in the same millisecond).
-        for t in doc.get("timeline") or []:
-            start = t.get("start")
-            if start is None:
-                continue
-            rid = f"{int(start)}:{t.get('state')}"
-            p.hset(self.gk(name, "timeline"), rid, _dumps(t))
-            p.zadd(self.gk(name, "timeline:idx"), {rid: float(start)})
-        # Generations: id = generation (or epoch) number, scored by start.
+        # The timeline and generations are the document's own history (the model keeps it within the
+        # retention); the hashes and sorted sets below index it for range queries. Each is rewritten
+        # whole through a temporary key and RENAME, so a reader never sees half a version, a row the
+        # model revised (an inferred start moved to the broker's time) leaves no stale copy, and
+        # writing the same document again leaves the same content.
+        timeline = {}
+        for i, t in enumerate(doc.get("timeline") or []):
+            if t.get("start") is not None:
+                # start first (range queries), then the position: states that begin in the same
+                # millisecond keep the model's order
+                timeline[f"{int(t['start']):015d}:{i:05d}"] = (float(t["start"]), t)
+        generations = {}
         for g in doc.get("generations") or []:
-            gen = g.get("generation")
-            start = g.get("start")
-            if gen is None or start is None:
+            if g.get("generation") is not None and g.get("start") is not None:
+                generations[str(g["generation"])] = (float(g["start"]), g)
+        for what, rows in (("timeline", timeline), ("generations", generations)):
+            h, z = self.gk(name, what), self.gk(name, f"{what}:idx")
+            if not rows:
+                p.delete(h, z)
                 continue
-            rid = str(gen)
-            p.hset(self.gk(name, "generations"), rid, _dumps(g))
-            p.zadd(self.gk(name, "generations:idx"), {rid: float(start)})
+            th, tz = self.gk(name, f"{what}:tmp"), self.gk(name, f"{what}:idx:tmp")
+            p.delete(th, tz)
+            p.hset(th, mapping={rid: _dumps(row) for rid, (_, row) in rows.items()})
+            p.zadd(tz, {rid: score for rid, (score, _) in rows.items()})
+            p.rename(th, h)
+            p.rename(tz, z)
 
     def write_lag_points(
         self,
