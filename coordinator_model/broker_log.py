@@ -62,10 +62,18 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
         ),
     ),
     (
+        # 2.4-3.x LeaveGroup: "Member[group.instance.id None, member.id c-1] in group g has left, ..."
+        "member_left",
+        re.compile(
+            r"^Member\[group\.instance\.id (?P<instance>[^,]+), member\.id (?P<member>[^\]]+)\] in group "
+            r"(?P<group>\S+) has left"
+        ),
+    ),
+    (
         "member_pending",
         re.compile(
             r"^Dynamic member with unknown member id joins group (?P<group>\S+) in (?P<state>\w+) state\. "
-            r"Created a new member id (?P<member>\S+) and requesting"
+            r"Created a new member id (?P<member>\S+) and request"
         ),
     ),
     (
@@ -186,13 +194,15 @@ def parse_broker_log_line(line: str, tz: timezone = UTC) -> BrokerLogEvent | Non
             if kind == "prepare":
                 reason = reason.rstrip(".").strip()
         instance = d.get("instance")
+        if instance is not None and instance.startswith("Some(") and instance.endswith(")"):
+            instance = instance[5:-1]
         return BrokerLogEvent(
             ts=ts,
             group=d["group"],
             kind=kind,
             generation=int(d["generation"]) if d.get("generation") is not None else None,
             member_id=d.get("member"),
-            group_instance_id=None if instance in (None, "null") else instance,
+            group_instance_id=None if instance in (None, "null", "None") else instance,
             reason=reason,
             member_count=int(d["count"]) if d.get("count") is not None else None,
             epoch=int(d["epoch"]) if d.get("epoch") is not None else None,
@@ -203,8 +213,10 @@ def parse_broker_log_line(line: str, tz: timezone = UTC) -> BrokerLogEvent | Non
     return None
 
 
-_ADDING = re.compile(r"Adding new member (\S+) with group instance id ([^;)\s]+)")
-_LEAVE_MEMBERS = re.compile(r"LeaveGroup` request for \((.*?)\) members")
+_ADDING = re.compile(r"Adding new member (\S+) with group instance id (Some\([^)]*\)|[^;)\s]+)")
+_LEAVE_MEMBERS = re.compile(
+    r"LeaveGroup` request for \((.*?)\) members|[Rr]emoving member (\S+) on LeaveGroup"
+)
 _EXPIRED = re.compile(r"removing member (\S+) on heartbeat expiration")
 _LEADER = re.compile(r"Leader (\S+) re-joining group")
 
@@ -214,18 +226,21 @@ def reason_members(reason: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {"joined": [], "left": [], "expired": [], "leader": []}
     for mid, _ in _ADDING.findall(reason):
         out["joined"].append(mid)
-    for group in _LEAVE_MEMBERS.findall(reason):
-        out["left"].extend(m.strip() for m in group.split(",") if m.strip())
+    for many, one in _LEAVE_MEMBERS.findall(reason):
+        out["left"].extend(m.strip() for m in (many or one).split(",") if m.strip())
     out["expired"].extend(_EXPIRED.findall(reason))
     out["leader"].extend(_LEADER.findall(reason))
     return out
 
 
 def adding_instance_id(reason: str) -> str | None:
+    """The group.instance.id of "Adding new member X with group instance id I" (4.x prints null or
+    the id; 3.x prints Scala's None or Some(id))."""
     m = _ADDING.search(reason)
-    if not m or m.group(2) == "null":
+    if not m or m.group(2) in ("null", "None"):
         return None
-    return m.group(2)
+    inst = m.group(2)
+    return inst[5:-1] if inst.startswith("Some(") and inst.endswith(")") else inst
 
 
 def cause_of_reason(reason: str | None) -> str:

@@ -84,6 +84,18 @@ def test_kafka4_prepare_line() -> None:
             {"member_id": "c-3", "reason": "the consumer is being closed"},
         ),
         (
+            "Member[group.instance.id Some(i-5), member.id c-5] in group g1 has left, "
+            "removing it from the group",
+            "member_left",
+            {"member_id": "c-5", "group_instance_id": "i-5"},
+        ),
+        (
+            "Dynamic member with unknown member id joins group g1 in Stable state. "
+            "Created a new member id c-6 and request the member to rejoin with this id.",
+            "member_pending",
+            {"member_id": "c-6"},
+        ),
+        (
             "Pending member c-4 in group g1 has been removed after session timeout expiration.",
             "pending_expired",
             {"member_id": "c-4"},
@@ -128,6 +140,11 @@ def test_static_member_lines_and_deletion() -> None:
         adding_instance_id("Adding new member x with group instance id inst-3; client reason: y") == "inst-3"
     )
     assert adding_instance_id("Adding new member x with group instance id null; client reason: y") is None
+    assert (
+        adding_instance_id("Adding new member x with group instance id Some(i-9); client reason: y") == "i-9"
+    )
+    assert adding_instance_id("Adding new member x with group instance id None; client reason: y") is None
+    assert reason_members("Removing member c-1 on LeaveGroup")["left"] == ["c-1"]
 
 
 def test_other_lines_are_ignored_and_broken_coordinator_lines_raise() -> None:
