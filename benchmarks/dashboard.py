@@ -203,11 +203,11 @@ def main() -> None:
 
 
 def browser_load(app: Any, group_path: str) -> None:
+    import logging
+
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from werkzeug.serving import make_server
-
-    import logging
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     port = free_port()
