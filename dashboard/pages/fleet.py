@@ -27,7 +27,7 @@ COLUMNS: list[dict[str, Any]] = [
         "filter": "agTextColumnFilter",
         "filterParams": TEXT_FILTER,
         "flex": 2,
-        "minWidth": 220,
+        "minWidth": 180,
     },
     {
         "field": "type",
@@ -42,11 +42,11 @@ COLUMNS: list[dict[str, Any]] = [
         "headerName": "State",
         "filter": "agTextColumnFilter",
         "filterParams": EQUALS_FILTER,
-        "width": 170,
+        "width": 160,
     },
-    {"field": "members", "headerName": "Members", "type": "numericColumn", "width": 110},
+    {"field": "members", "headerName": "Members", "type": "numericColumn", "width": 100},
     {"field": "gen_or_epoch", "headerName": "Gen / epoch", "sortable": False, "width": 115},
-    {"field": "protocol", "headerName": "Protocol", "sortable": False, "width": 150},
+    {"field": "protocol", "headerName": "Protocol", "sortable": False, "width": 120},
     {
         "field": "lag",
         "headerName": "Lag (offsets)",
@@ -57,11 +57,11 @@ COLUMNS: list[dict[str, Any]] = [
         },
     },
     {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 105},
-    {"field": "rebalances_1h", "headerName": "Rebalances 1 h", "type": "numericColumn", "width": 140},
+    {"field": "rebalances_1h", "headerName": "Rebalances 1 h", "type": "numericColumn", "width": 135},
     {
         "field": "last_change",
         "headerName": "Last change (UTC)",
-        "width": 190,
+        "width": 175,
         "valueFormatter": {"function": "groupscopeTime(params.value)"},
     },
 ]
