@@ -626,7 +626,7 @@ class GroupEngine:
     def _epoch_bump(self, epoch: int, ts: int, inferred: bool) -> None:
         g = self.epochs.get(epoch)
         if g is None:
-            g = Generation(generation=epoch, start=ts)
+            g = Generation(generation=epoch, start=ts, protocol=self.assignor)
             if inferred:
                 g.inferred.add("start")
             prev = [k for k in self.epochs if k < epoch]
@@ -826,6 +826,8 @@ class GroupEngine:
             g = self.epochs.get(ev.epoch)
             if g is not None and g.stabilized is None:
                 g.stabilized = ev.ts
+            if g is not None:
+                g.protocol = ev.assignor or self.assignor
         elif k == "consumer_member_joined":
             if ev.member_id not in self.members:
                 self._member(ev.member_id).joined_at = ev.ts
@@ -1092,7 +1094,8 @@ class GroupEngine:
 
     def _on_describe_k848(self, ev: DescribeSnapshot) -> None:
         self._k848()
-        if ev.assignor:
+        if ev.assignor and (ev.members or self.assignor is None):
+            # an Empty group is described with the default assignor, whatever its members used
             self.assignor = ev.assignor
         if ev.group_epoch is not None:
             if self.group_epoch is None or ev.group_epoch > self.group_epoch:
@@ -1141,9 +1144,9 @@ class GroupEngine:
             if cur is not None and cur.ts > ev.ts:
                 continue
             if cur is None or cur.offset != offset:
+                # a snapshot repeats the committed offset every poll: only a changed offset is a
+                # commit for the Burrow window (a consumer that stopped must not look STALLed)
                 self.offsets[tp] = OffsetState(offset, ev.ts, ev.ts, cur.log_offset if cur else -1)
-                self._sample(tp, ev.ts)
-            else:
                 self._sample(tp, ev.ts)
         if "offsets" not in self.sources:
             for tp in [tp for tp in self.offsets if tp not in seen]:
