@@ -229,3 +229,18 @@ def test_overlapping_cycles_skip(redis_client, redis_server) -> None:
     assert _ev(redis_client).run_cycle(now_ms=T0).skipped_locked
     alerts.release_lock("other-worker")
     assert _ev(redis_client).run_cycle(now_ms=T0).fired == 1
+
+
+def test_history_older_than_the_retention_is_trimmed(redis_client) -> None:
+    store = RedisStore(redis_client)
+    store.write_group(steady_doc("old", lag=[part("t", 0, 5000, 300.0, "STOP")]), T0)
+    ev = Evaluator(redis_client, parse_alert_config(None), history_retention_ms=60 * MIN)
+    assert ev.run_cycle(now_ms=T0).fired == 1
+    store.write_group(steady_doc("old", lag=[part("t", 0, 0, 0.0, "OK")]), T0 + MIN)
+    assert ev.run_cycle(now_ms=T0 + MIN).resolved == 1
+    alerts = AlertStore(redis_client)
+    assert len(alerts.history()) == 1
+    redis_client.delete(alerts.k("trimmed"))  # the ten-minute pacing, skipped for the test
+    store.write_group(steady_doc("old", lag=[part("t", 0, 0, 0.0, "OK")]), T0 + 2 * 60 * MIN)
+    r = ev.run_cycle(now_ms=T0 + 2 * 60 * MIN)
+    assert r.trimmed == 1 and alerts.history() == [] and alerts.history(group="old") == []

@@ -57,6 +57,7 @@ class CycleResult:
     resolved: int = 0
     updated: int = 0
     active: int = 0
+    trimmed: int = 0  # resolved alerts dropped from the history (older than the retention)
     skipped_quiet: int = 0  # changed groups whose verdict could not change: document not read
     duration_s: float = 0.0
     cpu_s: float = 0.0  # this process's CPU time: the cost without other load on the machine
@@ -134,8 +135,16 @@ def quiet_lag_seconds(config: AlertConfig) -> float:
 
 
 class Evaluator:
-    def __init__(self, client: Any, config: AlertConfig, prefix: str = "gs", chunk: int = 1000) -> None:
+    def __init__(
+        self,
+        client: Any,
+        config: AlertConfig,
+        prefix: str = "gs",
+        chunk: int = 1000,
+        history_retention_ms: int | None = 7 * 24 * 3600 * 1000,
+    ) -> None:
         self.r = client
+        self.history_retention_ms = history_retention_ms
         self.config = config
         self.data = RedisStore(client, prefix=prefix)
         self.alerts = AlertStore(client, prefix=prefix)
@@ -292,6 +301,13 @@ class Evaluator:
                 pipe.hdel(self.alerts.k("sig"), g)
             pipe.execute()
         result.active = self.r.hlen(self.alerts.k("active"))
+        # Resolved alerts older than the retention go, at most every ten minutes (whoever gets there).
+        if (
+            not historic
+            and self.history_retention_ms is not None
+            and self.r.set(self.alerts.k("trimmed"), now, nx=True, px=600_000)
+        ):
+            result.trimmed = self.alerts.trim(now - self.history_retention_ms)
 
     def _docs(self, groups: list[str], now: int, historic: bool) -> list[dict[str, Any] | None]:
         # One MGET per chunk: a thousand GETs in a pipeline cost more in redis-py than the JSON.

@@ -10,6 +10,7 @@ Keys (prefix `gs` by default, like collectors/redis_store.py; documented in docs
 - `gs:alerts:sig`          hash  group -> signature of the state/generation it was last judged on
 - `gs:alerts:cycle`        string JSON of the last evaluation cycle (time, counts, duration)
 - `gs:alerts:lock`         string held while a cycle runs, so two beats never evaluate at once
+- `gs:alerts:trimmed`      string set for ten minutes after the history was trimmed
 
 An alert's id is `GROUP|RULE|SINCE`: writing the same transition twice rewrites the same fields, so a
 cycle run twice (a Celery retry, a cron overlap) adds nothing.

@@ -45,9 +45,16 @@ class _Runtime:
     config: AlertConfig = AlertConfig()
     notifiers: dict[str, Notifier] = {}  # noqa: RUF012 - replaced as a whole by configure()
     evaluator: Evaluator | None = None
+    retention_ms: int = 7 * 24 * 3600 * 1000
 
 
-def configure(redis_url: str, config: AlertConfig, interval_s: float = 5.0, prefix: str = "gs") -> Celery:
+def configure(
+    redis_url: str,
+    config: AlertConfig,
+    interval_s: float = 5.0,
+    prefix: str = "gs",
+    retention_ms: int = 7 * 24 * 3600 * 1000,
+) -> Celery:
     app.conf.broker_url = redis_url
     app.conf.beat_schedule = {
         "groupscope-evaluate": {
@@ -59,6 +66,7 @@ def configure(redis_url: str, config: AlertConfig, interval_s: float = 5.0, pref
     }
     _Runtime.redis_url = redis_url
     _Runtime.prefix = prefix
+    _Runtime.retention_ms = retention_ms
     _Runtime.config = config
     _Runtime.notifiers = {
         n["name"]: build_notifier(n, float(config.notify.get("timeout_s", 5.0))) for n in config.notifiers
@@ -72,7 +80,9 @@ def _evaluator() -> Evaluator:
         import redis
 
         client = redis.Redis.from_url(_Runtime.redis_url, socket_timeout=30, socket_connect_timeout=5)
-        _Runtime.evaluator = Evaluator(client, _Runtime.config, prefix=_Runtime.prefix)
+        _Runtime.evaluator = Evaluator(
+            client, _Runtime.config, prefix=_Runtime.prefix, history_retention_ms=_Runtime.retention_ms
+        )
     return _Runtime.evaluator
 
 
@@ -127,9 +137,10 @@ def run_worker(
     concurrency: int = 4,
     loglevel: str = "INFO",
     prefix: str = "gs",
+    retention_ms: int = 7 * 24 * 3600 * 1000,
 ) -> int:
     """Run the worker with embedded beat until stopped (SIGTERM/SIGINT: warm shutdown)."""
-    configure(redis_url, config, interval_s, prefix)
+    configure(redis_url, config, interval_s, prefix, retention_ms)
     schedule_dir = tempfile.mkdtemp(prefix="groupscope-beat-")
     worker = app.Worker(
         beat=True,

@@ -48,7 +48,10 @@ def evaluate(redis_url: str | None, at_ms: int | None, full: bool, no_notify: bo
     if at_ms is not None and at_ms < 0:
         raise click.UsageError("--at must be epoch milliseconds (>= 0)")
     try:
-        result = Evaluator(_client(settings.redis_url), config).run_cycle(at_ms=at_ms, full=full)
+        evaluator = Evaluator(
+            _client(settings.redis_url), config, history_retention_ms=settings.retention_s * 1000
+        )
+        result = evaluator.run_cycle(at_ms=at_ms, full=full)
     except redis.RedisError as e:
         _fail(f"cannot evaluate: Redis at {settings.redis_url}: {e}")
         return
@@ -167,6 +170,11 @@ def worker(
         click.echo(f"groupscope: metrics on http://{metrics_host}:{metrics_port}/metrics", err=True)
     sys.exit(
         run_worker(
-            settings.redis_url, config, interval_s=interval, concurrency=concurrency, loglevel=loglevel
+            settings.redis_url,
+            config,
+            interval_s=interval,
+            concurrency=concurrency,
+            loglevel=loglevel,
+            retention_ms=settings.retention_s * 1000,
         )
     )
