@@ -100,3 +100,28 @@ def steady_doc(group: str, t0: int = T0, lag: list[dict[str, Any]] | None = None
     """A group that formed long ago and has been Stable since."""
     gens = [gen(1, t0, "group_created", [mid("a"), mid("b")], members=2)]
     return doc(group, gens, [("Empty", t0 - 10, t0), ("Stable", t0, None)], lag=lag)
+
+
+def shifted(doc_: dict[str, Any], delta_ms: int) -> dict[str, Any]:
+    """A copy of a document moved in time by delta_ms (timeline and generations)."""
+    import copy
+
+    d = copy.deepcopy(doc_)
+    for row in [*(d.get("timeline") or []), *(d.get("generations") or [])]:
+        for k in ("start", "end"):
+            if row.get(k) is not None:
+                row[k] += delta_ms
+    return d
+
+
+def capture_doc(scenario: str, offset_ms: int, now_ms: int) -> dict[str, Any]:
+    """The model's document of a capture's (only) group as of offset_ms into it, moved to now_ms."""
+    from conftest import CAPTURES
+
+    from collectors.capture import read_capture
+    from coordinator_model.engine import rebuild
+
+    cap = read_capture(CAPTURES / scenario)
+    at = min(e.ts for e in cap.evidence) + offset_ms
+    [engine] = rebuild(cap.evidence, at_ms=at).values()
+    return shifted(engine.document(at), now_ms - at)

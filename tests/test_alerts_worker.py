@@ -1,5 +1,7 @@
 """`groupscope worker` as a real process: Celery worker with embedded beat on the harness Redis,
-evaluating every second, notifying through Celery tasks, and serving /metrics."""
+evaluating every second the storm and poll-timeout captures (rebuilt by the coordinator model and
+moved to now) beside steady, idle and lag-of-one groups, notifying through Celery tasks (a dead
+webhook retried and given up, the others delivered), and serving /metrics."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
-from test_alert_docs import part, steady_doc, storm_doc
+from test_alert_docs import capture_doc, part, steady_doc
 from test_notif_servers import HookServer, SMTPServer, closed_port, wait_for
 
 from collectors.alerts.store import AlertStore
@@ -28,8 +30,11 @@ def test_worker_evaluates_notifies_and_serves_metrics(redis_client, redis_server
     store = RedisStore(redis_client)
     alerts = AlertStore(redis_client)
     now = int(time.time() * 1000)
-    storm, _ = storm_doc("w-storm", flaps=8, t0=now - 40_000)
-    store.write_group(storm, now)
+    # two real captures, rebuilt by the coordinator model as of a moment inside them, moved to now
+    storm = capture_doc("rebalance-storm", 60_000, now)
+    poll = capture_doc("poll-timeout", 45_000, now)
+    store.write_groups([storm, poll], now)
+    storm_group, poll_group = storm["group"], poll["group"]
     store.write_group(steady_doc("w-steady", t0=now - 3_600_000), now)
     store.write_group(steady_doc("w-idle", t0=now - 3_600_000, lag=[part("idle", 0, 0, 0.0)]), now)
     store.write_group(steady_doc("w-tx", t0=now - 3_600_000, lag=[part("tx", 0, 1, 7200.0, "STALL")]), now)
@@ -68,33 +73,39 @@ def test_worker_evaluates_notifies_and_serves_metrics(redis_client, redis_server
                 cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
             )  # fmt: skip
         try:
-            assert wait_for(lambda: len(hooks.bodies("/hook")) >= 1, timeout=30), log_path.read_text()[-3000:]
-            [fired] = hooks.bodies("/hook")
-            assert (fired["event"], fired["alert"]["group"], fired["alert"]["rule"]) == (
-                "firing", "w-storm", "rebalance_storm",
-            )  # fmt: skip
-            assert wait_for(lambda: len(smtp.messages) == 1, timeout=10)
-            # only the storm fires: steady, idle and lag-of-one groups stay quiet
-            assert [(a["group"], a["rule"]) for a in alerts.active()] == [("w-storm", "rebalance_storm")]
+            assert wait_for(lambda: len(hooks.bodies("/hook")) >= 2, timeout=30), log_path.read_text()[-3000:]
+            fired = {(b["event"], b["alert"]["group"], b["alert"]["rule"]) for b in hooks.bodies("/hook")}
+            assert fired == {
+                ("firing", storm_group, "rebalance_storm"),
+                ("firing", poll_group, "member_lost"),
+            }
+            assert wait_for(lambda: len(smtp.messages) == 2, timeout=10)
+            # exactly those: the steady, idle and lag-of-one groups stay quiet
+            assert {(a["group"], a["rule"]) for a in alerts.active()} == {
+                (storm_group, "rebalance_storm"), (poll_group, "member_lost"),
+            }  # fmt: skip
 
             with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as resp:
                 fams = {f.name: f for f in text_string_to_metric_families(resp.read().decode())}
-            firing = [s.labels for s in fams["groupscope_alert_firing"].samples]
-            assert firing == [{"group": "w-storm", "rule": "rebalance_storm", "severity": "critical"}]
+            firing = sorted(
+                (s.labels["group"], s.labels["rule"]) for s in fams["groupscope_alert_firing"].samples
+            )
+            assert firing == sorted([(storm_group, "rebalance_storm"), (poll_group, "member_lost")])
             assert {s.labels["group"] for s in fams["groupscope_group_members"].samples} == {
-                "w-storm", "w-steady", "w-idle", "w-tx",
+                storm_group, poll_group, "w-steady", "w-idle", "w-tx",
             }  # fmt: skip
 
             # the storm is over (the collector writes a document with no recent rebalances): resolved
-            store.write_group(steady_doc("w-storm", t0=now - 3_600_000), int(time.time() * 1000))
-            assert wait_for(lambda: len(hooks.bodies("/hook")) >= 2, timeout=15)
-            assert hooks.bodies("/hook")[1]["event"] == "resolved"
-            assert alerts.active() == []
-            [h] = alerts.history(group="w-storm")
+            store.write_group(steady_doc(storm_group, t0=now - 3_600_000), int(time.time() * 1000))
+            assert wait_for(lambda: len(hooks.bodies("/hook")) >= 3, timeout=15)
+            resolved = hooks.bodies("/hook")[2]
+            assert (resolved["event"], resolved["alert"]["group"]) == ("resolved", storm_group)
+            assert [a["group"] for a in alerts.active()] == [poll_group]
+            [h] = alerts.history(group=storm_group)
             assert h["state"] == "resolved" and h["until"] >= h["since"]
             # the dead webhook was retried by Celery and given up, without holding up the others
-            assert wait_for(lambda: log_path.read_text().count("gave up after 3 attempts") >= 2, timeout=15)
-            assert log_path.read_text().count("notify dead failed") >= 4
+            assert wait_for(lambda: log_path.read_text().count("gave up after 3 attempts") >= 3, timeout=15)
+            assert log_path.read_text().count("notify dead failed") >= 6
         finally:
             proc.send_signal(signal.SIGTERM)
             try:
