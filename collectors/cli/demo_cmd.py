@@ -53,6 +53,18 @@ def _port_free(host: str, port: int) -> bool:
     return True
 
 
+def _wait_for_dashboard(host: str, port: int, stop: threading.Event, timeout: float) -> bool:
+    """True once the dashboard's port accepts connections; False after `timeout` or on Ctrl-C."""
+    import socket
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and not stop.is_set():
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+            return True
+        stop.wait(0.5)
+    return False
+
+
 def _display_available() -> bool:
     return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")) or sys.platform == "darwin"
 
@@ -155,6 +167,8 @@ def demo(
             _say(f"scenario {s.group}: {s.what}")
 
         url = f"http://{host}:{dash_port}/"
+        if not _wait_for_dashboard(host, dash_port, stop, timeout=60.0):
+            _say(f"the dashboard does not answer on {url} yet (see {run_dir / 'dashboard.log'})")
         click.echo(f"groupscope demo: dashboard on {url}  (logs in {run_dir}; Ctrl-C stops everything)")
         if not no_browser and _display_available():
             import webbrowser
