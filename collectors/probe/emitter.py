@@ -18,6 +18,9 @@ from typing import Any
 from collectors.probe.events import HeartbeatEvent
 
 log = logging.getLogger("groupscope.probe")
+# A library logger: silent unless the application configures logging (then "groupscope.probe" shows
+# the telemetry producer's librdkafka lines, e.g. connection refused to a telemetry broker that is down).
+log.addHandler(logging.NullHandler())
 
 _STOP = object()
 
