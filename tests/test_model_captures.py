@@ -213,3 +213,22 @@ def test_model_cli_json_and_at(tmp_path: Path) -> None:
     res = runner.invoke(cli, ["model", str(tmp_path), "--json"])
     assert res.exit_code == 0 and json.loads(res.stdout) == {"groups": []}
     assert "heartbeats.jsonl:1" in res.stderr
+
+
+@pytest.mark.parametrize("folder", capture_dirs(), ids=lambda p: p.name)
+def test_capture_watched_from_the_middle(folder: Path) -> None:
+    """The collector may start while groups are running: history before is unknown, not wrong."""
+    evs = evidence(folder)
+    times = sorted(e.ts for e in evs)
+    middle = times[len(times) // 2]
+    late = [e for e in evs if e.ts >= middle]
+    docs = {g: e.document() for g, e in rebuild(late).items()}
+    full = {g: e.document() for g, e in rebuild(evs).items()}
+    for group, snap in last_snapshots(late).items():
+        doc = docs[group]
+        if doc["timeline"]:
+            check_timeline(doc)
+        assert members_of(doc) == snapshot_members(snap)
+        assert doc["state"] == full[group]["state"]
+        if full[group]["type"] == "classic" and doc["generation"] is not None:
+            assert doc["generation"] == full[group]["generation"]
