@@ -4,9 +4,10 @@ A scenario is data: its group, topic, member settings and a script of (seconds, 
 All scenarios run side by side, each on its own thread; when a scenario's script reaches its period,
 every member it started is closed and the script starts again (same group, new generations).
 
-Adapted to Tansu (docs/testing.md, "Tansu, the test broker"): joins take ~3 s, so the storm's flapper
-stays 3 s instead of 2; cooperative-sticky joins are spaced 20 s apart because Tansu holds new members
-in SyncGroup for up to ~15 s; a restarted static member causes a rebalance on Tansu (none on Kafka).
+Adapted to Tansu (docs/testing.md, "Tansu, the test broker"): joins take ~3 s, so a flapper closes 3 s
+after subscribing (~2 s as a member) and a new one comes every 4.5 s; cooperative-sticky joins are
+spaced 20 s apart because Tansu holds new members in SyncGroup for up to ~15 s; a restarted static
+member causes a rebalance on Tansu (none on Kafka).
 """
 
 from __future__ import annotations
