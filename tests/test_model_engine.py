@@ -285,3 +285,25 @@ def test_kip848_topic_ids_are_named_from_a_snapshot() -> None:
     eng.apply(DescribeSnapshot(3, "k", "consumer", "Stable", "uniform", (
         DescribedMember("M", None, "c", "/h", (("a", 0), ("a", 1), ("b", 0))),)))  # fmt: skip
     assert eng.document()["members"][0]["assignment"] == [["a", 0], ["a", 1], ["b", 0]]
+
+
+def test_an_unfinished_rebalance_shows_as_such() -> None:
+    from coordinator_model.evidence import BrokerLogEvent
+
+    eng = GroupEngine("g")
+    reason = "Adding new member m1 with group instance id null; client reason: x"
+    eng.apply(BrokerLogEvent(1000, "g", "prepare", generation=0, reason=reason))
+    eng.members["m1"].rebalance_timeout_ms = 30_000
+    eng.advance(5_000)
+    row = eng.document()["generations"][-1]
+    assert row["end"] is None and row["in_progress_ms"] == 4_000 and not row["overdue"]
+    assert row["generation"] == 1 and row["cause"] == "group_created"
+    eng.advance(60_000)
+    doc = eng.document()
+    assert doc["generations"][-1]["overdue"] and doc["state"] == "PreparingRebalance"
+    assert doc["timeline"][-1] == {
+        "state": "PreparingRebalance",
+        "start": 1000,
+        "end": None,
+        "inferred": False,
+    }

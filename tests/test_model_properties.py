@@ -188,3 +188,32 @@ def test_group_metadata_operations_keep_transitions_legal(ops) -> None:
         assert (g.leader_id is None) == (g.size == 0)
         assert g.leader_id is None or g.has(g.leader_id)
     assert generations == sorted(generations)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=10,
+)
+_keys = ["ts", "group", "member_id", "event", "partitions", "members", "committed", "topic", "partition",
+         "end_offset", "broker", "state", "assignment", "generation"]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(st.sampled_from(_keys), _json, max_size=8), st.sampled_from(["hb", "describe", "end"]))
+def test_parsers_accept_or_raise_evidence_error_only(obj: dict, kind: str) -> None:
+    from coordinator_model.evidence import (
+        EvidenceError,
+        from_describe_json,
+        from_end_offset_json,
+        from_heartbeat_json,
+    )
+
+    parse = {"hb": from_heartbeat_json, "describe": from_describe_json, "end": from_end_offset_json}[kind]
+    if kind == "hb" and "event" in obj and obj["event"] is None:
+        obj["event"] = "heartbeat"
+    try:
+        ev = parse(obj)
+    except EvidenceError:
+        return
+    assert isinstance(ev.ts, int)
