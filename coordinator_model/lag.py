@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import bisect
+from array import array
 import itertools
 from dataclasses import dataclass, field
 
@@ -23,12 +24,17 @@ MIN_DISTANCE_MS = 1000  # a commit closer than this to the previous one replaces
 HISTORY_POINTS = 2000  # log-end offset points kept per partition
 
 
+def _longs() -> array:
+    return array("q")
+
+
 @dataclass(slots=True)
 class EndOffsetHistory:
-    """Times at which a partition's log-end offset took each new value (non-decreasing offsets)."""
+    """Times at which a partition's log-end offset took each new value (non-decreasing offsets).
+    Kept in machine-int arrays: a group holds one per partition, for days."""
 
-    ts: list[int] = field(default_factory=list)
-    offsets: list[int] = field(default_factory=list)
+    ts: array = field(default_factory=_longs)
+    offsets: array = field(default_factory=_longs)
     last_seen: int = 0  # time of the latest observation, even if the value did not change
 
     def add(self, ts: int, end_offset: int) -> None:
@@ -36,7 +42,7 @@ class EndOffsetHistory:
         if self.offsets and end_offset <= self.offsets[-1]:
             if end_offset < self.offsets[-1] and ts >= self.ts[-1]:
                 # the log was truncated/recreated: start the history again
-                self.ts, self.offsets = [ts], [end_offset]
+                self.ts, self.offsets = array("q", [ts]), array("q", [end_offset])
             return
         if self.ts and ts < self.ts[-1]:
             ts = self.ts[-1]  # skewed sample: keep the series monotonic
