@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 import bisect
-from array import array
 import itertools
+from array import array
 from dataclasses import dataclass, field
 
 WINDOW = 10  # Burrow's `intervals`
