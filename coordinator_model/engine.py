@@ -89,6 +89,7 @@ class Member:
     pending_ids: tuple[tuple[str, int], ...] = ()
     target_ids: tuple[tuple[str, int], ...] | None = None
     target_assignment: tuple[TP, ...] | None = None
+    client_assignment: tuple[TP, ...] = ()  # what the client's own events say it holds
     server_assignor: str | None = None
     in_records: bool = False  # KIP-848: has a ConsumerGroupMemberMetadata record
 
@@ -601,6 +602,20 @@ class GroupEngine:
         subs = {t for m in self.members.values() for t in m.subscription}
         if len(subs) == 1:
             return next(iter(subs))
+        # a subscribed topic whose partition count (from log-end offsets) no other one has
+        seen = {
+            p
+            for m in self.members.values()
+            for t, p in (*m.assigned_ids, *(m.target_ids or ()))
+            if t == topic_id
+        }
+        if seen:
+            count = max(seen) + 1
+            sizes = {t: 1 + max(p for tt, p in self.end_offsets if tt == t) for t in subs
+                     if any(tt == t for tt, _ in self.end_offsets)}  # fmt: skip
+            fits = [t for t, n in sizes.items() if n == count]
+            if len(fits) == 1 and len(sizes) == len(subs) and list(sizes.values()).count(count) == 1:
+                return fits[0]
         return topic_id
 
     def _learn_topic_names(self, ids: tuple[tuple[str, int], ...], named: tuple[TP, ...]) -> None:
@@ -994,11 +1009,16 @@ class GroupEngine:
         m.group_instance_id = ev.group_instance_id or m.group_instance_id
         m.session_timeout_ms = ev.session_timeout_ms or m.session_timeout_ms
         m.last_heartbeat = ev.ts
-        if not authoritative and ev.event in ("assigned", "revoked", "lost"):
-            if ev.event == "assigned":
-                m.assignment = tuple(sorted(set(m.assignment) | set(ev.partitions)))
-            else:
-                m.assignment = tuple(sorted(set(m.assignment) - set(ev.partitions)))
+        if ev.event in ("assigned", "revoked", "lost"):
+            held = set(m.client_assignment)
+            held = held | set(ev.partitions) if ev.event == "assigned" else held - set(ev.partitions)
+            m.client_assignment = tuple(sorted(held))
+            if not authoritative:
+                m.assignment = m.client_assignment
+            elif m.assigned_ids and any(t not in self.topic_names for t, _ in m.assigned_ids):
+                # the client names the partitions the records give by topic id
+                self._learn_topic_names(m.assigned_ids, m.client_assignment)
+                self._k848_names()
         self._k848_state(ev.ts)
 
     # ------------------------------------------------------------------------------------------
@@ -1159,6 +1179,8 @@ class GroupEngine:
         h = self.end_offsets.get(tp)
         if h is None:
             h = self.end_offsets[tp] = lagmod.EndOffsetHistory()
+            if self.type == "consumer":
+                self._k848_names()  # a partition count may name a topic id
         h.add(ev.ts, ev.end_offset)
 
     def _sample(self, tp: TP, ts: int) -> None:

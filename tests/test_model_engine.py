@@ -307,3 +307,29 @@ def test_an_unfinished_rebalance_shows_as_such() -> None:
         "end": None,
         "inferred": False,
     }
+
+
+def test_kip848_topic_ids_are_named_from_end_offsets_or_client_events() -> None:
+    from coordinator_model.evidence import ConsumerMemberAssignment, ConsumerMemberSubscription
+
+    def engine() -> GroupEngine:
+        eng = GroupEngine("k")
+        eng.apply(ConsumerMemberSubscription(1, "k", "M", False, subscribed_topics=("a", "b")))
+        ids = (("IDA", 0), ("IDA", 1), ("IDA", 2), ("IDB", 0), ("IDB", 1))
+        eng.apply(ConsumerMemberAssignment(2, "k", "M", False, 1, 0, 0, ids))
+        return eng
+
+    by_size = engine()
+    for t, n in (("a", 3), ("b", 2)):
+        for p in range(n):
+            by_size.apply(EndOffset(3, t, p, 10))
+    assert by_size.document()["members"][0]["assignment"] == [
+        ["a", 0],
+        ["a", 1],
+        ["a", 2],
+        ["b", 0],
+        ["b", 1],
+    ]
+    by_client = engine()
+    by_client.apply(hb(4, "M", "assigned", [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]))
+    assert by_client.document()["members"][0]["assignment"][-1] == ["b", 1]
