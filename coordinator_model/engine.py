@@ -1040,6 +1040,7 @@ class GroupEngine:
             self.protocol = ev.assignor
         # members and assignments are exact at ts
         prev = set(self.members)
+        before = {mid: (m.group_instance_id, m.assignment) for mid, m in self.members.items()}
         listed = {dm.member_id for dm in ev.members}
         for mid in prev - listed:
             m = self.members[mid]
@@ -1074,6 +1075,16 @@ class GroupEngine:
             return
         prev_snapshot, self._last_describe_ts = self._last_describe_ts, ev.ts
         if "broker_log" in self.sources:
+            return
+        if (
+            state == "Stable"
+            and self.state == "Stable"
+            and self.open is None
+            and prev_snapshot is not None
+            and self._last_ts() <= prev_snapshot  # no rebalance seen since the last snapshot
+            and "offsets" not in self.sources
+        ):
+            self._missed_rebalance(ev, before, prev_snapshot)
             return
         if self.state == state or ev.ts - self._last_ts() < DESCRIBE_SKEW_MS:
             return
@@ -1111,6 +1122,37 @@ class GroupEngine:
                 self._goto("Empty", ev.ts, True)
             elif "offsets" not in self.sources:
                 self._become_empty(ev.ts, inferred=True)
+
+    def _missed_rebalance(self, ev: DescribeSnapshot, before: dict, prev_snapshot: int) -> None:
+        """Two Stable snapshots with different members or assignments: a whole rebalance happened
+        between them (Admin API polling sees only states that last longer than its interval)."""
+        now = {dm.member_id: (dm.group_instance_id, dm.assignment) for dm in ev.members}
+        if now == before:
+            return
+        joined = [m for m in now if m not in before]
+        left = [m for m in before if m not in now]
+        if joined and len(joined) == len(left):
+            # a restarted static member keeps its instance id and partitions: no rebalance
+            old = sorted(v for m, v in before.items() if m in left)
+            new = sorted(v for m, v in now.items() if m in joined)
+            if (
+                old == new
+                and all(inst for inst, _ in old)
+                and all(before[m] == now[m] for m in now if m in before)
+            ):
+                return
+        g = self._open_rebalance(max((prev_snapshot + ev.ts) // 2, self._last_ts()), "unknown", None, True)
+        g.joined.extend(m for m in joined if m not in g.joined)
+        g.left.extend(m for m in left if m not in g.left)
+        c = self._close_generation((self.generation or 0) + 1, ev.ts, inferred=True)
+        c.inferred.update({"stabilized", "stable"})
+        c.stabilized = c.stable = ev.ts
+        c.members = tuple(now)
+        c.assignment = {m: v[1] for m, v in now.items()}
+        c.protocol = ev.assignor or None
+        self._gen_cause(c)
+        self._goto("CompletingRebalance", ev.ts, True)
+        self._goto("Stable", ev.ts, True)
 
     def _on_describe_k848(self, ev: DescribeSnapshot) -> None:
         self._k848()
