@@ -333,3 +333,27 @@ def test_kip848_topic_ids_are_named_from_end_offsets_or_client_events() -> None:
     by_client = engine()
     by_client.apply(hb(4, "M", "assigned", [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]))
     assert by_client.document()["members"][0]["assignment"][-1] == ["b", 1]
+
+
+def test_admin_snapshots_alone_see_rebalances_between_polls() -> None:
+    from coordinator_model.evidence import DescribedMember
+
+    def snap(ts: int, *members: tuple[str, str | None, tuple]) -> DescribeSnapshot:
+        return DescribeSnapshot(
+            ts,
+            "g",
+            "classic",
+            "Stable",
+            "range",
+            tuple(DescribedMember(m, i, m, "/h", a) for m, i, a in members),
+        )
+
+    eng = GroupEngine("g")
+    eng.apply(snap(1000, ("a", "ia", (("t", 0), ("t", 1)))))
+    eng.apply(snap(2000, ("a", "ia", (("t", 0), ("t", 1)))))
+    eng.apply(snap(3000, ("a", "ia", (("t", 0),)), ("b", None, (("t", 1),))))  # b joined between polls
+    gens = eng.document()["generations"]
+    assert gens[-1]["cause"] == "member_joined" and gens[-1]["members_joined"] == ["b"]
+    assert gens[-1]["start"] == 2500 and {"start", "cause", "stable"} <= set(gens[-1]["inferred"])
+    eng.apply(snap(4000, ("a2", "ia", (("t", 0),)), ("b", None, (("t", 1),))))  # static restart: no rebalance
+    assert len(eng.document()["generations"]) == len(gens)
