@@ -742,7 +742,9 @@ class GroupEngine:
             if self.generation is not None and old + 1 <= self.generation:
                 # a late line about a rebalance we already closed: it only adds the broker's reason
                 if done is not None and ("cause" in done.inferred or done.reason is None):
-                    done.cause, done.reason = cause_of_reason(ev.reason), ev.reason
+                    cause = cause_of_reason(ev.reason)
+                    done.cause = "group_created" if old == 0 and cause == "member_joined" else cause
+                    done.reason = ev.reason
                     done.inferred.discard("cause")
                 return
             if self.generation is None or self.generation < old:

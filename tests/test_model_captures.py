@@ -232,3 +232,32 @@ def test_capture_watched_from_the_middle(folder: Path) -> None:
         assert doc["state"] == full[group]["state"]
         if full[group]["type"] == "classic" and doc["generation"] is not None:
             assert doc["generation"] == full[group]["generation"]
+
+
+@pytest.mark.parametrize("folder", capture_dirs(), ids=lambda p: p.name)
+def test_client_clock_skew_of_a_few_seconds_changes_nothing(folder: Path) -> None:
+    """Each client's events shifted by up to ±3 s (its own clock): same members, generations, causes."""
+    import dataclasses
+    import random
+
+    rnd = random.Random(folder.name)
+    evs = evidence(folder)
+    base = {g: e.document() for g, e in rebuild(evs).items()}
+    for fixed in (-3000, 3000, None):
+        skews: dict[str | None, int] = {}
+        shifted = [
+            dataclasses.replace(
+                e,
+                ts=e.ts
+                + (fixed if fixed is not None else skews.setdefault(e.member_id, rnd.randint(-3000, 3000))),
+            )
+            if isinstance(e, HeartbeatEvent)
+            else e
+            for e in evs
+        ]
+        for group, doc in ((g, e.document()) for g, e in rebuild(shifted).items()):
+            want = base[group]
+            if doc["timeline"]:
+                check_timeline(doc)
+            assert members_of(doc) == members_of(want) and doc["generation"] == want["generation"]
+            assert [g["cause"] for g in doc["generations"]] == [g["cause"] for g in want["generations"]]
