@@ -202,7 +202,11 @@ class AdminPoller(_Loop):
         from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
-        listing = admin.list_consumer_groups(request_timeout=timeout_s).result()
+        # Raises when no broker answers (list_consumer_groups itself would just return nothing).
+        admin.list_topics(timeout=timeout_s)
+        listing = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s + 5)
+        if listing.errors and not listing.valid:
+            raise RuntimeError(f"list groups: {listing.errors[0]}")
         groups = sorted(g.group_id for g in listing.valid if g.group_id)
         ts = _now_ms()
         topic = self.cfg.admin_topic
@@ -212,7 +216,7 @@ class AdminPoller(_Loop):
             futs = admin.describe_consumer_groups(chunk, request_timeout=timeout_s)
             for g, f in futs.items():
                 try:
-                    d = f.result()
+                    d = f.result(timeout_s + 5)
                 except Exception as e:  # one group's error never stops the poll
                     log.debug("describe %s: %s", g, e)
                     continue
@@ -223,7 +227,7 @@ class AdminPoller(_Loop):
             try:
                 res = admin.list_consumer_group_offsets(
                     [ConsumerGroupTopicPartitions(g)], request_timeout=timeout_s
-                )[g].result()
+                )[g].result(timeout_s + 5)
             except Exception as e:
                 log.debug("offsets of %s: %s", g, e)
                 continue
@@ -244,14 +248,16 @@ class AdminPoller(_Loop):
             )
             for tp, f in futs.items():
                 with contextlib.suppress(Exception):
-                    ends[(tp.topic, tp.partition)] = int(f.result().offset)
+                    ends[(tp.topic, tp.partition)] = int(f.result(timeout_s + 5).offset)
         for g, tps in wanted.items():
             for t, p in sorted(tps):
                 if (t, p) in ends:
                     val = {"ts": ts, "topic": t, "partition": p, "end_offset": ends[(t, p)], "group": g}
                     producer.produce(topic, key=g.encode(), value=json.dumps(val).encode())
             producer.poll(0)
-        producer.flush(timeout_s)
+        left = producer.flush(timeout_s)
+        if left:
+            raise RuntimeError(f"{left} admin records not delivered to {topic}")
         return len(groups)
 
 
