@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import time
 
 import pandas as pd
 import pytest
@@ -161,3 +162,77 @@ def test_replay_of_every_capture_gives_what_groupscope_model_prints(
     assert total == sum(len(_model_docs(c)) for c in capture_dirs()) == len(rows)
     out = CliRunner().invoke(cli, ["groups", "--json", "--redis", redis_server.url])
     assert json.loads(out.stdout)["total"] == total
+
+
+def test_capture_reader_paces_replay_at_speed():
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+
+    from collectors.pipeline.capture_source import CaptureStreamReader
+
+    cap = str(CAPTURES / "lag-ramp")  # about 99 s of evidence
+    total = len(load_capture(cap))
+    fast = CaptureStreamReader({"path": cap})
+    start = fast.initialOffset()
+    assert fast.latestOffset(start, ReadAllAvailable()) == {"capture": {"0": total}}
+    assert fast.latestOffset(start, ReadMaxRows(100)) == {"capture": {"0": 100}}
+    paced = CaptureStreamReader({"path": cap, "speed": "10"})
+    first = paced.latestOffset(start, ReadAllAvailable())["capture"]["0"]
+    time.sleep(1.0)  # 10 s of capture time at 10x
+    later = paced.latestOffset(start, ReadAllAvailable())["capture"]["0"]
+    assert 0 < first < later < total
+    rows = load_capture(cap)
+    assert rows[later - 1][0] - rows[0][0] <= 10_000 + 2_000  # nothing beyond the paced horizon (+slack)
+    parts = paced.partitions(start, {"capture": {"0": later}})
+    assert sum(p.end - p.start for p in parts) == later
+
+
+@pytest.mark.servers
+def test_broker_log_shipper_sends_each_line_once(kafka_broker, tmp_path):
+    from confluent_kafka import Consumer, TopicPartition
+
+    from collectors.pipeline.admin_poller import BrokerLogShipper
+
+    log = tmp_path / "server.log"
+    lines = (CAPTURES / "classic-range-lifecycle" / "broker.log").read_text().splitlines()
+    log.write_text("\n".join(lines[:10]) + "\n" + lines[10][:20])  # the last line is still being written
+    topic = f"broker-log-{time.time_ns()}"
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)  # as check_topics does at start
+    cfg = PipelineConfig(
+        redis_url="redis://unused",
+        checkpoint_dir=str(tmp_path),
+        kafka={"bootstrap.servers": kafka_broker.bootstrap_servers},
+        broker_log_topic=topic,
+        broker_log_files=[str(log)],
+    )
+
+    def run_once() -> None:
+        shipper = BrokerLogShipper(cfg, interval_s=0.2)
+        shipper.start()
+        time.sleep(2)
+        shipper.stop()
+        shipper.join(10)
+
+    run_once()
+    with open(log, "a") as f:
+        f.write(lines[10][20:] + "\n" + "\n".join(lines[11:20]) + "\n")
+    run_once()  # a restart: resumes from the saved position
+    c = Consumer(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "t", "enable.partition.eof": True}
+    )
+    c.assign([TopicPartition(topic, 0, 0)])
+    got: list[str] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        m = c.poll(1.0)
+        if m is None:
+            continue
+        if m.error():
+            if len(got) >= 20:
+                break
+            continue
+        got.append(m.value().decode())
+    c.close()
+    assert got == lines[:20]

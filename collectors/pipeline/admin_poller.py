@@ -297,17 +297,25 @@ class BrokerLogShipper(_Loop):
                         continue
                     with open(path, "rb") as fh:
                         fh.seek(start)
-                        data = fh.read(size - start)
+                        data = fh.read(min(size - start, 8 << 20))  # a big log: 8 MB a round
                     cut = data.rfind(b"\n") + 1  # only whole lines
+                    failed: list[Any] = []
                     for line in data[:cut].splitlines():
                         if b"GroupCoordinator" in line or b"group" in line:
-                            producer.produce(self.topic, value=line)
+                            producer.produce(
+                                self.topic,
+                                value=line,
+                                on_delivery=lambda err, _m, failed=failed: err and failed.append(err),
+                            )
+                    if producer.flush(30) or failed:
+                        # not delivered: keep the position, send again on the next round (at least once)
+                        log.warning("broker log %s: %d lines not delivered, retrying", path, len(failed))
+                        continue
                     pos[path] = start + cut
                     changed = changed or cut > 0
                 except OSError as e:
                     log.warning("broker log %s: %s", path, e)
             if changed:
-                producer.flush(10)
                 tmp = self.pos_file + ".tmp"
                 with open(tmp, "w") as f:
                     json.dump(pos, f)
