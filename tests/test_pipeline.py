@@ -236,3 +236,58 @@ def test_broker_log_shipper_sends_each_line_once(kafka_broker, tmp_path):
         got.append(m.value().decode())
     c.close()
     assert got == lines[:20]
+
+
+@pytest.mark.servers
+def test_admin_poller_turns_a_real_group_into_evidence(kafka_broker):
+    """A consumer group on the broker -> describe, committed and end-offset records on the admin topic,
+    each parsed by the model's parsers into evidence for that group."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from collectors.pipeline.admin_poller import AdminPoller
+    from collectors.pipeline.decode import decode_one
+
+    bs = kafka_broker.bootstrap_servers
+    suffix = time.time_ns()
+    data, admin_topic, group = f"data-{suffix}", f"admin-{suffix}", f"real-group-{suffix}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    for f in admin.create_topics([NewTopic(data, 2, 1), NewTopic(admin_topic, 1, 1)]).values():
+        f.result(15)
+    p = Producer({"bootstrap.servers": bs})
+    for i in range(10):
+        p.produce(data, value=b"x", partition=i % 2)
+    p.flush(10)
+    c = Consumer({"bootstrap.servers": bs, "group.id": group, "auto.offset.reset": "earliest"})
+    c.subscribe([data])
+    deadline, n = time.monotonic() + 60, 0
+    while time.monotonic() < deadline and n < 10:
+        m = c.poll(1.0)
+        n += bool(m is not None and not m.error())
+    c.commit(asynchronous=False)
+    cfg = PipelineConfig(
+        redis_url="redis://unused",
+        checkpoint_dir="/tmp",
+        kafka={"bootstrap.servers": bs},
+        admin_topic=admin_topic,
+    )
+    assert AdminPoller(cfg, store=None).poll_once(admin, Producer({"bootstrap.servers": bs})) >= 1
+    c.close()
+    reader = Consumer({"bootstrap.servers": bs, "group.id": f"r-{suffix}", "enable.partition.eof": True})
+    reader.assign([TopicPartition(admin_topic, 0, 0)])
+    kinds: dict[str, object] = {}
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        m = reader.poll(1.0)
+        if m is None or m.error():
+            if kinds and m is not None:
+                break
+            continue
+        if m.key() != group.encode():
+            continue
+        for g, _, _, ev in decode_one("admin", admin_topic, 0, m.offset(), 0, m.key(), m.value()):
+            assert g == group
+            kinds[type(ev).__name__] = ev
+    reader.close()
+    assert set(kinds) == {"DescribeSnapshot", "CommittedSnapshot", "EndOffset"}
+    assert sorted(kinds["CommittedSnapshot"].offsets) == [(data, 0, 5), (data, 1, 5)]
