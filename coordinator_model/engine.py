@@ -21,6 +21,7 @@ rebalance start is moved to the broker's time when the broker's line comes in.
 from __future__ import annotations
 
 import heapq
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -55,6 +56,9 @@ DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 ABANDON_MS = 1000  # a joiner that leaves this long after its join got through the join phase
 DESCRIBE_SKEW_MS = 250  # a snapshot this close to a known transition may predate it
 POLL_STALL_WINDOW_MS = 30_000  # a LeaveGroup this soon after a poll_stall is the poll interval expiring
+POLL_LEAVE_SLACK_MS = 2_000  # a poll_stall event is emitted up to about a second late
+MAX_CONFLICTS = 20
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_TIMELINE = 5000
 MAX_GENERATIONS = 2000
 MAX_DEPARTED = 500
@@ -111,6 +115,8 @@ class Generation:
     leader: str | None = None
     inferred: set[str] = field(default_factory=set)
     empty: bool = False
+    member_id: str | None = None  # session/poll timeout: the member whose timeout caused it
+    gap_ms: int | None = None  # ... and how long it had been silent (heartbeats) or stalled (poll)
 
 
 @dataclass(slots=True)
@@ -166,6 +172,11 @@ class GroupEngine:
         self._departed_members: dict[str, Member] = {}  # for the poll_stall of a member that just left
         self._next_due = 2**62  # earliest session expiry to check (heartbeat-only inference)
         self._last_describe_ts: int | None = None
+        # evidence weighing: who said what the group's type is, and what contradicted what
+        self.client_protocol: str | None = None  # the clients' own group.protocol (heartbeat events)
+        self.type_source: str | None = None  # client | records | broker_log | describe
+        self.conflicts: dict[str, dict[str, Any]] = {}
+        self._expiry_undo: tuple[str, int, str, Generation, int] | None = None
 
     # ------------------------------------------------------------------------------------------
     # feeding
@@ -181,7 +192,8 @@ class GroupEngine:
             return
         self.sources.add(ev.source)
         if ts >= self._next_due:
-            self._session_timers(ts)
+            # a member's own event proves it alive: it is not expired by the timer it would reset
+            self._session_timers(ts, ev.member_id if isinstance(ev, HeartbeatEvent) else None)
         handler = _HANDLERS.get(type(ev))
         if handler is not None:
             handler(self, ev)
@@ -193,16 +205,24 @@ class GroupEngine:
         self._expire_offsets(now_ms)
         self._trim(now_ms)
 
-    def _session_timers(self, now_ms: int) -> None:
+    def _timers_apply(self) -> bool:
+        if "broker_log" in self.sources or "heartbeats" not in self.sources:
+            return False
+        return not (self.type == "consumer" and ("offsets" in self.sources or "describe" in self.sources))
+
+    def _arm(self, m: Member) -> None:
+        """Schedule the check of `m`'s session expiry (heartbeats are its only liveness evidence)."""
+        if m.last_heartbeat is not None and m.session_timeout_ms and self._timers_apply():
+            self._next_due = min(self._next_due, m.last_heartbeat + m.session_timeout_ms)
+
+    def _session_timers(self, now_ms: int, exclude: str | None = None) -> None:
         """Members whose heartbeat events stopped for longer than their session timeout are gone (the
         broker's heartbeat-expiration), when the broker log is not there to say so itself."""
         self._next_due = 2**62
-        if "broker_log" in self.sources or "heartbeats" not in self.sources:
-            return
-        if self.type == "consumer" and ("offsets" in self.sources or "describe" in self.sources):
+        if not self._timers_apply():
             return
         for m in sorted(self.members.values(), key=lambda m: m.last_heartbeat or 0):
-            if m.last_heartbeat is None or not m.session_timeout_ms:
+            if m.last_heartbeat is None or not m.session_timeout_ms or m.member_id == exclude:
                 continue
             due = m.last_heartbeat + m.session_timeout_ms
             if due <= now_ms:
@@ -298,6 +318,7 @@ class GroupEngine:
                     p.end = g.start
         if self.open is g:
             self.open = None
+        self._fill_gap(g)
         if self.generation is None or gen > self.generation:
             # a jump of more than one: rebalances that left no record (abandoned before SyncGroup)
             if self.generation is not None and gen > self.generation + 1:
@@ -317,6 +338,7 @@ class GroupEngine:
     def _gen_cause(self, g: Generation) -> None:
         """Cause from the members that joined/left when the broker did not say."""
         if g.cause != "unknown" and "cause" not in g.inferred:
+            self._fill_gap(g)
             return  # the broker's reason
         if g.cause == "unknown":
             if g.generation == 1:
@@ -334,6 +356,7 @@ class GroupEngine:
         ):
             g.cause = "poll_timeout"
         g.inferred.add("cause")
+        self._fill_gap(g)
 
     # ------------------------------------------------------------------------------------------
     # membership primitives
@@ -370,13 +393,104 @@ class GroupEngine:
             self._k848_state(ts)
             return
         m = self._remove_member(member_id, ts)
+        g = None
         if self.state in ("Stable", "CompletingRebalance"):
+            rows, state = len(self.timeline), self.state
             g = self._open_rebalance(ts, "session_timeout", None, True)
             g.left.append(member_id)
+            self._expiry_undo = (member_id, rows, state, g, len(self.timeline))
         elif self.open is not None:
-            self.open.left.append(member_id)
+            g = self.open
+            if "cause" in g.inferred and g.cause == "unknown" and not g.joined and not g.left:
+                # the survivors' revocation came first: it was this member's session expiring
+                g.cause = "session_timeout"
+            g.left.append(member_id)
+        if g is not None and g.cause == "session_timeout" and g.member_id is None:
+            g.member_id = member_id
+            g.gap_ms = ts - m.last_heartbeat if m is not None and m.last_heartbeat is not None else None
         if m is not None and not self.members and self.state == "PreparingRebalance":
             self._become_empty(ts, inferred=True)
+
+    def _revive(self, member_id: str) -> bool:
+        """Undo a session expiry inferred from silent heartbeats when the member speaks again before
+        anything else happened: its probe was quiet because poll() stalled (librdkafka serves the
+        statistics behind heartbeat events from poll()), and the poll_stall report comes later."""
+        u = self._expiry_undo
+        self._expiry_undo = None
+        if u is None or u[0] != member_id or self.open is not u[3] or len(self.timeline) != u[4]:
+            return False
+        g = u[3]
+        if g.left != [member_id] or g.joined or self.state != "PreparingRebalance":
+            return False
+        m = self._departed_members.pop(member_id, None)
+        if m is None:
+            return False
+        del self.timeline[u[1] :]
+        self.state = u[2]
+        self.open = None
+        self.departed.pop(member_id, None)
+        self.members[member_id] = m
+        return True
+
+    def _poll_left_at(self, m: Member, ts: int) -> int | None:
+        """When `m`'s client left the group by itself because its poll interval expired (librdkafka
+        sends LeaveGroup then), if a rebalance seen at `ts` can be that; None otherwise."""
+        if m.poll_stall_at is None or m.closed:
+            return None
+        interval = m.max_poll_interval_ms or m.rebalance_timeout_ms or 0
+        left = m.poll_stall_at + interval // 2  # poll_stall is reported at half the interval
+        if left - POLL_LEAVE_SLACK_MS <= ts <= m.poll_stall_at + max(POLL_STALL_WINDOW_MS, interval):
+            return left
+        return None
+
+    def _poll_expired(self, ts: int, g: Generation) -> None:
+        """A rebalance that began with no join or leave in sight: a member whose poll() stalled long
+        enough has left by itself (heartbeats from the background thread go on, so they say nothing)."""
+        for m in sorted(self.members.values(), key=lambda m: m.poll_stall_at or 0):
+            left = self._poll_left_at(m, ts)
+            if left is None:
+                continue
+            self._remove_member(m.member_id, min(left, ts))
+            g.left.append(m.member_id)
+            g.cause = "poll_timeout"
+            g.member_id = m.member_id
+            g.gap_ms = self._poll_gap(m, min(left, ts))
+            return
+
+    @staticmethod
+    def _poll_gap(m: Member | None, left_ts: int) -> int | None:
+        """How long the member had not polled when it left: from the stall's start (the poll_stall
+        event comes at half the interval) to the leave, else the poll interval itself."""
+        if m is None:
+            return None
+        interval = m.max_poll_interval_ms or m.rebalance_timeout_ms
+        if m.poll_stall_at is not None:
+            return max(0, left_ts - (m.poll_stall_at - (interval or 0) // 2))
+        return interval
+
+    def _fill_gap(self, g: Generation) -> None:
+        """member_id and gap_ms of a session or poll timeout generation, from the member's last
+        heartbeat (session) or poll stall (poll) and the time it was removed."""
+        if g.gap_ms is not None or g.cause not in ("session_timeout", "poll_timeout"):
+            return
+        for mid in [g.member_id] if g.member_id else list(g.left):
+            m = self.members.get(mid) or self._departed_members.get(mid)
+            removed = self.departed.get(mid, g.start)
+            if g.cause == "session_timeout":
+                if m is None or m.last_heartbeat is None or m.last_heartbeat > removed:
+                    continue
+                gap = removed - m.last_heartbeat
+            else:
+                if m is None:
+                    continue
+                if g.member_id is None and len(g.left) > 1 and not self._poll_stalled(mid, removed, m):
+                    continue  # of several leavers, the one whose poll() stalled
+                gap = self._poll_gap(m, removed)
+            g.member_id = mid
+            g.gap_ms = gap
+            return
+        if g.member_id is None and len(g.left) == 1:
+            g.member_id = g.left[0]
 
     def _become_empty(self, ts: int, inferred: bool, gen: int | None = None) -> None:
         if gen is None:
@@ -883,7 +997,7 @@ class GroupEngine:
             if m.group_instance_id or ev.group_instance_id:
                 # static members never send LeaveGroup (seed 001): the session timeout will remove it
                 m.closed = True
-                self._next_due = min(self._next_due, ev.ts + (m.session_timeout_ms or 0))
+                self._arm(m)
                 return
             if broker or self.type == "consumer":
                 return  # the broker's LeaveGroup line will say it
@@ -914,7 +1028,10 @@ class GroupEngine:
                 self._become_empty(ev.ts, inferred=True)
             return
         if mid in self.departed and mid not in self.members:
-            return  # a late event of a member that already left
+            if ev.event == "join" and not broker and not records:
+                self.departed.pop(mid, None)  # the coordinator handed this id out again (a static member)
+            elif not (ev.event == "poll_stall" and self._revive(mid)):
+                return  # a late event of a member that already left
         known = mid in self.members
         # a static member restarted with a new member id takes the old one's place
         if not known and ev.group_instance_id:
@@ -940,6 +1057,7 @@ class GroupEngine:
         m.max_poll_interval_ms = ev.max_poll_interval_ms or m.max_poll_interval_ms
         m.rebalance_timeout_ms = m.rebalance_timeout_ms or ev.max_poll_interval_ms
         m.last_heartbeat = ev.ts
+        self._arm(m)
         if not known:
             m.joined_at = ev.ts
             if not broker and self.type == "classic":
@@ -964,9 +1082,28 @@ class GroupEngine:
         ):
             # a client revokes when it learns of a rebalance (eager) or right before it rejoins
             # (cooperative): the rebalance has begun
-            self._open_rebalance(ev.ts, "unknown", None, True)
+            g = self._open_rebalance(ev.ts, "unknown", None, True)
+            if g.cause == "unknown" and not g.left and not g.joined:
+                self._poll_expired(ev.ts, g)
+        elif (
+            ev.event == "lost"
+            and not broker
+            and self.type == "classic"
+            and self.state == "Stable"
+            and self.open is None
+            and self._poll_left_at(m, ev.ts) is not None
+        ):
+            # the stalled client's next poll() reports its partitions lost: it had left the group
+            # when its poll interval expired, and nobody else's events showed that rebalance
+            g = self._open_rebalance(self._poll_left_at(m, ev.ts) or ev.ts, "unknown", None, True)
+            self._poll_expired(ev.ts, g)
+            if not self.members and not records:
+                self._become_empty(ev.ts, inferred=True)
+            return
         if ev.event == "poll_stall":
             m.poll_stall_at = ev.ts
+        elif ev.event == "assigned" and m.poll_stall_at is not None and ev.ts > m.poll_stall_at:
+            m.poll_stall_at = None  # rebalance callbacks run inside poll(): the application polls again
         elif ev.event in ("assigned", "revoked", "lost"):
             if records or "describe" in self.sources:
                 pass  # the coordinator's own assignment (records, snapshots) wins over the client's view
@@ -1011,6 +1148,7 @@ class GroupEngine:
         m.group_instance_id = ev.group_instance_id or m.group_instance_id
         m.session_timeout_ms = ev.session_timeout_ms or m.session_timeout_ms
         m.last_heartbeat = ev.ts
+        self._arm(m)
         if ev.event in ("assigned", "revoked", "lost"):
             held = set(m.client_assignment)
             held = held | set(ev.partitions) if ev.event == "assigned" else held - set(ev.partitions)
@@ -1041,6 +1179,9 @@ class GroupEngine:
         if ev.assignor:
             self.protocol = ev.assignor
         # members and assignments are exact at ts
+        u = self._expiry_undo
+        if u is not None and ev.state == "Stable" and any(dm.member_id == u[0] for dm in ev.members):
+            self._revive(u[0])  # the coordinator still has the member our heartbeat timer expired
         prev = set(self.members)
         before = {mid: (m.group_instance_id, m.assignment) for mid, m in self.members.items()}
         listed = {dm.member_id for dm in ev.members}
@@ -1377,10 +1518,13 @@ class GroupEngine:
                     "reason": g.reason,
                     "empty": g.empty,
                     "inferred": sorted(g.inferred),
+                    "member_id": g.member_id,
+                    "gap_ms": g.gap_ms,
                 }
             )
         if self.open is not None and not consumer:
             g = self.open
+            self._fill_gap(g)
             overdue = max([m.rebalance_timeout_ms or 0 for m in self.members.values()] + [0])
             generations.append(
                 {
@@ -1402,6 +1546,8 @@ class GroupEngine:
                     "reason": g.reason,
                     "empty": False,
                     "inferred": sorted(g.inferred | {"generation"} if g.generation is None else g.inferred),
+                    "member_id": g.member_id,
+                    "gap_ms": g.gap_ms,
                 }
             )
         offsets = [

@@ -180,11 +180,14 @@ def test_heartbeats_alone_see_a_session_expire_without_new_input() -> None:
     eng = GroupEngine("g")
     eng.apply_many([hb(1000, "m1", "join"), hb(1000, "m1", "assigned", [("t", 0)]), hb(3000, "m2", "join")])
     eng.apply_many([hb(3100, "m1", "assigned", [("t", 0)]), hb(3100, "m2", "assigned", [("t", 1)])])
-    eng.apply_many([hb(t, "m1") for t in range(4000, 20000, 2000)] + [hb(4000, "m2")])
+    eng.apply_many([hb(t, "m1") for t in range(4000, 10000, 2000)] + [hb(4000, "m2")])
     assert set(eng.members) == {"m1", "m2"}
     eng.advance(9_999)
     assert "m2" in eng.members
-    eng.advance(20_000)  # m2's last heartbeat was at 4000 with a 6 s session
+    eng.advance(10_500)  # m2's last heartbeat was at 4000 with a 6 s session: no new input needed
+    assert set(eng.members) == {"m1"}
+    eng.apply_many([hb(t, "m1") for t in range(10000, 20000, 2000)])
+    eng.advance(20_000)
     doc = eng.document()
     assert set(eng.members) == {"m1"}
     last = doc["generations"][-1]
@@ -196,9 +199,8 @@ def test_heartbeats_alone_see_a_session_expire_without_new_input() -> None:
 def test_poll_stall_then_leave_is_a_poll_timeout_and_static_close_is_not_a_leave() -> None:
     eng = GroupEngine("g")
     eng.apply_many([hb(1000, "a", "join"), hb(1100, "a", "assigned", [("t", 0)]), hb(2000, "b", "join")])
-    eng.apply_many(
-        [hb(2100, "b", "assigned", [("t", 1)]), hb(5000, "b", "poll_stall"), hb(9000, "b", "leave")]
-    )
+    eng.apply_many([hb(2100, "b", "assigned", [("t", 1)]), hb(5000, "b", "poll_stall"), hb(6000, "a")])
+    eng.apply(hb(9000, "b", "leave"))
     gens = eng.document()["generations"]
     assert gens[-1]["cause"] == "poll_timeout" and gens[-1]["members_left"] == ["b"]
     static = GroupEngine("s")
