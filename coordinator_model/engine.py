@@ -58,6 +58,7 @@ DESCRIBE_SKEW_MS = 250  # a snapshot this close to a known transition may predat
 POLL_STALL_WINDOW_MS = 30_000  # a LeaveGroup this soon after a poll_stall is the poll interval expiring
 POLL_LEAVE_SLACK_MS = 2_000  # a poll_stall event is emitted up to about a second late
 MAX_CONFLICTS = 20
+REJOIN_WINDOW_MS = 5_000  # a rebalance this soon after a known member's JoinGroup is that join's
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_TIMELINE = 5000
 MAX_GENERATIONS = 2000
@@ -177,6 +178,9 @@ class GroupEngine:
         self.type_source: str | None = None  # client | records | broker_log | describe
         self.conflicts: dict[str, dict[str, Any]] = {}
         self._expiry_undo: tuple[str, int, str, Generation, int] | None = None
+        self.snapshot_members = False  # an Admin API snapshot has listed members (and so assignments)
+        self.incremental = False  # client events show cooperative (incremental) rebalancing
+        self._rejoined: tuple[str, int] | None = None  # a known (static) member's latest new JoinGroup
 
     # ------------------------------------------------------------------------------------------
     # feeding
@@ -347,7 +351,7 @@ class GroupEngine:
                 g.cause = "member_left"
             elif g.joined:
                 g.cause = "member_joined"
-            elif self.protocol and "cooperative" in self.protocol:
+            elif (self.protocol and "cooperative" in self.protocol) or self.incremental:
                 # cooperative protocols rebalance twice: the leader rejoins to hand out revoked partitions
                 g.cause = "leader_rejoin"
         if g.cause == "member_left" and any(
@@ -511,7 +515,7 @@ class GroupEngine:
     # ------------------------------------------------------------------------------------------
     # 1. __consumer_offsets
     def _on_group_metadata(self, ev: GroupMetadataSnapshot) -> None:
-        self.type = self.type or "classic"
+        self._typed("classic", "records")
         if ev.deleted:
             self._goto("Dead", ev.ts)
             self.deleted = True
@@ -619,9 +623,43 @@ class GroupEngine:
         pass
 
     # KIP-848 records
-    def _k848(self) -> None:
+    def _k848(self, source: str = "records") -> None:
+        if self.type != "consumer" or _TYPE_WEIGHT[source] > _TYPE_WEIGHT.get(self.type_source or "", 0):
+            self.type_source = source
         self.type = "consumer"
         self.protocol_type = CONSUMER_PROTOCOL_TYPE
+
+    def _typed(self, kind: str, source: str) -> None:
+        """Who last said which protocol the group speaks (an Admin API answer is the weakest word)."""
+        if self.type is None or _TYPE_WEIGHT[source] > _TYPE_WEIGHT.get(self.type_source or "", 0):
+            self.type_source = source
+        self.type = self.type or kind
+
+    def _retype(self, kind: str, ts: int, why: str) -> None:
+        """The group's type came from an Admin API answer that stronger evidence contradicts: start the
+        group again as `kind` (what was derived from that answer was derived for the wrong protocol)."""
+        self._conflict("type", ts, why)
+        self.type, self.type_source = kind, "client"
+        self.timeline.clear()
+        self.state = None
+        self.generations.clear()
+        self.epochs.clear()
+        self.open = None
+        self.generation = self.group_epoch = self.assignment_epoch = None
+        self.describe_state = None
+        self.assignor = None
+        self._epoch_pending = {"joined": [], "left": [], "cause": None}
+        if kind == "consumer":
+            self._k848("client")
+
+    def _conflict(self, kind: str, ts: int, note: str) -> None:
+        """Two sources disagree and the weaker one was not believed: say so (once per kind, counted)."""
+        c = self.conflicts.get(kind)
+        if c is None:
+            if len(self.conflicts) >= MAX_CONFLICTS:
+                return
+            c = self.conflicts[kind] = {"kind": kind, "first": ts, "last": ts, "count": 0, "note": note}
+        c["last"], c["count"], c["note"] = ts, c["count"] + 1, note
 
     def _on_cg_epoch(self, ev: ConsumerGroupEpoch) -> None:
         self._k848()
@@ -844,7 +882,7 @@ class GroupEngine:
             self.members.clear()
             self.offsets.clear()
             return
-        self.type = self.type or "classic"
+        self._typed("classic", "broker_log")
         if k == "simple_group_created":
             self.simple = True
             if self.state is None:
@@ -942,7 +980,7 @@ class GroupEngine:
         return self._departed_members.get(member_id)
 
     def _on_broker_k848(self, ev: BrokerLogEvent) -> None:
-        self._k848()
+        self._k848("broker_log")
         self.epoch_source_ts["broker_log"] = ev.ts
         k = ev.kind
         if k == "group_epoch":
@@ -977,13 +1015,23 @@ class GroupEngine:
         mid = ev.member_id
         if mid is None:
             return  # a client that uses assign(): not a member of anything
+        # the client's own word (group.protocol, else the shape of the member id its coordinator gave it)
+        consumer = ev.group_protocol == "consumer" or (
+            ev.group_protocol is None and looks_like_consumer_member_id(mid, ev.client_id)
+        )
+        if ev.group_protocol:
+            self.client_protocol = ev.group_protocol
+        kind = "consumer" if consumer else "classic"
         if self.type is None:
-            consumer = ev.group_protocol == "consumer" or (
-                ev.group_protocol is None and looks_like_consumer_member_id(mid, ev.client_id)
-            )
-            self.type = "consumer" if consumer else "classic"
+            self._typed(kind, "client")
             if consumer:
-                self._k848()
+                self._k848("client")
+        elif self.type != kind and self.type_source == "describe":
+            self._retype(
+                kind, ev.ts, f"the Admin API described the group as {self.type}; its clients use {kind}"
+            )
+        elif self.type_source == "describe":
+            self.type_source = "client"
         broker = "broker_log" in self.sources
         records = "offsets" in self.sources
         if self.type == "consumer":
@@ -1057,6 +1105,11 @@ class GroupEngine:
         m.max_poll_interval_ms = ev.max_poll_interval_ms or m.max_poll_interval_ms
         m.rebalance_timeout_ms = m.rebalance_timeout_ms or ev.max_poll_interval_ms
         m.last_heartbeat = ev.ts
+        if known and ev.event == "join":
+            # a member the group still has joins again (a static member back within its session):
+            # a rebalance that follows at once is its doing
+            m.closed = False
+            self._rejoined = (mid, ev.ts)
         self._arm(m)
         if not known:
             m.joined_at = ev.ts
@@ -1085,6 +1138,10 @@ class GroupEngine:
             g = self._open_rebalance(ev.ts, "unknown", None, True)
             if g.cause == "unknown" and not g.left and not g.joined:
                 self._poll_expired(ev.ts, g)
+            r = self._rejoined
+            if g.cause == "unknown" and r is not None and 0 <= ev.ts - r[1] <= REJOIN_WINDOW_MS:
+                g.cause = "member_joined"
+                g.joined.append(r[0])
         elif (
             ev.event == "lost"
             and not broker
@@ -1102,10 +1159,22 @@ class GroupEngine:
             return
         if ev.event == "poll_stall":
             m.poll_stall_at = ev.ts
-        elif ev.event == "assigned" and m.poll_stall_at is not None and ev.ts > m.poll_stall_at:
-            m.poll_stall_at = None  # rebalance callbacks run inside poll(): the application polls again
         elif ev.event in ("assigned", "revoked", "lost"):
-            if records or "describe" in self.sources:
+            if ev.event == "assigned" and m.poll_stall_at is not None and ev.ts > m.poll_stall_at:
+                m.poll_stall_at = None  # rebalance callbacks run inside poll(): the application polls again
+            held = set(m.client_assignment)
+            if held and (
+                (ev.event == "revoked" and ev.partitions and set(ev.partitions) < held)
+                or (ev.event == "assigned" and not ev.partitions)
+            ):
+                # eager clients give everything back at every rebalance: this one revokes only what moves
+                self.incremental = True
+            if ev.event == "assigned":
+                held |= set(ev.partitions)
+            else:
+                held -= set(ev.partitions)
+            m.client_assignment = tuple(sorted(held))
+            if records or self.snapshot_members:
                 pass  # the coordinator's own assignment (records, snapshots) wins over the client's view
             elif ev.event == "assigned":
                 m.assignment = tuple(sorted(set(m.assignment) | set(ev.partitions)))
@@ -1165,20 +1234,45 @@ class GroupEngine:
     # 4. Admin API
     def _on_describe(self, ev: DescribeSnapshot) -> None:
         if ev.type == "consumer" or ev.broker_state:
-            self._on_describe_k848(ev)
-            return
+            if (
+                self.type == "classic"
+                and not ev.broker_state
+                and _TYPE_WEIGHT.get(self.type_source or "", 0) > _TYPE_WEIGHT["describe"]
+            ):
+                # the clients (or the coordinator's records) say classic; an Admin answer of type
+                # consumer without the broker's own ConsumerGroupDescribe details is not believed
+                self._conflict(
+                    "type",
+                    ev.ts,
+                    "the Admin API describes the group as consumer (KIP-848); its clients use classic",
+                )
+            else:
+                self._on_describe_k848(ev)
+                return
         if ev.state == "Dead":
             if self.state is not None and self.state != "Dead" and not ev.members:
                 self._goto("Dead", ev.ts, True)
                 self.deleted = True
                 self.members.clear()
             return
-        self.type = self.type or "classic"
+        self._typed("classic", "describe")
         if ev.simple:
             self.simple = True
-        if ev.assignor:
+        if ev.assignor and self._names_a_member(ev.assignor):
+            self._conflict(
+                "assignor", ev.ts, f"the Admin API's assignor field holds a member id ({ev.assignor})"
+            )
+        elif ev.assignor:
             self.protocol = ev.assignor
+        doubt = self._contradiction(ev)
+        if doubt is not None:
+            # a snapshot that cannot be right: it does not wipe members or assignment, nor move the
+            # state the client events follow
+            self._conflict("members", ev.ts, doubt)
+            self._last_describe_ts = ev.ts
+            return
         # members and assignments are exact at ts
+        self.snapshot_members = self.snapshot_members or bool(ev.members)
         u = self._expiry_undo
         if u is not None and ev.state == "Stable" and any(dm.member_id == u[0] for dm in ev.members):
             self._revive(u[0])  # the coordinator still has the member our heartbeat timer expired
@@ -1266,6 +1360,38 @@ class GroupEngine:
             elif "offsets" not in self.sources:
                 self._become_empty(ev.ts, inferred=True)
 
+    def _names_a_member(self, assignor: str) -> bool:
+        """An assignor field that is a member id (seen, or shaped like one) is not an assignor name."""
+        if assignor in self.members or assignor in self.departed:
+            return True
+        return bool(_UUID.search(assignor)) or looks_like_consumer_member_id(assignor, None)
+
+    def _contradiction(self, ev: DescribeSnapshot) -> str | None:
+        """Why a snapshot cannot be right, or None. Kafka lists every member of a group that is not
+        Empty, so a live state without members is self-contradictory: when client events follow the
+        group, they are believed instead. An Empty snapshot is believed unless members heartbeated
+        within half their session timeout."""
+        if ev.members or ev.state not in _LIVE_OR_EMPTY:
+            return None
+        alive = 0
+        for m in self.members.values():
+            if m.last_heartbeat is None or not m.session_timeout_ms:
+                continue
+            quiet = ev.ts - m.last_heartbeat
+            limit = m.session_timeout_ms // 2 if ev.state == "Empty" else m.session_timeout_ms
+            if -DESCRIBE_SKEW_MS <= quiet <= limit or (m.closed and ev.state != "Empty"):
+                alive += 1  # a closed static member stays until its session expires
+        if ev.state == "Empty":
+            if not alive:
+                return None
+            return f"the Admin API describes the group as Empty while {alive} member(s) heartbeat"
+        if not alive and "heartbeats" not in self.sources:
+            return None  # nothing better to go by: the state is all the snapshot gives
+        return (
+            f"the Admin API describes the group as {ev.state} with no members; client events show "
+            f"{alive} member(s) within their session timeout"
+        )
+
     def _missed_rebalance(self, ev: DescribeSnapshot, before: dict, prev_snapshot: int) -> None:
         """Two Stable snapshots with different members or assignments: a whole rebalance happened
         between them (Admin API polling sees only states that last longer than its interval)."""
@@ -1298,7 +1424,7 @@ class GroupEngine:
         self._goto("Stable", ev.ts, True)
 
     def _on_describe_k848(self, ev: DescribeSnapshot) -> None:
-        self._k848()
+        self._k848("describe_broker" if ev.broker_state else "describe")
         if ev.assignor and (ev.members or self.assignor is None):
             # an Empty group is described with the default assignor, whatever its members used
             self.assignor = ev.assignor
@@ -1582,12 +1708,16 @@ class GroupEngine:
             "lag": self.lag(now),
             "sources": sorted(self.sources),
             "inferred": self._inferred_notes(),
+            "conflicts": [dict(c) for c in self.conflicts.values()],
             "as_of": now,
         }
 
     def _inferred_notes(self) -> list[str]:
         s = self.sources
-        notes = []
+        notes = [
+            f"conflict ({c['kind']}, {c['count']}x): {c['note']}; not believed"
+            for c in self.conflicts.values()
+        ]
         if self.type == "consumer":
             if not {"offsets", "describe", "broker_log"} & s:
                 notes.append("state: Empty/Stable from client events only; epochs and reconciliation unknown")
@@ -1610,6 +1740,12 @@ class GroupEngine:
             notes.append("last_heartbeat: unknown (no client heartbeat events)")
         return notes
 
+
+# how much each source's word on the group's protocol weighs: the Admin API's type is the weakest (a
+# broker that is not Apache Kafka may answer ConsumerGroupDescribe for a classic group)
+_TYPE_WEIGHT = {"describe": 1, "describe_broker": 2, "client": 2, "records": 3, "broker_log": 3}
+
+_LIVE_OR_EMPTY = ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty")
 
 _HANDLERS = {
     GroupMetadataSnapshot: GroupEngine._on_group_metadata,
