@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from collectors.cli.main import cli
 from collectors.pipeline.capture_source import load_capture
-from collectors.pipeline.decode import DEAD_LETTER_KEY, TICK_TOPIC, decode_batches
+from collectors.pipeline.decode import DEAD_BUCKET, DEAD_LETTER_KEY, TICK_TOPIC, bucket_of, decode_batches
 from collectors.pipeline.job import PipelineConfig, _records_behind, run_pipeline
-from collectors.pipeline.kafka_source import count_between, kafka_conf_from_options, plan_end
+from collectors.pipeline.kafka_source import count_between, kafka_conf_from_options, pack_ranges, plan_end
 from collectors.pipeline.sink import lag_point
 from collectors.redis_store import RedisStore
 
@@ -55,6 +55,18 @@ def test_plan_end_shares_the_budget_between_partitions():
     assert plan_end(latest, latest, 10) == latest
 
 
+def test_read_tasks_pack_ranges_evenly_and_split_big_ones():
+    ranges = [("t", p, 0, n) for p, n in enumerate([10, 10, 10, 10, 500, 30])]
+    tasks = pack_ranges(ranges, tasks=3, split_rows=200)
+    covered = sorted(r for task in tasks for r in task.ranges)
+    assert covered == sorted(
+        [r for r in ranges if r[1] != 4] + [("t", 4, 0, 200), ("t", 4, 200, 400), ("t", 4, 400, 500)]
+    )
+    assert max(t.records for t in tasks) <= 200
+    assert len(pack_ranges([("t", 0, 0, 5), ("t", 1, 0, 5)], tasks=8, split_rows=100)) == 2
+    assert pack_ranges([], 4, 100) == []
+
+
 def test_kafka_settings_pass_through_untouched():
     opts = {"kafka.bootstrap.servers": "h:9093", "kafka.sasl.mechanism": "SCRAM-SHA-512", "subscribe": "x"}
     assert kafka_conf_from_options(opts) == {"bootstrap.servers": "h:9093", "sasl.mechanism": "SCRAM-SHA-512"}
@@ -64,31 +76,54 @@ def _raw(rows):
     return pd.DataFrame(rows, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
 
 
-def test_decode_turns_every_failure_into_a_dead_letter():
+def test_routing_keys_rows_by_group_and_dead_letters_what_cannot_be_routed():
     good = json.loads((CAPTURES / "classic-range-lifecycle" / "offsets.jsonl").read_text().splitlines()[1])
     key, value = base64.b64decode(good["key"]), base64.b64decode(good["value"])
     hb = (CAPTURES / "classic-range-lifecycle" / "heartbeats.jsonl").read_text().splitlines()[0].encode()
     kinds = {"__consumer_offsets": "offsets", "hb": "heartbeat"}
     rows = [
         ("__consumer_offsets", 25, 1, 5, key, value),
-        ("__consumer_offsets", 25, 2, 6, key, value[:9]),  # truncated value
-        ("__consumer_offsets", 25, 3, 7, b"\x00", None),  # key too short
+        ("__consumer_offsets", 25, 2, 6, key, value[:9]),  # truncated value: found when decoded, stage 2
+        ("__consumer_offsets", 25, 3, 7, b"\x00", None),  # key too short: cannot even be routed
         ("hb", 0, 0, 8, None, hb),
         ("hb", 0, 1, 9, None, b"{not json"),
         ("hb", 0, 2, 10, None, b'{"ts": 1}'),  # JSON, but not a heartbeat event
         ("elsewhere", 0, 0, 11, None, b"x"),
     ]
-    (out,) = list(decode_batches(iter([_raw(rows)]), kinds))
-    assert list(out["group"]) == [
-        "crl-060433a",
-        *[DEAD_LETTER_KEY] * 2,
-        "crl-060433a",
-        *[DEAD_LETTER_KEY] * 3,
-    ]
+    (out,) = list(decode_batches(iter([_raw(rows)]), kinds, buckets=16))
+    g = "crl-060433a"
+    assert list(out["group"]) == [g, g, DEAD_LETTER_KEY, g, *[DEAD_LETTER_KEY] * 3]
+    assert set(out[out["group"] == g]["bucket"]) == {bucket_of(g, 16)}
     dead = out[out["group"] == DEAD_LETTER_KEY]
-    assert list(dead["offset"]) == [2, 3, 1, 2, 0]
+    assert set(dead["bucket"]) == {DEAD_BUCKET}
+    assert list(dead["offset"]) == [3, 1, 2, 0]
     assert all(dead["error"].str.len() > 0) and "byte" in dead["error"].iloc[0]
-    assert bytes(dead["raw_value"].iloc[0]) == value[:9]  # raw bytes kept for the dead-letter stream
+    assert bytes(out["value"].iloc[1]) == value[:9]  # raw bytes travel on, for a dead letter later
+    assert 0 <= bucket_of("any", 7) < 7 and bucket_of("any", 7) == bucket_of("any", 7)
+
+
+@pytest.mark.servers
+def test_replay_sends_bad_lines_to_dead_letters_and_goes_on(spark, redis_server, redis_client, tmp_path):
+    cap = tmp_path / "bad-capture"
+    cap.mkdir()
+    good = (CAPTURES / "lag-ramp" / "offsets.jsonl").read_text().splitlines()
+    bad_value = json.loads(good[1])
+    bad_value["value"], bad_value["offset"] = bad_value["value"][:12], 9999
+    (cap / "offsets.jsonl").write_text("\n".join([*good[:5], json.dumps(bad_value), *good[5:8]]) + "\n")
+    (cap / "heartbeats.jsonl").write_text("{not json\n")
+    cfg = PipelineConfig(
+        redis_url=redis_server.url, checkpoint_dir=str(tmp_path / "ck"), mode="replay", capture_dir=str(cap)
+    )
+    run_pipeline(cfg, spark, progress=False)
+    store = RedisStore(redis_client)
+    dead = {d["position"]: d for d in store.dead_letters()}
+    assert set(dead) == {f"__consumer_offsets/{bad_value['partition']}@9999", "heartbeats.jsonl/0@1"}
+    assert base64.b64decode(
+        dead[f"__consumer_offsets/{bad_value['partition']}@9999"]["value"]
+    ) == base64.b64decode(bad_value["value"])
+    want = _model_docs(cap)
+    assert list(want) == ["lag-060433j"]
+    assert store.get_group("lag-060433j") == want["lag-060433j"]  # the good records all went through
 
 
 def test_capture_rows_follow_the_model_order_and_end_with_ticks():

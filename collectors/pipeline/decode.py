@@ -1,18 +1,19 @@
-"""Stateless first stage, run in the executors: raw rows of the sources -> (group, evidence) rows.
+"""Stateless first stage, run in the executors: raw rows of the sources -> rows routed to groups.
 
-Each raw row (topic, partition, offset, timestamp, key, value) is decoded according to the kind of
-its topic: `__consumer_offsets` records through the codec, heartbeat events, broker log lines and
-Admin API snapshots (describe / committed / log-end offsets) through the coordinator model's parsers.
-Evidence leaves this stage pickled in a binary column, keyed by group. Whatever fails to decode or
-parse becomes a dead-letter row (raw bytes, position, error) under DEAD_LETTER_KEY, so it reaches the
-sink without stopping anything. Rows that carry no group evidence (a broker log line about something
-else, an offsets record of another group type) are dropped.
+Each raw row (topic, partition, offset, timestamp, key, value) is routed according to the kind of its
+topic: a `__consumer_offsets` record by the group in its key (the codec reads the key only; the value
+is decoded once, next to the model, in the second stage), heartbeat events, broker log lines and Admin
+API snapshots (describe / committed / log-end offsets) through the coordinator model's parsers. Each
+row keeps its raw bytes and gets the state bucket of its group. Whatever cannot be routed becomes a
+dead-letter row (raw bytes, position, error) in DEAD_BUCKET, so it reaches the sink without stopping
+anything; rows that carry no group evidence (a broker log line about something else) are dropped.
+`decode_one` turns a raw row into evidence; both stages use it.
 """
 
 from __future__ import annotations
 
 import json
-import pickle
+import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +21,12 @@ from typing import Any
 # A key no Kafka group id can be (group ids are UTF-8 text; this one starts with NUL).
 DEAD_LETTER_KEY = "\x00dead-letters"
 
-DECODED_SCHEMA = (
-    "group string, ts long, rank int, topic string, partition int, offset long, "
-    "ev binary, error string, raw_key binary, raw_value binary"
+DEAD_BUCKET = -1
+ROUTED_SCHEMA = (
+    "bucket int, group string, ts long, rank int, kind string, topic string, partition int, offset long, "
+    "key binary, value binary, error string"
 )
-DECODED_COLUMNS = [c.split()[0] for c in DECODED_SCHEMA.split(", ")]
+ROUTED_COLUMNS = [c.split()[0] for c in ROUTED_SCHEMA.split(", ")]
 
 # Kinds of source, and their rank among evidence with the same timestamp.
 KIND_RANK = {"offsets": 0, "broker_log": 1, "admin": 2, "heartbeat": 4}
@@ -104,50 +106,71 @@ def decode_one(
     raise ValueError(f"no decoder for source kind {kind!r}")
 
 
-def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str]) -> Iterator[Any]:
-    """mapInPandas body: raw pandas frames in, DECODED_SCHEMA frames out."""
+def bucket_of(group: str, buckets: int) -> int:
+    """The state bucket of a group: stable across processes and restarts (not Python's hash)."""
+    return zlib.crc32(group.encode("utf-8")) % buckets
+
+
+def route_one(
+    kind: str, topic: str, partition: int, offset: int, ts: int, key: bytes | None, value: bytes | None
+) -> list[tuple[str, int, int]]:
+    """(group, ts, rank) of each group a raw row is evidence for. `__consumer_offsets` records are only
+    keyed here (the group is in the key); their values are decoded once, next to the model."""
+    if kind == "offsets":
+        if key is None:
+            raise ValueError("record without a key")
+        from collectors.codec.decoder import decode_key
+
+        _, k = decode_key(key)
+        group = getattr(k, "group", None)
+        return [(group, ts, 0)] if isinstance(group, str) else []
+    return [(g, int(t), rank) for g, t, rank, _ in decode_one(kind, topic, partition, offset, ts, key, value)]
+
+
+def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: int = 256) -> Iterator[Any]:
+    """mapInPandas body: raw frames in, ROUTED_SCHEMA frames out (one row per group a record is
+    evidence for, with its state bucket; a row that cannot be routed goes to the dead-letter bucket)."""
     import pandas as pd
 
     for pdf in batches:
-        out: dict[str, list[Any]] = {c: [] for c in DECODED_COLUMNS}
-
-        cols = [out[c] for c in DECODED_COLUMNS]
+        out: dict[str, list[Any]] = {c: [] for c in ROUTED_COLUMNS}
+        cols = [out[c] for c in ROUTED_COLUMNS]
 
         def emit(*values: Any, cols: list[list[Any]] = cols) -> None:
             for col, v in zip(cols, values, strict=True):
                 col.append(v)
 
         for topic, partition, offset, ts, key, value in zip(
-            pdf["topic"],
-            pdf["partition"],
-            pdf["offset"],
-            pdf["timestamp"],
-            pdf["key"],
-            pdf["value"],
+            pdf["topic"].tolist(),
+            pdf["partition"].tolist(),
+            pdf["offset"].tolist(),
+            pdf["timestamp"].tolist(),
+            pdf["key"].tolist(),
+            pdf["value"].tolist(),
             strict=True,
         ):
-            partition, offset, ts = int(partition), int(offset), int(ts)
-            key = bytes(key) if key is not None else None
-            value = bytes(value) if value is not None else None
             kind = kinds.get(topic)
             try:
                 if kind is None:
                     raise ValueError(f"topic {topic!r} is not a groupscope source")
-                for group, ets, rank, ev in decode_one(kind, topic, partition, offset, ts, key, value):
+                for group, ets, rank in route_one(kind, topic, partition, offset, ts, key, value):
                     emit(
-                        group, int(ets), rank, topic, partition, offset, pickle.dumps(ev, 5), None, None, None
+                        bucket_of(group, buckets),
+                        group,
+                        ets,
+                        rank,
+                        kind,
+                        topic,
+                        partition,
+                        offset,
+                        key,
+                        value,
+                        None,
                     )
             except Exception as e:  # every failure, whatever its type, becomes a dead letter
-                emit(
-                    DEAD_LETTER_KEY,
-                    ts,
-                    9,
-                    topic,
-                    partition,
-                    offset,
-                    None,
-                    f"{type(e).__name__}: {e}",
-                    key,
-                    value,
-                )
-        yield pd.DataFrame(out, columns=DECODED_COLUMNS)
+                emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, _err(e))
+        yield pd.DataFrame(out, columns=ROUTED_COLUMNS)
+
+
+def _err(e: BaseException) -> str:
+    return f"{type(e).__name__}: {e}"

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.pipeline.decode import DECODED_SCHEMA, KINDS_OF_CAPTURE_FILES, decode_batches
+from collectors.pipeline.decode import KINDS_OF_CAPTURE_FILES, ROUTED_SCHEMA, decode_batches
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
 from collectors.redis_store import RedisStore
@@ -46,6 +46,8 @@ class PipelineConfig:
     starting_offsets: str = "earliest"  # first start only; a checkpoint resumes where it stopped
     metadata_timeout_s: float = 10.0
     tick_ms: int = 5000  # how often a quiet group is re-evaluated against the wall clock
+    state_buckets: int = 256  # groups are kept in this many state keys; fixed per checkpoint
+    reader_tasks: int | None = None  # Kafka read tasks per batch (default: Spark's parallelism)
     # replay
     capture_dir: str | None = None
     speed: float | None = None
@@ -81,6 +83,8 @@ def raw_stream(spark: Any, cfg: PipelineConfig, topics: list[str]) -> Any:
     register_sources(spark)
     if cfg.live:
         r = spark.readStream.format("groupscope_kafka").option("subscribe", ",".join(topics))
+        tasks = cfg.reader_tasks or spark.sparkContext.defaultParallelism
+        r = r.option("readerTasks", str(max(1, int(tasks))))
         r = r.option("startingOffsets", cfg.starting_offsets)
         r = r.option("metadataTimeoutMs", str(int(cfg.metadata_timeout_s * 1000)))
         for k, v in cfg.kafka.items():
@@ -123,11 +127,12 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     kinds = source_kinds(cfg, topics)
+    buckets = cfg.state_buckets
     raw = raw_stream(spark, cfg, topics)
-    decoded = raw.mapInPandas(lambda it: decode_batches(it, kinds), DECODED_SCHEMA)
+    routed = raw.mapInPandas(lambda it: decode_batches(it, kinds, buckets), ROUTED_SCHEMA)
     timers = cfg.live and not cfg.available_now
     timeout = GroupStateTimeout.ProcessingTimeTimeout if timers else GroupStateTimeout.NoTimeout
-    modeled = decoded.groupBy("group").applyInPandasWithState(
+    modeled = routed.groupBy("bucket").applyInPandasWithState(
         make_update(timers, cfg.retention_ms, cfg.tick_ms), OUTPUT_SCHEMA, STATE_SCHEMA, "Update", timeout
     )
     w = (

@@ -51,12 +51,38 @@ def kafka_conf_from_options(options: Any) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class KafkaInputPartition(InputPartition):
-    """Records [start, end) of one topic partition."""
+    """One read task: records [start, end) of one or more topic partitions, read by one Consumer.
+    (Every task costs a Python worker and a broker connection, so small ranges are packed together.)"""
 
-    topic: str
-    partition: int
-    start: int
-    end: int
+    ranges: tuple[tuple[str, int, int, int], ...]  # (topic, partition, start, end)
+
+    @property
+    def records(self) -> int:
+        return sum(e - s for _, _, s, e in self.ranges)
+
+
+def pack_ranges(
+    ranges: list[tuple[str, int, int, int]], tasks: int, split_rows: int
+) -> list[KafkaInputPartition]:
+    """Split ranges longer than `split_rows`, then pack them into at most `tasks` read tasks of
+    about equal size (largest first into the lightest task)."""
+    pieces: list[tuple[str, int, int, int]] = []
+    for t, p, lo, hi in ranges:
+        while hi > lo:
+            step = min(hi, lo + split_rows)
+            pieces.append((t, p, lo, step))
+            lo = step
+    if not pieces:
+        return []
+    n = max(1, min(tasks, len(pieces)))
+    n = max(n, -(-sum(e - s for _, _, s, e in pieces) // split_rows))  # no task above split_rows
+    bins: list[list[tuple[str, int, int, int]]] = [[] for _ in range(n)]
+    loads = [0] * n
+    for piece in sorted(pieces, key=lambda x: x[3] - x[2], reverse=True):
+        i = loads.index(min(loads))
+        bins[i].append(piece)
+        loads[i] += piece[3] - piece[2]
+    return [KafkaInputPartition(tuple(sorted(b))) for b in bins if b]
 
 
 class Watermarks:
@@ -173,6 +199,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         mr = options.get("maxRecordsPerBatch") or options.get("maxOffsetsPerTrigger")
         self.max_rows = int(mr) if mr else None
         self.split_rows = int(options.get("maxRecordsPerPartition") or 250_000)
+        self.reader_tasks = int(options.get("readerTasks") or 4)
         self.poll_timeout_s = float(options.get("pollTimeoutMs") or 1000) / 1000
         self.stall_timeout_s = float(options.get("readStallTimeoutMs") or 120_000) / 1000
         self.metadata_timeout_s = float(options.get("metadataTimeoutMs") or 10_000) / 1000
@@ -228,16 +255,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return self._latest
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        parts: list[InputPartition] = []
-        for t, ps in end.items():
-            for p, hi in ps.items():
-                lo = start.get(t, {}).get(p, 0)
-                # Only partitions with new data; large ranges split so catch-up runs in parallel.
-                while hi > lo:
-                    step = min(hi, lo + self.split_rows)
-                    parts.append(KafkaInputPartition(t, int(p), int(lo), int(step)))
-                    lo = step
-        return parts
+        # Only partitions with new data; packed into about `readerTasks` tasks, large ranges split.
+        ranges = [
+            (t, int(p), int(start.get(t, {}).get(p, 0)), int(hi))
+            for t, ps in end.items()
+            for p, hi in ps.items()
+            if hi > start.get(t, {}).get(p, 0)
+        ]
+        return list(pack_ranges(ranges, self.reader_tasks, self.split_rows))
 
     def commit(self, end: dict) -> None:
         pass  # offsets live in Spark's checkpoint; nothing is committed to Kafka
@@ -260,9 +285,10 @@ def read_partition(
     stall_timeout_s: float = 120.0,
     batch_rows: int = 10_000,
 ) -> Iterator[Any]:
-    """Records [start, end) of one partition as Arrow record batches. The range was planned from the
-    partition's watermarks, so it ends at `end`, at partition EOF (compaction or transaction markers
-    leave gaps), or with an error when nothing arrives for `stall_timeout_s` (the task is retried)."""
+    """The records of a task's ranges as Arrow record batches, through one Consumer. Each range was
+    planned from its partition's watermarks, so it ends at `end`, at partition EOF (compaction and
+    transaction markers leave gaps), or with an error when nothing arrives for `stall_timeout_s` (the
+    task is then retried by Spark)."""
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -297,45 +323,68 @@ def read_partition(
             v.clear()
         return batch
 
+    # Two ranges of one partition (a split) are read one after the other: the first is assigned now.
+    todo: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    for t, p, lo, hi in part.ranges:
+        todo.setdefault((t, p), []).append((lo, hi))
+    for v in todo.values():
+        v.sort()
+    current: dict[tuple[str, int], tuple[int, int]] = {}
+
+    def assign_next(tp: tuple[str, int]) -> None:
+        lo, hi = todo[tp].pop(0)
+        current[tp] = (lo, hi)
+        c.incremental_assign([TopicPartition(tp[0], tp[1], lo)])
+
+    def finish(tp: tuple[str, int]) -> None:
+        del current[tp]
+        c.incremental_unassign([TopicPartition(tp[0], tp[1])])
+        if todo[tp]:
+            assign_next(tp)
+
     try:
-        c.assign([TopicPartition(part.topic, part.partition, part.start)])
-        nxt = part.start
+        for tp in todo:
+            assign_next(tp)
         last_progress = time.monotonic()
-        while nxt < part.end:
-            msgs = c.consume(min(10_000, part.end - nxt), timeout=poll_timeout_s)
+        while current:
+            want = sum(hi - lo for lo, hi in current.values())
+            msgs = c.consume(max(1, min(10_000, want)), timeout=poll_timeout_s)
             if not msgs:
                 if time.monotonic() - last_progress > stall_timeout_s:
-                    raise TimeoutError(
-                        f"no records from {part.topic}/{part.partition} at offset {nxt} "
-                        f"for {stall_timeout_s:.0f} s (planned up to {part.end})"
-                    )
+                    raise TimeoutError(f"no records from {sorted(current)} for {stall_timeout_s:.0f} s")
                 continue
             last_progress = time.monotonic()
-            done = False
             for m in msgs:
+                tp = (m.topic(), m.partition())
+                if tp not in current:
+                    continue  # a late message of a range already finished
+                lo, hi = current[tp]
                 err = m.error()
                 if err is not None:
                     if err.code() == KafkaError._PARTITION_EOF:
-                        done = True
-                        break
+                        finish(tp)
+                        continue
                     if err.retriable():
                         continue
                     raise KafkaException(err)
                 off = m.offset()
-                if off >= part.end:
-                    done = True
-                    break
-                cols["topic"].append(part.topic)
-                cols["partition"].append(part.partition)
+                if off < lo:
+                    continue  # fetched again after a re-assignment of the same partition
+                if off >= hi:
+                    finish(tp)
+                    continue
+                cols["topic"].append(tp[0])
+                cols["partition"].append(tp[1])
                 cols["offset"].append(off)
                 cols["timestamp"].append(m.timestamp()[1])
                 cols["key"].append(m.key())
                 cols["value"].append(m.value())
-                nxt = off + 1
+                if off + 1 >= hi:
+                    finish(tp)
+                else:
+                    current[tp] = (off + 1, hi)
             if len(cols["offset"]) >= batch_rows:
                 yield flush()
-            if done:
-                break
         if cols["offset"]:
             yield flush()
     finally:
