@@ -1300,7 +1300,10 @@ class GroupEngine:
             m.group_instance_id = dm.group_instance_id
             m.client_id = dm.client_id or m.client_id
             m.client_host = dm.host or m.client_host
-            m.assignment = dm.assignment
+            if ev.state == "Stable" or dm.assignment:
+                # Kafka describes a group that is not Stable without assignments (summaryNoMetadata):
+                # that is not evidence that its members hold nothing
+                m.assignment = dm.assignment
             self.members[dm.member_id] = m
             self.departed.pop(dm.member_id, None)
         for mid in prev - set(self.members):
@@ -1425,7 +1428,11 @@ class GroupEngine:
 
     def _on_describe_k848(self, ev: DescribeSnapshot) -> None:
         self._k848("describe_broker" if ev.broker_state else "describe")
-        if ev.assignor and (ev.members or self.assignor is None):
+        if ev.assignor and self._names_a_member(ev.assignor):
+            self._conflict(
+                "assignor", ev.ts, f"the Admin API's assignor field is a member id ({ev.assignor})"
+            )
+        elif ev.assignor and (ev.members or self.assignor is None):
             # an Empty group is described with the default assignor, whatever its members used
             self.assignor = ev.assignor
         if ev.group_epoch is not None:

@@ -1,0 +1,272 @@
+"""The coordinator model on evidence from a broker that is not Apache Kafka: client heartbeat events plus
+Admin API answers that contradict them (tests/fixtures/tansu-demo, a real `groupscope demo` run on Tansu),
+and the same weighing on Kafka-shaped evidence (a snapshot taken mid-rebalance, a describe that comes
+before the clients' events)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collectors.capture import read_capture
+from collectors.cli.main import cli
+from coordinator_model.engine import GroupEngine, rebuild
+from coordinator_model.evidence import (
+    BrokerLogEvent,
+    DescribedMember,
+    DescribeSnapshot,
+    HeartbeatEvent,
+    from_heartbeat_json,
+    parse_broker_log_line,
+)
+from coordinator_model.whatif.adapter import whatif_input_from_group_document
+
+TANSU = Path(__file__).parent / "fixtures" / "tansu-demo"
+T0 = 1795246317781  # the run's first event
+GROUPS = {
+    "demo-steady",
+    "demo-scaleout",
+    "demo-crash",
+    "demo-stall",
+    "demo-storm",
+    "demo-static",
+    "demo-coop",
+    "demo-slow",
+}
+_DOCS: dict[int | None, dict[str, dict]] = {}
+
+
+def model_json(at: int | None = None) -> dict[str, dict]:
+    """`groupscope model tests/fixtures/tansu-demo --json [--at]`, once per moment."""
+    if at not in _DOCS:
+        args = ["model", str(TANSU), "--json"] + (["--at", str(at)] if at else [])
+        res = CliRunner().invoke(cli, args)
+        assert res.exit_code == 0, res.output
+        _DOCS[at] = {g["group"]: g for g in json.loads(res.output)["groups"]}
+    return _DOCS[at]
+
+
+def gens(doc: dict, cause: str) -> list[dict]:
+    return [g for g in doc["generations"] if g["cause"] == cause]
+
+
+# -- the demo run ------------------------------------------------------------------------------------------
+def test_every_demo_group_is_classic_with_the_members_its_clients_show() -> None:
+    docs = model_json(T0 + 90_000)  # every scenario is mid-cycle: each group has members
+    assert set(docs) == GROUPS
+    for name, doc in docs.items():
+        assert doc["type"] == "classic", name
+        assert doc["state"] == "Stable", name
+        assert doc["members"], name
+        assert all(m["assignment"] for m in doc["members"]), name
+        held = sorted(tuple(tp) for m in doc["members"] for tp in m["assignment"])
+        assert len(held) == len(set(held)), f"{name}: a partition assigned twice"
+        # the Admin answers were seen and not believed
+        kinds = {c["kind"] for c in doc["conflicts"]}
+        assert {"type", "members", "assignor"} <= kinds, name
+        assert doc["protocol"] is None or "-" not in doc["protocol"], "an assignor field that is a member id"
+        assert any(n.startswith("conflict (members") for n in doc["inferred"])
+    assert {m["group_instance_id"] for m in docs["demo-static"]["members"]} == {"demo-inst-1", "demo-inst-2"}
+    assert len(docs["demo-steady"]["members"]) == 2 and docs["demo-steady"]["generation"] == 1
+
+
+def test_crash_is_a_session_timeout_with_its_gap() -> None:
+    doc = model_json()["demo-crash"]
+    (st_gen,) = gens(doc, "session_timeout")
+    assert st_gen["member_id"].startswith("crash-2-6c165943")
+    assert st_gen["members_left"] == [st_gen["member_id"]]
+    assert 5_500 <= st_gen["gap_ms"] <= 8_000  # session.timeout.ms=6000
+    # the survivor was revoked ~6 s after crash-2's last heartbeat (17.27 s into the run)
+    assert abs(st_gen["start"] - (T0 + 23_270)) < 1_000
+    assert st_gen["duration_ms"] is not None and "cause" in st_gen["inferred"]
+    assert gens(doc, "member_joined")  # the crashed process restarted with a new member id
+
+
+def test_stall_is_a_poll_timeout_then_a_rejoin() -> None:
+    doc = model_json()["demo-stall"]
+    first = gens(doc, "poll_timeout")[0]
+    assert first["member_id"].startswith("stall-2-6ecd6077")
+    assert first["members_left"] == [first["member_id"]]
+    assert first["gap_ms"] == 10_000  # max.poll.interval.ms: the leave itself was not seen
+    nxt = next(g for g in doc["generations"] if g["generation"] == first["generation"] + 1)
+    assert nxt["cause"] == "member_joined" and nxt["members_joined"][0].startswith("stall-2-a19eb8c5")
+    assert not gens(doc, "session_timeout")  # heartbeats went on during the stall
+
+
+def test_storm_static_and_cooperative() -> None:
+    docs = model_json()
+    storm = docs["demo-storm"]
+    assert len(storm["generations"]) >= 25
+    assert sum(bool(g["members_joined"]) for g in storm["generations"]) >= 20  # a flapper each ~4.5 s
+    assert sum(bool(g["members_left"]) for g in storm["generations"]) >= 20
+    static = docs["demo-static"]
+    assert {m["group_instance_id"] for m in static["members"]} == {"demo-inst-1", "demo-inst-2"}
+    st_gen = gens(static, "session_timeout")
+    assert st_gen and st_gen[0]["gap_ms"] >= 15_000  # closed static members wait for their session
+    coop = docs["demo-coop"]
+    assert len(coop["generations"]) >= 6
+    assert gens(coop, "leader_rejoin")  # the second, incremental rebalance of cooperative-sticky
+
+
+def test_whatif_reads_the_gaps() -> None:
+    docs = model_json()
+    crash = whatif_input_from_group_document(docs["demo-crash"])["rebalances"]
+    row = next(r for r in crash if r["cause"] == "session_timeout")
+    assert row["member_id"].startswith("crash-2-") and 5_500 <= row["gap_ms"] <= 8_000
+    stall = whatif_input_from_group_document(docs["demo-stall"])["rebalances"]
+    assert any(r["cause"] == "poll_timeout" and r["gap_ms"] == 10_000 for r in stall)
+
+
+def test_admin_answers_alone_give_what_they_can() -> None:
+    evs = [e for e in read_capture(TANSU).evidence if isinstance(e, DescribeSnapshot)]
+    engines = rebuild(evs)
+    assert set(engines) == GROUPS
+    for eng in engines.values():
+        doc = eng.document()
+        assert doc["state"] in ("Stable", "Empty")
+        assert doc["protocol"] is None  # never a member id
+        assert {c["kind"] for c in doc["conflicts"]} == {"assignor"}
+
+
+_HB_ONLY = [e for e in read_capture(TANSU).evidence if isinstance(e, HeartbeatEvent)]
+
+
+def _summary(engines: dict[str, GroupEngine]) -> dict:
+    return {
+        g: (
+            eng.type,
+            sorted(eng.members),
+            [(x["generation"], x["cause"], tuple(x["members_left"])) for x in eng.document()["generations"]],
+        )
+        for g, eng in engines.items()
+    }
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 147_000),
+            st.sampled_from(sorted(GROUPS)),
+            st.sampled_from(["Stable", "PreparingRebalance", "CompletingRebalance"]),
+            st.sampled_from(["", "range", "x-0b5e9a3c-1111-4222-8333-944455556666"]),
+        ),
+        max_size=40,
+    )
+)
+def test_member_less_snapshots_never_change_the_client_view(snaps: list) -> None:
+    """Self-contradictory snapshots (a live state without members, typed consumer), taken at any moment,
+    leave the classic groups, their members and their generations as the client events alone give them."""
+    base = _summary(rebuild(_HB_ONLY))
+    extra = [DescribeSnapshot(T0 + t, g, "consumer", state, assignor, ()) for t, g, state, assignor in snaps]
+    with_snaps = rebuild(_HB_ONLY + extra)
+    got = _summary(with_snaps)
+    for g in GROUPS:
+        if got[g] != base[g]:
+            # only a snapshot while the group had no live member may say something (it is believed then)
+            assert got[g][0] == "classic" and got[g][1] == base[g][1], g
+
+
+# -- the same weighing on Kafka-shaped evidence ------------------------------------------------------------
+HB = {
+    "group": "g",
+    "client_id": None,
+    "host": "/127.0.0.1",
+    "session_timeout_ms": 6000,
+    "max_poll_interval_ms": 10000,
+    "group_protocol": "classic",
+}
+
+
+def hb(ts: int, member: str, event: str = "heartbeat", parts=()) -> HeartbeatEvent:
+    return from_heartbeat_json(
+        {**HB, "ts": ts, "member_id": member, "event": event, "partitions": [list(p) for p in parts]}
+    )
+
+
+def dm(member: str, parts=()) -> DescribedMember:
+    return DescribedMember(member, None, member.split("-")[0], "/127.0.0.1", tuple(parts))
+
+
+def test_a_snapshot_taken_mid_rebalance_keeps_the_assignment() -> None:
+    """Kafka describes a group that is not Stable with its members but without assignments."""
+    eng = GroupEngine("g")
+    a, b = "a-0b5e9a3c-1111-4222-8333-944455556666", "b-0b5e9a3c-1111-4222-8333-944455556667"
+    eng.apply_many([hb(1000, a, "join"), hb(1000, b, "join")])
+    eng.apply(
+        DescribeSnapshot(3000, "g", "classic", "Stable", "range", (dm(a, [("t", 0)]), dm(b, [("t", 1)])))
+    )
+    eng.apply(DescribeSnapshot(4000, "g", "classic", "PreparingRebalance", "", (dm(a), dm(b))))
+    assert dict((m, x.assignment) for m, x in eng.members.items()) == {a: (("t", 0),), b: (("t", 1),)}
+    assert eng.protocol == "range" and eng.state == "PreparingRebalance"
+    assert not eng.conflicts
+
+
+def test_a_describe_before_the_clients_events_is_overruled() -> None:
+    eng = GroupEngine("g")
+    a = "a-0b5e9a3c-1111-4222-8333-944455556666"
+    eng.apply(DescribeSnapshot(500, "g", "consumer", "Stable", a, ()))
+    assert eng.type == "consumer"
+    eng.apply_many([hb(1000, a, "join"), hb(2000, a, "assigned", [("t", 0)]), hb(3000, a)])
+    doc = eng.document()
+    assert doc["type"] == "classic" and [m["member_id"] for m in doc["members"]] == [a]
+    assert doc["generations"][0]["cause"] == "group_created"
+    assert "type" in {c["kind"] for c in doc["conflicts"]}
+    eng.apply(DescribeSnapshot(4000, "g", "consumer", "Stable", a, ()))
+    assert eng.type == "classic" and set(eng.members) == {a}
+
+
+def test_a_kip848_describe_with_the_broker_details_is_believed() -> None:
+    eng = GroupEngine("g")
+    eng.apply(
+        DescribeSnapshot(500, "g", "consumer", "Stable", "range", (), broker_state="Stable", group_epoch=1)
+    )
+    assert eng.type == "consumer" and eng.assignor == "range" and not eng.conflicts
+
+
+def test_advance_expires_a_silent_member_and_measures_its_gap() -> None:
+    eng = GroupEngine("g")
+    a, b = "a-0b5e9a3c-1111-4222-8333-944455556666", "b-0b5e9a3c-1111-4222-8333-944455556667"
+    eng.apply_many([hb(1000, a, "join"), hb(1000, b, "join"), hb(3000, a, "assigned", [("t", 0)])])
+    eng.apply_many([hb(3000, b, "assigned", [("t", 1)]), hb(4000, a), hb(4000, b)])
+    eng.advance(9_000)
+    assert set(eng.members) == {a, b}
+    eng.advance(10_500)  # the pipeline's timer: no new evidence
+    doc = eng.document()
+    last = doc["generations"][-1]
+    assert last["cause"] == "session_timeout" and last["start"] == 10_000 and last["end"] is None
+    assert last["member_id"] == a and last["gap_ms"] == 6_000  # a's last event was at 4000 (sorted first)
+
+
+def test_broker_log_session_expiry_gets_its_gap_from_heartbeats() -> None:
+    line = (
+        "[2026-11-21 06:00:10,000] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=1] "
+        "Preparing to rebalance group g in state PreparingRebalance with old generation 1 (reason: "
+        "removing member m3-0b5e9a3c-1111-4222-8333-944455556666 on heartbeat expiration). "
+        "(org.apache.kafka.coordinator.group.GroupMetadataManager)"
+    )
+    ev = parse_broker_log_line(line)
+    assert isinstance(ev, BrokerLogEvent)
+    m3 = "m3-0b5e9a3c-1111-4222-8333-944455556666"
+    eng = GroupEngine("g")
+    eng.apply_many([hb(ev.ts - 9000, m3, "join"), hb(ev.ts - 6500, m3), ev])
+    (g,) = [x for x in eng.document()["generations"] if x["cause"] == "session_timeout"]
+    assert g["member_id"] == m3 and g["gap_ms"] == 6500 and "cause" not in g["inferred"]
+
+
+def test_lost_after_a_stall_in_a_group_of_one() -> None:
+    """Nobody else revokes: the stalled client's own `lost` shows it had left when its poll interval ran
+    out (poll_stall at half of max.poll.interval.ms = 10 s)."""
+    eng = GroupEngine("g")
+    a = "a-0b5e9a3c-1111-4222-8333-944455556666"
+    eng.apply_many([hb(1000, a, "join"), hb(3000, a, "assigned", [("t", 0)])])
+    eng.apply_many([hb(t, a) for t in range(4000, 20000, 1000)])
+    eng.apply_many([hb(9000, a, "poll_stall"), hb(20_000, a, "lost", [("t", 0)])])
+    doc = eng.document()
+    last = doc["generations"][-1]
+    assert last["cause"] == "poll_timeout" and last["member_id"] == a and last["gap_ms"] == 10_000
+    assert doc["state"] == "Empty"
