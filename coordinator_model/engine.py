@@ -23,7 +23,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
 from coordinator_model import lag as lagmod
@@ -118,6 +118,17 @@ class Generation:
     empty: bool = False
     member_id: str | None = None  # session/poll timeout: the member whose timeout caused it
     gap_ms: int | None = None  # ... and how long it had been silent (heartbeats) or stalled (poll)
+
+    def __setstate__(self, state: Any) -> None:
+        # a generation pickled before a field was added gets that field's default
+        slots = state[1] if isinstance(state, tuple) else state
+        for f in fields(self):
+            if f.name in slots:
+                setattr(self, f.name, slots[f.name])
+            elif f.default_factory is not MISSING:
+                setattr(self, f.name, f.default_factory())
+            else:
+                setattr(self, f.name, f.default)
 
 
 @dataclass(slots=True)
@@ -1500,6 +1511,16 @@ class GroupEngine:
             if self.type == "consumer":
                 self._k848_names()  # a partition count may name a topic id
         h.add(ev.ts, ev.end_offset)
+        cur = self.offsets.get(tp)
+        if cur is not None and cur.ts <= ev.ts and cur.offset > ev.end_offset:
+            # a consumer cannot commit past the log's end: this answer is behind (a broker whose
+            # ListOffsets counts batches, not records) or the log was truncated; lag is a lower bound
+            self._conflict(
+                "end_offsets",
+                ev.ts,
+                f"log-end offset {ev.end_offset} of {ev.topic}-{ev.partition} is below its committed "
+                f"offset {cur.offset}: lag there is a lower bound",
+            )
 
     def _sample(self, tp: TP, ts: int) -> None:
         cur = self.offsets.get(tp)
@@ -1718,6 +1739,14 @@ class GroupEngine:
             "conflicts": [dict(c) for c in self.conflicts.values()],
             "as_of": now,
         }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Engines pickled by an older version (the pipeline keeps them in Spark state) get the
+        attributes added since with their initial values."""
+        fresh = GroupEngine.__new__(GroupEngine)
+        GroupEngine.__init__(fresh, state.get("group", ""), state.get("retention_ms", DEFAULT_RETENTION_MS))
+        self.__dict__.update(fresh.__dict__)
+        self.__dict__.update(state)
 
     def _inferred_notes(self) -> list[str]:
         s = self.sources

@@ -14,12 +14,14 @@ from hypothesis import strategies as st
 
 from collectors.capture import read_capture
 from collectors.cli.main import cli
-from coordinator_model.engine import GroupEngine, rebuild
+from coordinator_model.engine import Generation, GroupEngine, rebuild
 from coordinator_model.evidence import (
     BrokerLogEvent,
     DescribedMember,
     DescribeSnapshot,
+    EndOffset,
     HeartbeatEvent,
+    OffsetCommit,
     from_heartbeat_json,
     parse_broker_log_line,
 )
@@ -270,3 +272,47 @@ def test_lost_after_a_stall_in_a_group_of_one() -> None:
     last = doc["generations"][-1]
     assert last["cause"] == "poll_timeout" and last["member_id"] == a and last["gap_ms"] == 10_000
     assert doc["state"] == "Empty"
+
+
+def test_an_end_offset_below_a_commit_is_a_conflict_not_a_negative_lag() -> None:
+    """Tansu's ListOffsets counts batches: the log end it gives can sit below what was committed."""
+    eng = GroupEngine("g")
+    eng.apply(OffsetCommit(1000, "g", "t", 0, 120, 1000, log_offset=1))
+    eng.apply(EndOffset(1500, "t", 0, 100))
+    doc = eng.document()
+    row = doc["lag"]["partitions"][0]
+    assert row["lag"] == 0 and row["committed"] == 120
+    assert [c["kind"] for c in doc["conflicts"]] == ["end_offsets"]
+    eng2 = GroupEngine("g")
+    eng2.apply(EndOffset(500, "t", 0, 100))  # an old sample, then the consumer moves on: no conflict
+    eng2.apply(OffsetCommit(1000, "g", "t", 0, 120, 1000, log_offset=1))
+    assert not eng2.conflicts
+
+
+def test_engines_pickled_before_these_fields_still_load() -> None:
+    eng = rebuild(_HB_ONLY)["demo-crash"]
+    state = dict(eng.__dict__)
+    for name in ("conflicts", "client_protocol", "type_source", "incremental", "_expiry_undo"):
+        state.pop(name)
+    old = GroupEngine.__new__(GroupEngine)
+    old.__setstate__(state)
+    assert old.document()["generations"] == eng.document()["generations"]
+    gen = next(iter(eng.generations.values()))
+    bare = Generation.__new__(Generation)
+    bare.__setstate__((None, {"generation": 1, "start": 5}))
+    assert bare.gap_ms is None and bare.left == [] and gen.gap_ms is None
+
+
+def test_kip848_protocol_is_the_server_assignor_the_members_asked_for() -> None:
+    folder = Path(__file__).parent / "fixtures" / "real-kafka-4.0" / "kip848-lifecycle"
+    evs = read_capture(folder).evidence
+    for keep in (
+        {"offsets"},
+        {"describe"},
+        {"broker_log"},
+        {"offsets", "describe", "broker_log", "heartbeats"},
+    ):
+        engines = rebuild([e for e in evs if e.source in keep or e.source == "end_offsets"])
+        doc = next(e.document() for g, e in engines.items() if g.startswith("k848-range"))
+        assert doc["type"] == "consumer" and doc["protocol"] == "range", keep
+        assert {g["protocol"] for g in doc["generations"]} == {"range"}, keep
