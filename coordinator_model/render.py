@@ -47,6 +47,10 @@ def render_group(doc: dict) -> str:
             f"    {g['generation']}: {_t(g['start'])} {g['cause']} rebalance {dur}, "
             f"+{len(g['members_joined'])} -{len(g['members_left'])}, protocol {g.get('protocol')}{inf}"
         )
+        if g.get("gap_ms") is not None or g.get("member_id"):
+            what = "silent" if g["cause"] == "session_timeout" else "not polling"
+            gap = f" {what} for {g['gap_ms']} ms" if g.get("gap_ms") is not None else ""
+            out.append(f"       member {g.get('member_id')}{gap}")
         if g.get("reason"):
             out.append(f"       reason: {g['reason']}")
     out.append("  timeline:")
