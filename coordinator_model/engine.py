@@ -237,8 +237,12 @@ class GroupEngine:
         if not self._timers_apply():
             return
         for m in sorted(self.members.values(), key=lambda m: m.last_heartbeat or 0):
-            if m.last_heartbeat is None or not m.session_timeout_ms or m.member_id == exclude:
-                continue
+            if (
+                m.last_heartbeat is None
+                or not m.session_timeout_ms
+                or (m.member_id == exclude and not m.closed)
+            ):
+                continue  # (a closed static member's own new event is a new join after its expiry)
             due = m.last_heartbeat + m.session_timeout_ms
             if due <= now_ms:
                 self._expire(m.member_id, due)
@@ -428,8 +432,9 @@ class GroupEngine:
 
     def _revive(self, member_id: str) -> bool:
         """Undo a session expiry inferred from silent heartbeats when the member speaks again before
-        anything else happened: its probe was quiet because poll() stalled (librdkafka serves the
-        statistics behind heartbeat events from poll()), and the poll_stall report comes later."""
+        anything else happened: an event from before the expiry that arrived late (the timers ran
+        ahead of the events' transport), or a poll_stall (librdkafka serves the statistics behind
+        heartbeat events from poll(), so a stalled poll() silences the probe before it reports)."""
         u = self._expiry_undo
         self._expiry_undo = None
         if u is None or u[0] != member_id or self.open is not u[3] or len(self.timeline) != u[4]:
@@ -1087,9 +1092,12 @@ class GroupEngine:
                 self._become_empty(ev.ts, inferred=True)
             return
         if mid in self.departed and mid not in self.members:
-            if ev.event == "join" and not broker and not records:
+            late = ev.ts <= self.departed[mid] or ev.event == "poll_stall"
+            if late and self._revive(mid):
+                pass  # the expiry our timer inferred did not happen
+            elif ev.event == "join" and not broker and not records:
                 self.departed.pop(mid, None)  # the coordinator handed this id out again (a static member)
-            elif not (ev.event == "poll_stall" and self._revive(mid)):
+            else:
                 return  # a late event of a member that already left
         known = mid in self.members
         # a static member restarted with a new member id takes the old one's place
