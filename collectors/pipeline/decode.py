@@ -65,6 +65,32 @@ def position_of(topic: str, partition: int, offset: int) -> str:
     return f"{topic}/{partition}@{offset}"
 
 
+_KEYS: dict[bytes, tuple[int, Any]] = {}
+
+
+def _decode_offsets(key: bytes, value: bytes | None, partition: int, offset: int, ts: int) -> Any:
+    """codec.decode_record, with each distinct key read once per process (a partition's commits all
+    share one key). Keys are never mutated downstream."""
+    from collectors.codec import records as r
+    from collectors.codec.decoder import decode_key, decode_value
+    from collectors.codec.errors import DecodeError
+
+    try:
+        hit = _KEYS.get(key)
+        if hit is None:
+            hit = decode_key(key)
+            if len(_KEYS) > 200_000:
+                _KEYS.clear()
+            _KEYS[key] = hit
+        record_type, key_obj = hit
+        if value is None:
+            return r.OffsetsRecord(partition, offset, ts, record_type, key_obj, None, None)
+        version, value_obj = decode_value(record_type, value)
+    except DecodeError as exc:
+        raise exc.with_record(partition=partition, offset=offset) from None
+    return r.OffsetsRecord(partition, offset, ts, record_type, key_obj, version, value_obj)
+
+
 def decode_one(
     kind: str, topic: str, partition: int, offset: int, ts: int, key: bytes | None, value: bytes | None
 ) -> list[tuple[str, int, int, Any]]:
@@ -72,12 +98,9 @@ def decode_one(
     from coordinator_model import evidence as E
 
     if kind == "offsets":
-        from collectors.codec.decoder import decode_record
-
         if key is None:
             raise ValueError("record without a key")
-        rec = decode_record(key, value, partition, offset, ts)
-        ev = E.from_offsets_record(rec)
+        ev = E.from_offsets_record(_decode_offsets(key, value, partition, offset, ts))
         return [(ev.group, ev.ts, 0, ev)] if ev is not None and ev.group is not None else []
     if kind == "tick":
         group = (key or b"").decode("utf-8")
@@ -104,6 +127,10 @@ def decode_one(
         ev = E.from_describe_json(obj)
         return [(ev.group, ev.ts, 2, ev)]
     raise ValueError(f"no decoder for source kind {kind!r}")
+
+
+# bucket count -> key bytes -> (group, bucket), per executor process
+_KEY_ROUTES: dict[int, dict[bytes, tuple[str, int]]] = {}
 
 
 def bucket_of(group: str, buckets: int) -> int:
@@ -140,6 +167,8 @@ def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: in
             for col, v in zip(cols, values, strict=True):
                 col.append(v)
 
+        routes = _KEY_ROUTES.setdefault(buckets, {})
+        (c_bucket, c_group, c_ts, c_rank, c_kind, c_topic, c_part, c_off, c_key, c_value, c_error) = cols
         for topic, partition, offset, ts, key, value in zip(
             pdf["topic"].tolist(),
             pdf["partition"].tolist(),
@@ -150,23 +179,32 @@ def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: in
             strict=True,
         ):
             kind = kinds.get(topic)
+            if kind == "offsets" and key is not None:
+                # Fast path: a commit key repeats for every commit of a partition; read each key once.
+                hit = routes.get(key)
+                if hit is not None:
+                    c_bucket.append(hit[1])
+                    c_group.append(hit[0])
+                    c_ts.append(ts)
+                    c_rank.append(0)
+                    c_kind.append(kind)
+                    c_topic.append(topic)
+                    c_part.append(partition)
+                    c_off.append(offset)
+                    c_key.append(key)
+                    c_value.append(value)
+                    c_error.append(None)
+                    continue
             try:
                 if kind is None:
                     raise ValueError(f"topic {topic!r} is not a groupscope source")
                 for group, ets, rank in route_one(kind, topic, partition, offset, ts, key, value):
-                    emit(
-                        bucket_of(group, buckets),
-                        group,
-                        ets,
-                        rank,
-                        kind,
-                        topic,
-                        partition,
-                        offset,
-                        key,
-                        value,
-                        None,
-                    )
+                    bucket = bucket_of(group, buckets)
+                    if kind == "offsets":
+                        if len(routes) > 200_000:
+                            routes.clear()
+                        routes[key] = (group, bucket)
+                    emit(bucket, group, ets, rank, kind, topic, partition, offset, key, value, None)
             except Exception as e:  # every failure, whatever its type, becomes a dead letter
                 emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, _err(e))
         yield pd.DataFrame(out, columns=ROUTED_COLUMNS)
