@@ -1225,6 +1225,8 @@ class GroupEngine:
             if not authoritative and mid in self.members:
                 self._remove_member(mid, ev.ts)
                 self._k848_state(ev.ts)
+            elif mid in self.members:
+                self.members[mid].closed = True  # the broker's records or snapshots will remove it
             return
         if mid in self.departed and mid not in self.members:
             return
@@ -1315,6 +1317,9 @@ class GroupEngine:
         keep = dict(self.members)
         self.members = {}
         for dm in ev.members:
+            gone = self.departed.get(dm.member_id)
+            if dm.member_id not in keep and gone is not None and 0 <= ev.ts - gone <= DESCRIBE_SKEW_MS:
+                continue  # it left a moment ago: the snapshot was taken just before its LeaveGroup
             m = keep.get(dm.member_id) or Member(dm.member_id)
             m.group_instance_id = dm.group_instance_id
             m.client_id = dm.client_id or m.client_id
@@ -1397,8 +1402,8 @@ class GroupEngine:
             return None
         alive = 0
         for m in self.members.values():
-            if m.last_heartbeat is None or not m.session_timeout_ms:
-                continue
+            if m.last_heartbeat is None or not m.session_timeout_ms or (m.closed and ev.state == "Empty"):
+                continue  # (a client that said it left may well be gone)
             quiet = ev.ts - m.last_heartbeat
             limit = m.session_timeout_ms // 2 if ev.state == "Empty" else m.session_timeout_ms
             if -DESCRIBE_SKEW_MS <= quiet <= limit or (m.closed and ev.state != "Empty"):
@@ -1454,6 +1459,10 @@ class GroupEngine:
         elif ev.assignor and (ev.members or self.assignor is None):
             # an Empty group is described with the default assignor, whatever its members used
             self.assignor = ev.assignor
+        doubt = self._contradiction(ev)
+        if doubt is not None:
+            self._conflict("members", ev.ts, doubt)  # as for classic groups: members are kept
+            return
         if ev.group_epoch is not None:
             if self.group_epoch is None or ev.group_epoch > self.group_epoch:
                 self._epoch_bump(ev.group_epoch, ev.ts, inferred=True)
@@ -1789,7 +1798,7 @@ class GroupEngine:
 # broker that is not Apache Kafka may answer ConsumerGroupDescribe for a classic group)
 _TYPE_WEIGHT = {"describe": 1, "describe_broker": 2, "client": 2, "records": 3, "broker_log": 3}
 
-_LIVE_OR_EMPTY = ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty")
+_LIVE_OR_EMPTY = ("Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "Empty")
 
 _HANDLERS = {
     GroupMetadataSnapshot: GroupEngine._on_group_metadata,

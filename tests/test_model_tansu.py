@@ -335,3 +335,16 @@ def test_fed_in_batches_with_timers_running_ahead_it_ends_the_same() -> None:
         for eng in engines.values():
             eng.advance(end)
         assert _summary(engines) == whole, lateness
+
+
+def test_a_kip848_group_keeps_its_members_against_a_member_less_answer() -> None:
+    eng = GroupEngine("g")
+    a = "O6bFJVdKREesa0Z4Y8so2A"  # a KIP-848 member id
+    ev = {**HB, "group_protocol": "consumer"}
+    eng.apply(from_heartbeat_json({**ev, "ts": 1000, "member_id": a, "event": "join", "partitions": []}))
+    eng.apply(
+        from_heartbeat_json({**ev, "ts": 2000, "member_id": a, "event": "assigned", "partitions": [["t", 0]]})
+    )
+    eng.apply(DescribeSnapshot(2500, "g", "consumer", "Stable", "uniform", ()))
+    assert eng.type == "consumer" and set(eng.members) == {a} and eng.assignor == "uniform"
+    assert [c["kind"] for c in eng.document()["conflicts"]] == ["members"]
