@@ -31,6 +31,10 @@ from collectors.local_servers import RedisServer, TansuBroker
 from coordinator_model.group_metadata import coordinator_partition
 
 TOPIC = "__consumer_offsets"
+STATE_STORES = {
+    "rocksdb": "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "hdfs": "org.apache.spark.sql.execution.streaming.state.HDFSBackedStateStoreProvider",
+}
 
 
 # ---- memory -----------------------------------------------------------------------------------------
@@ -166,7 +170,15 @@ def plain_read(bootstrap: str) -> tuple[int, float]:
     return n, dt
 
 
-def pipeline_catch_up(bootstrap: str, redis_url: str, records: int, groups: int, master: str) -> dict:
+def pipeline_catch_up(
+    bootstrap: str,
+    redis_url: str,
+    records: int,
+    groups: int,
+    master: str,
+    shuffle_partitions: int,
+    state_store: str,
+) -> dict:
     from collectors.pipeline.job import PipelineConfig, build_query
     from collectors.redis_store import RedisStore
     from collectors.spark_session import build_spark
@@ -176,7 +188,15 @@ def pipeline_catch_up(bootstrap: str, redis_url: str, records: int, groups: int,
     mem = PeakMemory(os.getpid())
     mem.start()
     t_start = time.monotonic()
-    spark = build_spark(master, "groupscope-bench", **{"spark.ui.showConsoleProgress": "false"})
+    spark = build_spark(
+        master,
+        "groupscope-bench",
+        **{
+            "spark.ui.showConsoleProgress": "false",
+            "spark.sql.shuffle.partitions": str(shuffle_partitions),
+            "spark.sql.streaming.stateStore.providerClass": STATE_STORES[state_store],
+        },
+    )
     t_spark = time.monotonic()
     cfg = PipelineConfig(
         redis_url=redis_url,
@@ -267,6 +287,8 @@ def main() -> None:
     ap.add_argument("--redis", default=None)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--latency-samples", type=int, default=30)
+    ap.add_argument("--state-store", choices=sorted(STATE_STORES), default="rocksdb")
+    ap.add_argument("--shuffle-partitions", type=int, default=4, help="state partitions (tasks per batch)")
     args = ap.parse_args()
 
     broker = redis = None
@@ -290,11 +312,21 @@ def main() -> None:
             f"= {plain_rate:,.0f} records/s"
         )
 
-        res = pipeline_catch_up(bootstrap, redis_url, args.records, args.groups, args.master)
+        res = pipeline_catch_up(
+            bootstrap,
+            redis_url,
+            args.records,
+            args.groups,
+            args.master,
+            args.shuffle_partitions,
+            args.state_store,
+        )
         rate_q = res["rows"] / res["query_s"]
         rate_e2e = res["rows"] / res["end_to_end_s"]
         print(
-            f"pipeline catch-up, broker -> Redis ({args.master}): {res['rows']:,} records, "
+            f"pipeline catch-up, broker -> Redis ({args.master}, "
+            f"{args.shuffle_partitions} state partitions, {args.state_store} state store): "
+            f"{res['rows']:,} records, "
             f"{res['groups_in_redis']:,} groups in Redis, {res['batches']} batches"
         )
         print(f"  query (Kafka read, decode, model, Redis): {res['query_s']:.1f} s = {rate_q:,.0f} records/s")
