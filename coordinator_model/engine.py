@@ -1257,11 +1257,12 @@ class GroupEngine:
         if ev.type == "consumer" or ev.broker_state:
             if (
                 self.type == "classic"
-                and not ev.broker_state
+                and not _k848_details(ev)
                 and _TYPE_WEIGHT.get(self.type_source or "", 0) > _TYPE_WEIGHT["describe"]
             ):
                 # the clients (or the coordinator's records) say classic; an Admin answer of type
-                # consumer without the broker's own ConsumerGroupDescribe details is not believed
+                # consumer without KIP-848 details (the broker's ConsumerGroupDescribe state and
+                # epochs, or members' target assignments) is not believed
                 self._conflict(
                     "type",
                     ev.ts,
@@ -1451,7 +1452,7 @@ class GroupEngine:
         self._goto("Stable", ev.ts, True)
 
     def _on_describe_k848(self, ev: DescribeSnapshot) -> None:
-        self._k848("describe_broker" if ev.broker_state else "describe")
+        self._k848("describe_broker" if _k848_details(ev) else "describe")
         if ev.assignor and self._names_a_member(ev.assignor):
             self._conflict(
                 "assignor", ev.ts, f"the Admin API's assignor field is a member id ({ev.assignor})"
@@ -1815,6 +1816,12 @@ _HANDLERS = {
     DescribeSnapshot: GroupEngine._on_describe,
     CommittedSnapshot: GroupEngine._on_committed,
 }
+
+
+def _k848_details(ev: DescribeSnapshot) -> bool:
+    """A description that only a KIP-848 group has: the broker's own state and epochs, or members with
+    a target assignment (classic members have none)."""
+    return bool(ev.broker_state) or any(dm.target_assignment is not None for dm in ev.members)
 
 
 def looks_like_consumer_member_id(member_id: str, client_id: str | None) -> bool:

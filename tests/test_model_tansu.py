@@ -348,3 +348,21 @@ def test_a_kip848_group_keeps_its_members_against_a_member_less_answer() -> None
     eng.apply(DescribeSnapshot(2500, "g", "consumer", "Stable", "uniform", ()))
     assert eng.type == "consumer" and set(eng.members) == {a} and eng.assignor == "uniform"
     assert [c["kind"] for c in eng.document()["conflicts"]] == ["members"]
+
+
+def test_a_consumer_group_with_classic_members_stays_a_consumer_group() -> None:
+    """Kafka 4 lets classic members join a KIP-848 group: the describe's target assignments say so."""
+    eng = GroupEngine("g")
+    a = "a-0b5e9a3c-1111-4222-8333-944455556666"
+    eng.apply(
+        DescribeSnapshot(
+            500,
+            "g",
+            "consumer",
+            "Stable",
+            "uniform",
+            (DescribedMember(a, None, "a", "/h", (("t", 0),), (("t", 0),)),),
+        )
+    )
+    eng.apply_many([hb(1000, a), hb(2000, a)])
+    assert eng.type == "consumer" and not eng.conflicts
