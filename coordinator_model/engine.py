@@ -1820,8 +1820,11 @@ _HANDLERS = {
 
 def _k848_details(ev: DescribeSnapshot) -> bool:
     """A description that only a KIP-848 group has: the broker's own state and epochs, or members with
-    a target assignment (classic members have none)."""
-    return bool(ev.broker_state) or any(dm.target_assignment is not None for dm in ev.members)
+    a target assignment or a member epoch (classic members have neither; an empty target list is not
+    taken as one, in case a client library fills it in for classic members)."""
+    return bool(ev.broker_state) or any(
+        dm.target_assignment or dm.member_epoch is not None for dm in ev.members
+    )
 
 
 def looks_like_consumer_member_id(member_id: str, client_id: str | None) -> bool:
