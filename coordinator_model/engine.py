@@ -477,6 +477,21 @@ class GroupEngine:
             g.gap_ms = self._poll_gap(m, min(left, ts))
             return
 
+    def _stall_ended(self, mid: str, m: Member, ts: int) -> None:
+        """The stalled client polled again at `ts` (librdkafka reports `lost` from that poll): the
+        poll gap of its poll_timeout generation is now known in full, from the stall's start to this
+        poll, not just to the leave. The what-if needs the full gap: a max.poll.interval.ms below
+        it would not have avoided the rebalance."""
+        if m.poll_stall_at is None:
+            return
+        start = m.poll_stall_at - (m.max_poll_interval_ms or m.rebalance_timeout_ms or 0) // 2
+        recent = [self.open] + [self.generations[k] for k in sorted(self.generations, reverse=True)[:3]]
+        for g in recent:
+            if g is not None and g.cause == "poll_timeout" and (g.member_id or mid) == mid and mid in g.left:
+                g.member_id = mid
+                g.gap_ms = max(g.gap_ms or 0, ts - start)
+                return
+
     @staticmethod
     def _poll_gap(m: Member | None, left_ts: int) -> int | None:
         """How long the member had not polled when it left: from the stall's start (the poll_stall
@@ -1098,6 +1113,8 @@ class GroupEngine:
             elif ev.event == "join" and not broker and not records:
                 self.departed.pop(mid, None)  # the coordinator handed this id out again (a static member)
             else:
+                if ev.event == "lost" and mid in self._departed_members:
+                    self._stall_ended(mid, self._departed_members[mid], ev.ts)
                 return  # a late event of a member that already left
         known = mid in self.members
         # a static member restarted with a new member id takes the old one's place
@@ -1173,6 +1190,7 @@ class GroupEngine:
             # when its poll interval expired, and nobody else's events showed that rebalance
             g = self._open_rebalance(self._poll_left_at(m, ev.ts) or ev.ts, "unknown", None, True)
             self._poll_expired(ev.ts, g)
+            self._stall_ended(mid, m, ev.ts)
             if not self.members and not records:
                 self._become_empty(ev.ts, inferred=True)
             return

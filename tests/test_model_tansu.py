@@ -94,7 +94,9 @@ def test_stall_is_a_poll_timeout_then_a_rejoin() -> None:
     first = gens(doc, "poll_timeout")[0]
     assert first["member_id"].startswith("stall-2-6ecd6077")
     assert first["members_left"] == [first["member_id"]]
-    assert first["gap_ms"] == 10_000  # max.poll.interval.ms: the leave itself was not seen
+    # the application did not poll for ~20 s (the scenario's stall): from the stall's start to the
+    # poll that reported `lost`, not just to the leave at max.poll.interval.ms (10 s)
+    assert 19_000 <= first["gap_ms"] <= 21_500
     nxt = next(g for g in doc["generations"] if g["generation"] == first["generation"] + 1)
     assert nxt["cause"] == "member_joined" and nxt["members_joined"][0].startswith("stall-2-a19eb8c5")
     assert not gens(doc, "session_timeout")  # heartbeats went on during the stall
@@ -121,7 +123,7 @@ def test_whatif_reads_the_gaps() -> None:
     row = next(r for r in crash if r["cause"] == "session_timeout")
     assert row["member_id"].startswith("crash-2-") and 5_500 <= row["gap_ms"] <= 8_000
     stall = whatif_input_from_group_document(docs["demo-stall"])["rebalances"]
-    assert any(r["cause"] == "poll_timeout" and r["gap_ms"] == 10_000 for r in stall)
+    assert any(r["cause"] == "poll_timeout" and 19_000 <= r["gap_ms"] <= 21_500 for r in stall)
 
 
 def test_admin_answers_alone_give_what_they_can() -> None:
@@ -271,7 +273,8 @@ def test_lost_after_a_stall_in_a_group_of_one() -> None:
     eng.apply_many([hb(9000, a, "poll_stall"), hb(20_000, a, "lost", [("t", 0)])])
     doc = eng.document()
     last = doc["generations"][-1]
-    assert last["cause"] == "poll_timeout" and last["member_id"] == a and last["gap_ms"] == 10_000
+    # not polled from 4000 (the stall event comes at half the interval) to the poll that said lost
+    assert last["cause"] == "poll_timeout" and last["member_id"] == a and last["gap_ms"] == 16_000
     assert doc["state"] == "Empty"
 
 
