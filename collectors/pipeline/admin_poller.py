@@ -255,6 +255,9 @@ class AdminPoller(_Loop):
                     val = {"ts": ts, "topic": t, "partition": p, "end_offset": ends[(t, p)], "group": g}
                     producer.produce(topic, key=g.encode(), value=json.dumps(val).encode())
             producer.poll(0)
+        # The stream's clock: one record per poll even when nothing changed, so the per-group timers
+        # run at least every poll interval (the pipeline runs no empty micro-batches in between).
+        producer.produce(topic, key=b"", value=json.dumps({"ts": ts, "clock": True}).encode())
         left = producer.flush(timeout_s)
         if left:
             raise RuntimeError(f"{left} admin records not delivered to {topic}")

@@ -119,6 +119,8 @@ def decode_one(
         ev = E.from_heartbeat_json(obj)
         return [(ev.group, ev.ts, 4, ev)]
     if kind == "admin":
+        if obj.get("clock") is True:
+            return []  # the Admin poller's clock record: it only wakes the timers
         if "end_offset" in obj:
             ev = E.from_end_offset_json(obj)
             # Log-end offsets belong to a partition; the producer keyed them by the group they serve.
@@ -207,7 +209,8 @@ def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: in
                     emit(bucket, group, ets, rank, kind, topic, partition, offset, key, value, None)
             except Exception as e:  # every failure, whatever its type, becomes a dead letter
                 emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, _err(e))
-        yield pd.DataFrame(out, columns=ROUTED_COLUMNS)
+        if out["group"]:  # an empty object frame does not convert to the schema's binary columns
+            yield pd.DataFrame(out, columns=ROUTED_COLUMNS)
 
 
 def _err(e: BaseException) -> str:

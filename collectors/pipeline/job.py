@@ -46,6 +46,7 @@ class PipelineConfig:
     starting_offsets: str = "earliest"  # first start only; a checkpoint resumes where it stopped
     metadata_timeout_s: float = 10.0
     tick_ms: int = 5000  # how often a quiet group is re-evaluated against the wall clock
+    idle_batches: bool = False  # run empty micro-batches for timers at every trigger (higher latency)
     state_buckets: int = 256  # groups are kept in this many state keys; fixed per checkpoint
     reader_tasks: int | None = None  # Kafka read tasks per batch (default: Spark's parallelism)
     # replay
@@ -128,6 +129,10 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
 
     kinds = source_kinds(cfg, topics)
     buckets = cfg.state_buckets
+    # With per-group timers Spark would run an empty micro-batch at every trigger, and a new commit
+    # would wait for it: run batches only for data. The Admin poller's clock record (every
+    # admin_poll_interval_s) brings the timers round when nothing else arrives.
+    spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true" if cfg.idle_batches else "false")
     raw = raw_stream(spark, cfg, topics)
     routed = raw.mapInPandas(lambda it: decode_batches(it, kinds, buckets), ROUTED_SCHEMA)
     timers = cfg.live and not cfg.available_now
