@@ -146,14 +146,27 @@ def test_lag_point_and_progress_helpers():
         "lag": {
             "total": 7,
             "max_seconds": 2.5,
-            "partitions": [{"topic": "t", "partition": 1, "lag": 7, "lag_seconds": 2.5}],
+            "partitions": [
+                {
+                    "topic": "t",
+                    "partition": 1,
+                    "committed": 3,
+                    "end_offset": 10,
+                    "lag": 7,
+                    "lag_seconds": 2.5,
+                },
+                {"topic": "t", "partition": 2, "committed": None, "lag": None, "lag_seconds": None},
+            ],
             "members": [{"member_id": "m", "lag": 7, "lag_seconds": 2.5}],
         }
     }
     assert lag_point(doc) == (
         7,
         2.5,
-        {"t:1": {"lag": 7, "lag_seconds": 2.5}},
+        {
+            "t:1": {"lag": 7, "lag_seconds": 2.5, "committed": 3},
+            "t:2": {"lag": None, "lag_seconds": None, "committed": None},
+        },
         {"m": {"lag": 7, "lag_seconds": 2.5}},
     )
     prog = {"sources": [{"endOffset": '{"t": {"0": 5, "1": 5}}', "latestOffset": {"t": {"0": 10, "1": 10}}}]}

@@ -202,3 +202,55 @@ def test_lag_totals_shapes():
     assert lag_totals(None) == (0, 0.0)
     assert lag_totals({"total_lag": 5, "max_lag_seconds": 2.5}) == (5, 2.5)
     assert lag_totals([{"lag": 2, "lag_seconds": 1}, {"lag": None, "lag_seconds": 3}]) == (2, 3.0)
+
+
+def test_lag_points_keep_per_partition_seconds_and_committed_for_the_chart(redis_client):
+    """The sink's lag points carry what the dashboard's lag-over-time chart reads per partition (lag,
+    lag_seconds, committed) and per member (lag, lag_seconds); rewriting a batch adds nothing; trim
+    drops the old points."""
+    from collectors.pipeline.sink import write_rows
+    from dashboard.pages.group import lag_series
+
+    st = RedisStore(redis_client, retention_ms=10_000)
+
+    def doc(ts: int, committed: int, end: int, secs: float) -> dict:
+        d = make_doc("lg", lag=end - committed)
+        d["as_of"] = ts
+        part = {"topic": "t", "partition": 0, "committed": committed, "end_offset": end}
+        d["lag"] = {
+            "total": end - committed,
+            "max_seconds": secs,
+            "partitions": [{**part, "lag": end - committed, "lag_seconds": secs, "member_id": "m1"}],
+            "members": [{"member_id": "m1", "lag": end - committed, "lag_seconds": secs}],
+        }
+        return d
+
+    rows = [
+        dict(
+            zip(
+                ("group", "kind", "ts", "refreshed", "payload"),
+                (
+                    "lg",
+                    "doc",
+                    T0 + i * 1000,
+                    T0 + i * 1000,
+                    json.dumps(doc(T0 + i * 1000, 10 * i, 100, 9.0 - i)),
+                ),
+                strict=True,
+            )
+        )
+        for i in range(6)
+    ]
+    write_rows(st, rows)
+    before = dump(redis_client)
+    write_rows(st, rows)  # a micro-batch replayed after a failure
+    assert dump(redis_client) == before
+    points = st.get_lag_history("lg")
+    assert [p["partitions"]["t:0"]["committed"] for p in points] == [0, 10, 20, 30, 40, 50]
+    assert [p["partitions"]["t:0"]["lag_seconds"] for p in points] == [9.0, 8.0, 7.0, 6.0, 5.0, 4.0]
+    assert [p["members"]["m1"]["lag_seconds"] for p in points] == [9.0, 8.0, 7.0, 6.0, 5.0, 4.0]
+    assert lag_series(points, "committed", "partition")["t:0"][-1] == (T0 + 5000, 50.0)
+    assert lag_series(points, "lag_seconds", "partition")["t:0"][0] == (T0, 9.0)
+    assert lag_series(points, "lag_seconds", "member")["m1"][2] == (T0 + 2000, 7.0)
+    st.trim(T0 + 13_500)  # cutoff T0+3500: points 0-3 go
+    assert [p["ts"] for p in st.get_lag_history("lg")] == [T0 + 4000, T0 + 5000]

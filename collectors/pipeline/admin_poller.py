@@ -133,12 +133,15 @@ class _Loop(threading.Thread):
 def describe_json(d: Any, ts: int) -> dict[str, Any]:
     """A confluent-kafka ConsumerGroupDescription in the shape of a capture's describe.jsonl line."""
     coord = getattr(d, "coordinator", None)
+    gtype = _enum_name(getattr(d, "type", None)).lower() or "classic"
     members = []
     for m in d.members or []:
         assignment = getattr(m, "assignment", None)
         tps = getattr(assignment, "topic_partitions", None) or []
         target = getattr(m, "target_assignment", None)
         ttps = getattr(target, "topic_partitions", None) if target is not None else None
+        if gtype != "consumer":
+            ttps = None  # classic members have no target assignment; a non-empty one reads as KIP-848
         members.append(
             {
                 "member_id": m.member_id,
@@ -151,7 +154,6 @@ def describe_json(d: Any, ts: int) -> dict[str, Any]:
                 else None,
             }
         )
-    gtype = _enum_name(getattr(d, "type", None)).lower() or "classic"
     return {
         "ts": ts,
         "group": d.group_id,

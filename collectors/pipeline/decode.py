@@ -181,6 +181,14 @@ def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: in
             strict=True,
         ):
             kind = kinds.get(topic)
+            if kind == "admin" and value is not None and b'"clock"' in value:
+                clock_ts = _clock_ts(value)
+                if clock_ts is not None:
+                    # The Admin poller's clock record: every bucket gets it (group null), so each bucket's
+                    # event-time watermark moves on even when none of its groups had evidence.
+                    for b in range(buckets):
+                        emit(b, None, clock_ts, 9, kind, topic, partition, offset, key, value, None)
+                    continue
             if kind == "offsets" and key is not None:
                 # Fast path: a commit key repeats for every commit of a partition; read each key once.
                 hit = routes.get(key)
@@ -211,6 +219,17 @@ def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: in
                 emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, _err(e))
         if out["group"]:  # an empty object frame does not convert to the schema's binary columns
             yield pd.DataFrame(out, columns=ROUTED_COLUMNS)
+
+
+def _clock_ts(value: bytes) -> int | None:
+    """The time of an Admin poller clock record (`{"ts": T, "clock": true}`), else None."""
+    try:
+        obj = json.loads(value)
+    except ValueError:
+        return None
+    if isinstance(obj, dict) and obj.get("clock") is True and isinstance(obj.get("ts"), int):
+        return int(obj["ts"])
+    return None
 
 
 def _err(e: BaseException) -> str:

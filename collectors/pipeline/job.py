@@ -45,7 +45,10 @@ class PipelineConfig:
     available_now: bool = False  # read what is there now, then stop (a one-off catch-up)
     starting_offsets: str = "earliest"  # first start only; a checkpoint resumes where it stopped
     metadata_timeout_s: float = 10.0
-    tick_ms: int = 5000  # how often a quiet group is re-evaluated against the wall clock
+    tick_ms: int = 5000  # how often an idle bucket is woken (see model_state: event-time watermark)
+    # Timers run on event time: the latest clock/evidence time delivered minus this lateness, which
+    # covers evidence producers still hold back (batching) when the clock record is processed.
+    allowed_lateness_ms: int = 5000
     idle_batches: bool = False  # run empty micro-batches for timers at every trigger (higher latency)
     state_buckets: int = 256  # groups are kept in this many state keys; fixed per checkpoint
     reader_tasks: int | None = None  # Kafka read tasks per batch (default: Spark's parallelism)
@@ -138,7 +141,11 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     timers = cfg.live and not cfg.available_now
     timeout = GroupStateTimeout.ProcessingTimeTimeout if timers else GroupStateTimeout.NoTimeout
     modeled = routed.groupBy("bucket").applyInPandasWithState(
-        make_update(timers, cfg.retention_ms, cfg.tick_ms), OUTPUT_SCHEMA, STATE_SCHEMA, "Update", timeout
+        make_update(timers, cfg.retention_ms, cfg.tick_ms, cfg.allowed_lateness_ms),
+        OUTPUT_SCHEMA,
+        STATE_SCHEMA,
+        "Update",
+        timeout,
     )
     w = (
         modeled.writeStream.queryName(f"groupscope-{cfg.mode}")

@@ -9,10 +9,32 @@ again; the others stay as bytes. So the model's state lives in Spark's checkpoin
 (RocksDB) and survives restarts. The number of buckets is fixed for the life of a checkpoint.
 
 Here the `__consumer_offsets` values are decoded (once) and every row becomes evidence; a row that
-fails becomes a dead letter. In live mode a processing-time timeout wakes each bucket every
-`tick_ms`: its engines are advanced to the wall clock, so a member that stopped heartbeating expires
-(and lag in seconds grows) without new input. On replay the clock is the evidence itself, and the
-capture's last rows are ticks that run it to the capture's end, exactly as `groupscope model` does.
+fails becomes a dead letter.
+
+Timers run on EVENT time, never on the wall clock of the batch. A member's session expiry is "no
+heartbeat event for session.timeout.ms": judged against the wall clock it fires while the member's
+later heartbeats are still in transit (a producer's batching, a slow first micro-batch, a backlog being
+caught up), and a live member is expired spuriously. So in live mode each bucket keeps an event-time
+watermark:
+
+    watermark = min(wall clock, latest event time delivered) - allowed_lateness_ms
+
+"Latest event time delivered" is the newest timestamp among the Admin poller's clock records (one per
+poll; `decode_batches` hands each clock record to every bucket) and the bucket's evidence. Clock
+records and evidence travel the same micro-batches, so when the clock of time T has been processed, the
+evidence up to T (less what a producer still held back, which the lateness covers; default 5 s) has
+been too. Evidence itself is applied in event-time order up to the watermark: a row newer than the
+watermark is held in the bucket's state until the watermark passes it, so evidence from different
+sources that crosses in transit (a describe polled after a join the probe has not flushed yet) reaches
+the model in the order it happened, as `groupscope model` sees a capture. Documents are thus about
+the lateness behind real time. Every engine of the bucket is advanced to the watermark whenever a
+clock record arrives, so a member that stopped heartbeating still expires (and lag in seconds grows)
+with no new evidence of its own. Only when the sources are idle, i.e. the bucket got no record at all (not even a clock) for
+`idle_ms` and Spark's processing-time timeout wakes it (without the Admin poller, with idle
+micro-batches), does the wall clock minus the same lateness stand in for event time.
+
+On replay the clock is the evidence itself, and the capture's last rows are ticks that run it to the
+capture's end, exactly as `groupscope model` does (the live watermark is not used).
 
 Output rows: one per group whose document changed (`kind` "doc", `payload` the JSON document) and
 one per dead letter (`kind` "dead").
@@ -68,8 +90,19 @@ def new_engine(group: str, retention_ms: int) -> Any:
     return GroupEngine(group, retention_ms=retention_ms)
 
 
-def make_update(live: bool, retention_ms: int, tick_ms: int):
-    """The applyInPandasWithState function for one pipeline configuration."""
+DEFAULT_LATENESS_MS = 5000
+
+
+def make_update(
+    live: bool,
+    retention_ms: int,
+    tick_ms: int,
+    allowed_lateness_ms: int = DEFAULT_LATENESS_MS,
+    idle_ms: int | None = None,
+):
+    """The applyInPandasWithState function for one pipeline configuration (see the module docstring
+    for the event-time watermark that drives the timers in live mode)."""
+    idle_after = int(idle_ms if idle_ms is not None else 2 * tick_ms)
 
     def update(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         import pandas as pd
@@ -109,13 +142,35 @@ def make_update(live: bool, retention_ms: int, tick_ms: int):
                 yield pd.DataFrame(out, columns=OUTPUT_COLUMNS)
             return
 
-        groups: dict[str, tuple[bytes, int, str]] = pickle.loads(state.get[0]) if state.exists else {}
+        groups, meta = _load_state(state)
         timed_out = state.hasTimedOut
-        touched = sorted(groups) if timed_out else sorted(by_group)
+        clock_rows = by_group.pop(None, [])  # the Admin poller's clock (group null)
+        watermark = 0
+        if live:
+            times = [int(r[0]) for rows in by_group.values() for r in rows] + [int(r[0]) for r in clock_rows]
+            latest = max([int(meta.get("event", 0)), *times])
+            latest = min(latest, now)  # a producer's clock ahead of ours never runs our timers early
+            meta["event"] = latest
+            if clock_rows or by_group:
+                meta["seen"] = now
+            watermark = latest - allowed_lateness_ms if latest else 0
+            if timed_out and not by_group and not clock_rows and now - int(meta.get("seen", 0)) >= idle_after:
+                watermark = max(watermark, now - allowed_lateness_ms)  # idle sources: the wall clock
+        sweep = timed_out or bool(clock_rows)
+        touched = sorted(set(groups) | set(by_group)) if sweep else sorted(by_group)
         for group in touched:
-            blob, last_input, digest = groups.get(group, (b"", 0, ""))
+            blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
+            held: list[tuple[int, tuple]] = rest[0] if rest else []
             engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
-            rows = sorted(by_group.get(group, ()), key=lambda r: r[:4])
+            arrived = by_group.get(group, ())
+            if live:
+                # Evidence is applied in event-time order up to the watermark; what is newer waits here
+                # (a row stamped ahead of our clock waits until the watermark passes its arrival).
+                held = held + [(min(int(r[0]), now), r) for r in arrived]
+                rows = sorted((r for at, r in held if at <= watermark), key=lambda r: r[:4])
+                held = [(at, r) for at, r in held if at > watermark]
+            else:
+                rows = sorted(arrived, key=lambda r: r[:4])
             evidence, ticks = [], []
             for ts, _, partition, offset, kind, topic, k, v, _ in rows:
                 try:
@@ -146,23 +201,36 @@ def make_update(live: bool, retention_ms: int, tick_ms: int):
                     dead_letter_payload(topic, partition, offset, ts, f"model: {_err(e)}", k, v),
                 )
                 engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
-            if rows:
+            if arrived:
                 last_input = now
-            if live:
-                engine.advance(now)
+            if live and watermark > 0:
+                engine.advance(watermark)
             doc = engine.document()
             text = _dumps(doc)
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-            groups[group] = (pickle.dumps(engine, 5), int(last_input), new_digest)
+            groups[group] = (pickle.dumps(engine, 5), int(last_input), new_digest, held)
             if new_digest != digest:
                 emit(group, "doc", int(doc.get("as_of") or 0), int(last_input or now), text)
-        state.update((pickle.dumps(groups, 5),))
+        state.update((pickle.dumps((groups, meta), 5),))
         if live:
             state.setTimeoutDuration(tick_ms)
         if out["kind"]:
             yield pd.DataFrame(out, columns=OUTPUT_COLUMNS)
 
     return update
+
+
+def _load_state(state: Any) -> tuple[dict[str, tuple], dict[str, int]]:
+    """(groups, meta) of a bucket. groups: group -> (pickled engine, last input time, document digest,
+    held rows [(release time, row)], absent in older checkpoints); meta holds the watermark's inputs
+    ("event": the latest event time delivered, "seen": when the bucket last got a record). A checkpoint
+    from before the watermark held the groups alone."""
+    if not state.exists:
+        return {}, {}
+    obj = pickle.loads(state.get[0])
+    if isinstance(obj, tuple):
+        return obj[0], obj[1]
+    return obj, {}
 
 
 def _err(e: BaseException) -> str:

@@ -61,9 +61,11 @@ def lag_point(doc: dict) -> tuple[int, float, dict[str, Any], dict[str, Any]]:
             plist = list(plist.values())
         for p in plist:
             if isinstance(p, dict) and "topic" in p:
+                # The keys the dashboard's lag-over-time chart reads (dashboard/pages/group.py lag_series).
                 parts[f"{p['topic']}:{p.get('partition')}"] = {
                     "lag": p.get("lag", p.get("lag_offsets")),
                     "lag_seconds": p.get("lag_seconds"),
+                    "committed": p.get("committed", p.get("committed_offset")),
                 }
         mlist = lag.get("members") or []
         if isinstance(mlist, dict):

@@ -1,0 +1,113 @@
+"""Screenshots of a running demo's dashboard for the README (docs/img/).
+
+    groupscope demo --duration 240 --no-browser        # prints "dashboard on http://HOST:PORT/"
+    python -m collectors.demo.screenshots http://HOST:PORT/ --out docs/img
+
+Headless Chromium through Debian's chromedriver, 1400x1000. Waits until the fleet page lists the
+demo's groups, then saves demo-fleet.png (the fleet) and demo-group.png (the storm group's page).
+PNGs are re-encoded with a reduced palette when they exceed `--max-kb`, so the repository stays small.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+CHROME_FLAGS = (
+    "--headless=new",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--window-size=1400,1000",
+)
+
+
+def browser() -> tuple[Any, str]:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    opts = webdriver.ChromeOptions()
+    for flag in CHROME_FLAGS:
+        opts.add_argument(flag)
+    profile = tempfile.mkdtemp(prefix="groupscope-shots-")
+    opts.add_argument(f"--user-data-dir={profile}")
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    driver.set_window_size(1400, 1000)
+    return driver, profile
+
+
+def _wait_text(driver: Any, needles: list[str], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        body = driver.page_source
+        if all(n in body for n in needles):
+            return True
+        time.sleep(1.0)
+    return False
+
+
+def save_png(png: bytes, path: Path, max_kb: int) -> int:
+    """Write `png`, quantised (fewer colours) when it is bigger than `max_kb`. Returns the size."""
+    if len(png) > max_kb * 1024:
+        try:
+            from PIL import Image
+
+            img = Image.open(io.BytesIO(png)).convert("RGB").quantize(colors=128)
+            buf = io.BytesIO()
+            img.save(buf, format="PNG", optimize=True)
+            png = buf.getvalue()
+        except ImportError:  # no Pillow: keep the original
+            pass
+    path.write_bytes(png)
+    return len(png)
+
+
+def take(base_url: str, out_dir: Path, group: str = "demo-storm", max_kb: int = 400) -> list[Path]:
+    from urllib.parse import quote
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    base = base_url.rstrip("/")
+    driver, profile = browser()
+    saved: list[Path] = []
+    try:
+        driver.get(base + "/")
+        if not _wait_text(driver, ["demo-steady", "demo-storm", "demo-crash"], 120):
+            raise SystemExit("the fleet page never listed the demo groups")
+        time.sleep(3)  # let the grid and counters settle
+        path = out_dir / "demo-fleet.png"
+        print(path, save_png(driver.get_screenshot_as_png(), path, max_kb), "bytes")
+        saved.append(path)
+        driver.get(f"{base}/groups/{quote(group, safe='')}")
+        if not _wait_text(driver, [group, "Generation"], 60):
+            print("warning: the group page did not show its generations in time")
+        time.sleep(5)  # charts render after the data callback
+        path = out_dir / "demo-group.png"
+        print(path, save_png(driver.get_screenshot_as_png(), path, max_kb), "bytes")
+        saved.append(path)
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+    return saved
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("url", help="the dashboard URL the demo printed")
+    ap.add_argument("--out", default="docs/img")
+    ap.add_argument("--group", default="demo-storm")
+    ap.add_argument("--max-kb", type=int, default=400)
+    a = ap.parse_args()
+    take(a.url, Path(a.out), a.group, a.max_kb)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""The live model stage runs its timers on event time (collectors/pipeline/model_state.py): a slow
+micro-batch never expires a member whose later heartbeats are still in transit, and a member that
+really stopped heartbeating still expires through the Admin poller's clock records alone.
+
+The update function is driven directly, batch by batch, with the rows `decode_batches` routes and a
+small holder of the three GroupState calls it uses; the wall clock it reads is set per batch. The
+same function runs inside Spark in tests/test_pipeline_live.py and tests/test_demo.py.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from collectors.pipeline import model_state
+from collectors.pipeline.decode import bucket_of, decode_batches
+
+T0 = 1_800_000_000_000
+BUCKETS = 4
+KINDS = {"hb": "heartbeat", "admin": "admin"}
+
+
+class BucketState:
+    """What applyInPandasWithState's GroupState offers the function: exists/get/update/hasTimedOut."""
+
+    def __init__(self) -> None:
+        self.value: tuple | None = None
+        self.hasTimedOut = False
+
+    @property
+    def exists(self) -> bool:
+        return self.value is not None
+
+    @property
+    def get(self) -> tuple:
+        assert self.value is not None
+        return self.value
+
+    def update(self, value: tuple) -> None:
+        self.value = value
+
+    def setTimeoutDuration(self, _ms: int) -> None:  # Spark's name
+        pass
+
+
+def hb(member: str, event: str, ts: int, partitions: list | None = None) -> dict[str, Any]:
+    return {
+        "topic": "hb",
+        "key": b"g",
+        "ts": ts,
+        "value": json.dumps(
+            {
+                "ts": ts,
+                "group": "g",
+                "member_id": member,
+                "group_instance_id": None,
+                "client_id": member,
+                "host": "/127.0.0.1",
+                "generation": None,
+                "event": event,
+                "state": "steady",
+                "partitions": partitions or [],
+                "session_timeout_ms": 6000,
+                "max_poll_interval_ms": 300000,
+            }
+        ).encode(),
+    }
+
+
+def clock(ts: int) -> dict[str, Any]:
+    return {"topic": "admin", "key": b"", "ts": ts, "value": json.dumps({"ts": ts, "clock": True}).encode()}
+
+
+class Live:
+    """One bucket's model stage across micro-batches, with the wall clock of each batch."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, lateness_ms: int = 5000) -> None:
+        self.update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, lateness_ms)
+        self.state = BucketState()
+        self.monkeypatch = monkeypatch
+        self.offset = 0
+        self.docs: list[dict] = []
+
+    def batch(self, wall_ms: int, records: list[dict[str, Any]]) -> dict | None:
+        raw = pd.DataFrame(
+            {
+                "topic": [r["topic"] for r in records],
+                "partition": [0] * len(records),
+                "offset": list(range(self.offset, self.offset + len(records))),
+                "timestamp": [r["ts"] for r in records],
+                "key": [r["key"] for r in records],
+                "value": [r["value"] for r in records],
+            }
+        )
+        self.offset += len(records)
+        routed = pd.concat(list(decode_batches(iter([raw]), KINDS, BUCKETS)))
+        mine = routed[routed["bucket"] == bucket_of("g", BUCKETS)]
+        self.monkeypatch.setattr(model_state, "_now_ms", lambda: wall_ms)
+        for out in self.update((bucket_of("g", BUCKETS),), iter([mine]), self.state):
+            for kind, payload in zip(out["kind"], out["payload"], strict=True):
+                if kind == "doc":
+                    self.docs.append(json.loads(payload))
+        return self.docs[-1] if self.docs else None
+
+
+def causes(doc: dict) -> list[str]:
+    return [g.get("cause") for g in doc["generations"]]
+
+
+def test_a_slow_batch_does_not_expire_members_whose_heartbeats_are_in_transit(monkeypatch):
+    live = Live(monkeypatch)
+    p = [["t", 0], ["t", 1]]
+    live.batch(T0 + 1000, [hb("m1", "join", T0), hb("m1", "assigned", T0 + 500, p), clock(T0 + 500)])
+    # Each batch is planned at P (a clock record of P, heartbeats up to P - 1 s still being flushed by
+    # the probe) but processed 9 s later, as Spark's first batches are: on the wall clock the member's
+    # last delivered heartbeat would be 10 s old, past its 6 s session timeout.
+    last = T0 + 500
+    for planned in range(T0 + 5000, T0 + 40_000, 5000):
+        beats = [hb("m1", "heartbeat", t) for t in range(last + 1000, planned - 999, 1000)]
+        last = beats[-1]["ts"] if beats else last
+        doc = live.batch(planned + 9000, [*beats, clock(planned)])
+        assert doc is not None
+        assert "session_timeout" not in causes(doc), (planned - T0, doc["generations"])
+        assert [m["member_id"] for m in doc["members"]] == ["m1"]
+        assert doc["as_of"] <= planned - 5000  # the watermark: latest delivered time minus the lateness
+
+
+def test_a_member_that_stopped_heartbeating_expires_through_the_clock_records(monkeypatch):
+    live = Live(monkeypatch)
+    p = [["t", 0]]
+    evs = [hb("m1", "join", T0), hb("m1", "assigned", T0 + 300, p)]
+    evs += [hb("m1", "heartbeat", t) for t in range(T0 + 1000, T0 + 10_001, 1000)]
+    live.batch(T0 + 10_500, [*evs, clock(T0 + 10_000)])
+    # the member is killed after its heartbeat at T0+10 s; only the Admin poller's clock goes on
+    expired_at = None
+    for t in range(T0 + 15_000, T0 + 40_000, 5000):
+        doc = live.batch(t + 200, [clock(t)])
+        if doc is not None and not doc["members"] and expired_at is None:
+            expired_at = t
+    assert expired_at is not None, live.docs[-1]
+    # session timeout (6 s) after the last heartbeat, seen once the watermark (clock - 5 s) passes it
+    assert T0 + 10_000 + 6000 + 5000 <= expired_at <= T0 + 10_000 + 6000 + 5000 + 5000
+    assert "session_timeout" in causes(live.docs[-1]), live.docs[-1]["generations"]
+
+
+def test_evidence_that_crossed_in_transit_is_applied_in_event_time_order(monkeypatch):
+    """The leave of m1 is delivered one batch after a later join of m2: held until the watermark
+    passes both, the model sees them in the order they happened (as `groupscope model` would)."""
+    p = [["t", 0]]
+    first = [hb("m1", "join", T0), hb("m1", "assigned", T0 + 100, p), clock(T0 + 200)]
+    in_order, crossed = Live(monkeypatch), Live(monkeypatch)
+    later = [hb("m1", "leave", T0 + 2000), hb("m2", "join", T0 + 2500)]
+    in_order.batch(T0 + 300, first)
+    crossed.batch(T0 + 300, first)
+    in_order.batch(T0 + 3000, [*later, clock(T0 + 3000)])
+    crossed.batch(T0 + 3000, [later[1], clock(T0 + 3000)])
+    crossed.batch(T0 + 3500, [later[0]])
+    for lv in (in_order, crossed):
+        lv.batch(T0 + 10_500, [clock(T0 + 10_000)])
+    assert crossed.docs[-1]["generations"] == in_order.docs[-1]["generations"]
+    assert crossed.docs[-1]["timeline"] == in_order.docs[-1]["timeline"]
