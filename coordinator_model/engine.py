@@ -1416,8 +1416,13 @@ class GroupEngine:
         """Why a snapshot cannot be right, or None. Kafka lists every member of a group that is not
         Empty, so a live state without members is self-contradictory: when client events follow the
         group, they are believed instead. An Empty snapshot is believed unless members heartbeated
-        within half their session timeout."""
-        if ev.members or ev.state not in _LIVE_OR_EMPTY:
+        within half their session timeout. A state the model does not know (Tansu answers UNKNOWN
+        during a rebalance) says nothing about the members: with client events, it is not believed."""
+        if ev.members:
+            return None
+        if ev.state not in _LIVE_OR_EMPTY:
+            if "heartbeats" in self.sources and self.members:
+                return f"the Admin API describes the group in state {ev.state} with no members"
             return None
         alive = 0
         for m in self.members.values():

@@ -157,7 +157,8 @@ def _summary(engines: dict[str, GroupEngine]) -> dict:
         st.tuples(
             st.integers(0, 147_000),
             st.sampled_from(sorted(GROUPS)),
-            st.sampled_from(["Stable", "PreparingRebalance", "CompletingRebalance"]),
+            # Unknown: Tansu's answer during a rebalance (seen in the live demo's Admin polls)
+            st.sampled_from(["Stable", "PreparingRebalance", "CompletingRebalance", "Unknown"]),
             st.sampled_from(["", "range", "x-0b5e9a3c-1111-4222-8333-944455556666"]),
         ),
         max_size=40,
