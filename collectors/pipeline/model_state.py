@@ -29,9 +29,9 @@ sources that crosses in transit (a describe polled after a join the probe has no
 the model in the order it happened, as `groupscope model` sees a capture. Documents are thus about
 the lateness behind real time. Every engine of the bucket is advanced to the watermark whenever a
 clock record arrives, so a member that stopped heartbeating still expires (and lag in seconds grows)
-with no new evidence of its own. Only when the sources are idle, i.e. the bucket got no record at all (not even a clock) for
-`idle_ms` and Spark's processing-time timeout wakes it (without the Admin poller, with idle
-micro-batches), does the wall clock minus the same lateness stand in for event time.
+with no new evidence of its own. Only when the sources are idle, i.e. the bucket got no record at
+all (not even a clock) for `idle_ms` and Spark's processing-time timeout wakes it (without the Admin
+poller, with idle micro-batches), does the wall clock minus the same lateness stand in for event time.
 
 On replay the clock is the evidence itself, and the capture's last rows are ticks that run it to the
 capture's end, exactly as `groupscope model` does (the live watermark is not used).
