@@ -203,6 +203,11 @@ def make_update(
                 engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
             if arrived:
                 last_input = now
+            if not blob and not evidence and not ticks:
+                # every row of a group we have not seen yet is still held behind the watermark:
+                # publish nothing until there is evidence, or an empty document would stand in Redis
+                groups[group] = (b"", int(last_input), digest, held)
+                continue
             if live and watermark > 0:
                 engine.advance(watermark)
             doc = engine.document()
