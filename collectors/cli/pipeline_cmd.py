@@ -58,6 +58,7 @@ def collect(
         trigger_interval_s=s.trigger_interval_s,
         max_records_per_batch=s.max_records_per_batch,
         retention_ms=s.retention_s * 1000,
+        allowed_lateness_ms=s.allowed_lateness_ms,
     )
     try:
         res = run_pipeline(cfg, master=s.spark_master, duration_s=duration, progress=not no_progress)
