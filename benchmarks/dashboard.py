@@ -16,7 +16,6 @@ import argparse
 import json
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
@@ -205,30 +204,15 @@ def main() -> None:
 def browser_load(app: Any, group_path: str) -> None:
     import logging
 
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from werkzeug.serving import make_server
+
+    from collectors.headless_chromium import headless_chromium
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     port = free_port()
     server = make_server("127.0.0.1", port, app.server, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1400,1000",
-        f"--user-data-dir={tempfile.mkdtemp(prefix='gs-bench-')}",
-    ):
-        opts.add_argument(flag)
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    driver, _profile = headless_chromium(1400, 1000, prefix="gs-bench-")
     base = f"http://127.0.0.1:{port}"
     try:
 

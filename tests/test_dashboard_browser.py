@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -22,21 +23,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from browser.dashboard_fill import GROUPSCOPE, fill
 
+from collectors.headless_chromium import headless_chromium
 from collectors.local_servers import RedisServer, free_port, wait_for_port
 from dashboard.urls import group_url, whatif_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.servers]
 
-CHROME_FLAGS = [
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 ODD_NAME = "team/α b?#%&=+"  # every character a URL treats specially, and a non-ASCII one
 DB = 3  # a database of its own: other tests flush database 0 while ours is served
 
@@ -99,20 +91,11 @@ def served(redis_server: RedisServer) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    opts.binary_location = "/usr/bin/chromium"
-    for flag in CHROME_FLAGS:
-        opts.add_argument(flag)
-    profile = tempfile.mkdtemp(prefix="groupscope-chrome-")
-    opts.add_argument(f"--user-data-dir={profile}")
-    opts.add_argument("--window-size=1400,2000")
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
+    driver, profile = headless_chromium(1400, 2000)
     driver.set_page_load_timeout(30)
     yield driver
     driver.quit()
+    shutil.rmtree(profile, ignore_errors=True)
 
 
 def text(driver: Any, css: str) -> str:

@@ -13,36 +13,15 @@ from __future__ import annotations
 import argparse
 import io
 import shutil
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-CHROME_FLAGS = (
-    "--headless=new",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-dev-shm-usage",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--window-size=1400,1000",
-)
+from collectors.headless_chromium import headless_chromium
 
 
 def browser() -> tuple[Any, str]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    opts = webdriver.ChromeOptions()
-    for flag in CHROME_FLAGS:
-        opts.add_argument(flag)
-    profile = tempfile.mkdtemp(prefix="groupscope-shots-")
-    opts.add_argument(f"--user-data-dir={profile}")
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
-    driver.set_window_size(1400, 1000)
-    return driver, profile
+    return headless_chromium(1400, 1000, prefix="groupscope-shots-")
 
 
 def _wait_text(driver: Any, needles: list[str], timeout_s: float) -> bool:
