@@ -17,7 +17,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from test_alert_docs import capture_doc, part, steady_doc
-from test_notif_servers import HookServer, SMTPServer, closed_port, wait_for
+from test_notif_servers import HookServer, SMTPServer, closed_port, three_channels, wait_for
 
 from collectors.alerts.store import AlertStore
 from collectors.redis_store import RedisStore
@@ -41,29 +41,7 @@ def test_worker_evaluates_notifies_and_serves_metrics(redis_client, redis_server
     metrics_port = closed_port()
     with HookServer() as hooks, SMTPServer() as smtp:
         conf = tmp_path / "alerts.yaml"
-        conf.write_text(
-            yaml.safe_dump(
-                {
-                    "notify": {"retries": 2, "backoff_s": 0.2},
-                    "notifiers": [
-                        {
-                            "name": "dead",
-                            "type": "webhook",
-                            "url": f"http://127.0.0.1:{closed_port()}/",
-                            "timeout_s": 1,
-                        },
-                        {"name": "hook", "type": "webhook", "url": hooks.url + "/hook"},
-                        {
-                            "name": "mail",
-                            "type": "email",
-                            "host": "127.0.0.1",
-                            "port": smtp.port,
-                            "to": ["ops@x"],
-                        },
-                    ],
-                }
-            )
-        )
+        conf.write_text(yaml.safe_dump(three_channels(hooks, smtp, backoff_s=0.2)))
         env = {**os.environ, "GROUPSCOPE_ALERTS_FILE": str(conf), "PYTHONUNBUFFERED": "1"}
         log_path = tmp_path / "worker.log"
         with open(log_path, "w") as log:

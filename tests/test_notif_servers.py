@@ -149,3 +149,16 @@ def wait_for(cond, timeout: float = 20.0, step: float = 0.05) -> bool:
             return True
         time.sleep(step)
     return bool(cond())
+
+
+def three_channels(hooks: HookServer, smtp: SMTPServer, backoff_s: float) -> dict:
+    """An alerts configuration with a dead webhook, a live one and email: a failing channel must
+    never hold back the others."""
+    return {
+        "notify": {"retries": 2, "backoff_s": backoff_s},
+        "notifiers": [
+            {"name": "dead", "type": "webhook", "url": f"http://127.0.0.1:{closed_port()}/", "timeout_s": 1},
+            {"name": "hook", "type": "webhook", "url": hooks.url + "/hook"},
+            {"name": "mail", "type": "email", "host": "127.0.0.1", "port": smtp.port, "to": ["ops@x"]},
+        ],
+    }

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 from test_alert_docs import T0, S, storm_doc
-from test_notif_servers import HookServer, SMTPServer, closed_port, wait_for
+from test_notif_servers import HookServer, SMTPServer, closed_port, three_channels, wait_for
 
 from collectors.alerts.notify import (
     NotifyError,
@@ -134,29 +134,7 @@ def test_cli_evaluate_notifies_every_channel_despite_a_dead_one(redis_client, re
     store.write_group(d, end)
     with HookServer() as hooks, SMTPServer() as smtp:
         conf = tmp_path / "alerts.yaml"
-        conf.write_text(
-            yaml.safe_dump(
-                {
-                    "notify": {"retries": 2, "backoff_s": 0.1},
-                    "notifiers": [
-                        {
-                            "name": "dead",
-                            "type": "webhook",
-                            "url": f"http://127.0.0.1:{closed_port()}/",
-                            "timeout_s": 1,
-                        },
-                        {"name": "hook", "type": "webhook", "url": hooks.url + "/hook"},
-                        {
-                            "name": "mail",
-                            "type": "email",
-                            "host": "127.0.0.1",
-                            "port": smtp.port,
-                            "to": ["ops@x"],
-                        },
-                    ],
-                }
-            )
-        )
+        conf.write_text(yaml.safe_dump(three_channels(hooks, smtp, backoff_s=0.1)))
         res = CliRunner().invoke(
             cli,
             ["alerts", "evaluate", "--redis", redis_server.url, "--at", str(T0 + 30 * S)],
