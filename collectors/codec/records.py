@@ -236,13 +236,20 @@ class GroupMetadataValue:
 # ----------------------------------------------------------------------------------------------
 # KIP-848 consumer groups (key types 3-8 and 16). Keys call the group `group_id` like Kafka's
 # schemas; `.group` is the alias every key class has.
-@dataclass(frozen=True, slots=True)
-class ConsumerGroupMetadataKey:
+class _GroupIdKey:
+    """KIP-848 keys name the group `group_id` (as Kafka's schemas do); `.group` is what every key has."""
+
+    __slots__ = ()
     group_id: str
 
     @property
     def group(self) -> str:
         return self.group_id
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerGroupMetadataKey(_GroupIdKey):
+    group_id: str
 
 
 @dataclass(slots=True)
@@ -252,12 +259,8 @@ class ConsumerGroupMetadataValue:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupPartitionMetadataKey:
+class ConsumerGroupPartitionMetadataKey(_GroupIdKey):
     group_id: str
-
-    @property
-    def group(self) -> str:
-        return self.group_id
 
 
 @dataclass(slots=True)
@@ -283,13 +286,9 @@ class ConsumerGroupPartitionMetadataValue:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupMemberMetadataKey:
+class ConsumerGroupMemberMetadataKey(_GroupIdKey):
     group_id: str
     member_id: str
-
-    @property
-    def group(self) -> str:
-        return self.group_id
 
 
 @dataclass(slots=True)
@@ -323,12 +322,8 @@ class ConsumerGroupMemberMetadataValue:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupTargetAssignmentMetadataKey:
+class ConsumerGroupTargetAssignmentMetadataKey(_GroupIdKey):
     group_id: str
-
-    @property
-    def group(self) -> str:
-        return self.group_id
 
 
 @dataclass(slots=True)
@@ -347,13 +342,9 @@ class TopicIdPartitions:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupTargetAssignmentMemberKey:
+class ConsumerGroupTargetAssignmentMemberKey(_GroupIdKey):
     group_id: str
     member_id: str
-
-    @property
-    def group(self) -> str:
-        return self.group_id
 
 
 @dataclass(slots=True)
@@ -363,13 +354,9 @@ class ConsumerGroupTargetAssignmentMemberValue:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupCurrentMemberAssignmentKey:
+class ConsumerGroupCurrentMemberAssignmentKey(_GroupIdKey):
     group_id: str
     member_id: str
-
-    @property
-    def group(self) -> str:
-        return self.group_id
 
 
 @dataclass(slots=True)
@@ -383,13 +370,9 @@ class ConsumerGroupCurrentMemberAssignmentValue:
 
 
 @dataclass(frozen=True, slots=True)
-class ConsumerGroupRegularExpressionKey:
+class ConsumerGroupRegularExpressionKey(_GroupIdKey):
     group_id: str
     regular_expression: str
-
-    @property
-    def group(self) -> str:
-        return self.group_id
 
 
 @dataclass(slots=True)
