@@ -213,6 +213,75 @@ class GroupEngine:
         if handler is not None:
             handler(self, ev)
 
+    def apply_commits(self, rows: list[tuple[int, str, int, int, int, int, int, int]]) -> None:
+        """Offset commits in bulk, with exactly the effect of `apply`ing each as an OffsetCommit in
+        the order given (the evidence order; no other evidence of the group among them).
+
+        rows: (ts, topic, partition, offset, commit timestamp, leader epoch, expire timestamp, log
+        offset), none a tombstone, each with an empty metadata string. A catch-up feeds millions of
+        these, so only what survives is built: one OffsetState per partition (each commit replaces
+        the last) and the CommitSamples of the window's last slots (see lag.PartitionWindow.add)."""
+        if not rows:
+            return
+        last_ts = max(r[0] for r in rows)
+        if last_ts >= self._next_due:
+            # a session timer falls among them: one by one, so that it fires where it would
+            for ts, topic, part, off, cts, epoch, expire, log_off in rows:
+                self.apply(OffsetCommit(ts, self.group, topic, part, off, cts, epoch, "", expire, log_off))
+            return
+        self.now = max(self.now, last_ts)
+        self.sources.add("offsets")
+        self.type = self.type or "classic"
+        accepted: dict[TP, list[tuple]] = {}
+        log_of: dict[TP, int | None] = {}  # the log offset of each partition's current commit
+        offsets = self.offsets
+        for row in rows:
+            tp = (row[1], row[2])
+            seq = accepted.get(tp)
+            if seq is None:
+                cur = offsets.get(tp)
+                log_of[tp] = cur.log_offset if cur is not None else None
+                seq = accepted[tp] = []
+            cur_log = log_of[tp]
+            # seed 000 onOffsetCommitAppend: an older commit record never replaces a newer one
+            if cur_log is not None and row[7] >= 0 and cur_log > row[7]:
+                continue
+            log_of[tp] = row[7]
+            seq.append(row)
+            if self.state is None and not self.members and self.type == "classic":
+                self.simple = True  # only commits: a standalone (assign()) group, described as Empty
+                self._goto("Empty", row[0], True)
+        for tp, seq in accepted.items():
+            if not seq:
+                continue
+            ts, _, _, off, cts, epoch, expire, log_off = seq[-1]
+            offsets[tp] = OffsetState(off, cts if cts >= 0 else ts, ts, log_off, "", epoch, expire)
+            self._sample_many(tp, [(r[0], r[3]) for r in seq])
+
+    def _sample_many(self, tp: TP, commits: list[tuple[int, int]]) -> None:
+        """`_sample` after each of `commits` [(ts, offset)] in turn; the samples a later commit of the
+        same slot replaces, or that fall out of the window, are never built."""
+        w = self.windows.get(tp)
+        if w is None:
+            w = self.windows[tp] = lagmod.PartitionWindow()
+        slots: list[Any] = list(w.samples)
+        start = w.slot_start
+        for ts, off in commits:
+            if slots and ts - start < lagmod.MIN_DISTANCE_MS:
+                slots[-1] = (ts, off)
+            else:
+                slots.append((ts, off))
+                start = ts
+        h = self.end_offsets.get(tp)
+        samples = []
+        for s in slots[-lagmod.WINDOW :]:
+            if isinstance(s, tuple):
+                end = h.at(s[0]) if h is not None else None
+                s = lagmod.CommitSample(s[0], s[1], lagmod.lag_offsets(s[1], end), end)
+            samples.append(s)
+        w.samples = samples
+        w.slot_start = start
+
     def advance(self, now_ms: int) -> None:
         """Run the timers up to `now_ms`: session expiry seen from missing heartbeats, offsets expiry."""
         self.now = max(self.now, now_ms)

@@ -24,9 +24,15 @@ DEAD_LETTER_KEY = "\x00dead-letters"
 DEAD_BUCKET = -1
 ROUTED_SCHEMA = (
     "bucket int, group string, ts long, rank int, kind string, topic string, partition int, offset long, "
-    "key binary, value binary, error string"
+    "key binary, value binary, error string, "
+    "c_topic string, c_partition int, c_offset long, c_commit_ts long, c_epoch int, c_expire long"
 )
 ROUTED_COLUMNS = [c.split()[0] for c in ROUTED_SCHEMA.split(", ")]
+# A `__consumer_offsets` commit decoded in the first stage (commit_columns): its fields are in the c_*
+# columns (topic, partition, committed offset, commit timestamp, leader epoch, expire timestamp) and
+# its raw key and value are not carried on. Other rows leave the c_* columns empty.
+COMMIT_KIND = "commit"
+_NO_COMMIT = (None, 0, 0, 0, 0, 0)
 
 # Kinds of source, and their rank among evidence with the same timestamp.
 KIND_RANK = {"offsets": 0, "broker_log": 1, "admin": 2, "heartbeat": 4}
@@ -131,6 +137,27 @@ def decode_one(
     raise ValueError(f"no decoder for source kind {kind!r}")
 
 
+def commit_evidence(group: str, ts: int, log_offset: int, c: tuple) -> Any:
+    """The OffsetCommit evidence of a row the first stage decoded (kind "commit"); c = (topic, partition,
+    offset, commit timestamp, leader epoch, expire timestamp). Equal to what `decode_one` makes of the
+    raw record (the first stage only decodes values with an empty metadata string)."""
+    from coordinator_model.evidence import OffsetCommit
+
+    topic, partition, offset, commit_ts, epoch, expire = c
+    return OffsetCommit(
+        ts,
+        group,
+        topic,
+        int(partition),
+        int(offset),
+        commit_timestamp=int(commit_ts),
+        leader_epoch=int(epoch),
+        metadata="",
+        expire_timestamp=int(expire),
+        log_offset=int(log_offset),
+    )
+
+
 # bucket count -> key bytes -> (group, bucket), per executor process
 _KEY_ROUTES: dict[int, dict[bytes, tuple[str, int]]] = {}
 
@@ -156,69 +183,175 @@ def route_one(
     return [(g, int(t), rank) for g, t, rank, _ in decode_one(kind, topic, partition, offset, ts, key, value)]
 
 
+def _arrow_schema() -> Any:
+    import pyarrow as pa
+
+    types = {"int": pa.int32(), "long": pa.int64(), "string": pa.string(), "binary": pa.binary()}
+    return pa.schema([(name, types[t]) for name, t in (c.split() for c in ROUTED_SCHEMA.split(", "))])
+
+
+# key bytes -> (group, bucket, topic, partition) of an OffsetCommit key, or None for any other key
+_COMMIT_KEYS: dict[int, dict[bytes, tuple[str, int, str, int] | None]] = {}
+
+
+def _commit_key(key: bytes, buckets: int, cache: dict) -> tuple[str, int, str, int] | None:
+    hit = cache.get(key, False)
+    if hit is not False:
+        return hit
+    from collectors.codec import records as r
+    from collectors.codec.decoder import decode_key
+
+    try:
+        _, k = decode_key(key)
+    except Exception:
+        k = None  # the row-by-row path makes it a dead letter with the codec's error
+    hit = None
+    if isinstance(k, r.OffsetCommitKey):
+        hit = (k.group, bucket_of(k.group, buckets), k.topic, k.partition)
+    if len(cache) > 200_000:
+        cache.clear()
+    cache[key] = hit
+    return hit
+
+
+def route_arrow(batches: Iterator[Any], kinds: Mapping[str, str], buckets: int = 256) -> Iterator[Any]:
+    """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out.
+
+    Offset commits with the common value layouts are routed and decoded a column at a time (kind
+    "commit", fields in the c_* columns, raw bytes dropped: see commit_columns); every other row
+    takes the row-by-row path (`_route_rows`) and keeps its raw bytes for the model's decoder."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from collectors.pipeline.commit_columns import decode_commit_values
+
+    schema = _arrow_schema()
+    cache = _COMMIT_KEYS.setdefault(buckets, {})
+    offsets_topics = [t for t, k in kinds.items() if k == "offsets"]
+    for batch in batches:
+        n = batch.num_rows
+        if not n:
+            continue
+        topic, key, value = batch.column("topic"), batch.column("key"), batch.column("value")
+        cand = np.asarray(pc.is_in(topic, pa.array(offsets_topics, pa.string())).fill_null(False))
+        cand &= np.asarray(key.is_valid()) & np.asarray(value.is_valid())
+        fast = np.zeros(n, bool)
+        rows = np.flatnonzero(cand)
+        if len(rows):
+            enc = pc.dictionary_encode(key.take(pa.array(rows)))
+            routes = [_commit_key(k, buckets, cache) for k in enc.dictionary.to_pylist()]
+            is_commit = np.array([rt is not None for rt in routes], bool)
+            idx = np.asarray(enc.indices)
+            sel = is_commit[idx]
+            rows, idx = rows[sel], idx[sel]
+            if len(rows):
+                cols = decode_commit_values(value.take(pa.array(rows)))
+                good = cols.ok
+                rows, idx = rows[good], idx[good]
+                fast[rows] = True
+                if len(rows):
+                    m = len(rows)
+                    take = pa.array(rows)
+                    known = (rt or ("", 0, "", 0) for rt in routes)
+                    groups, bucket_nos, ctopics, cparts = zip(*known, strict=True)
+                    at = pa.array(idx)
+                    r_group = pa.array(groups, pa.string()).take(at)
+                    r_bucket = np.array(bucket_nos, np.int32)[idx]
+                    r_ctopic = pa.array(ctopics, pa.string()).take(at)
+                    r_cpart = np.array(cparts, np.int32)[idx]
+                    yield pa.RecordBatch.from_arrays(
+                        [
+                            pa.array(r_bucket, pa.int32()),
+                            r_group,
+                            batch.column("timestamp").take(take),
+                            pa.array(np.zeros(m, np.int32)),
+                            pa.repeat(pa.scalar(COMMIT_KIND), m),
+                            topic.take(take),
+                            batch.column("partition").take(take),
+                            batch.column("offset").take(take),
+                            pa.nulls(m, pa.binary()),
+                            pa.nulls(m, pa.binary()),
+                            pa.nulls(m, pa.string()),
+                            r_ctopic,
+                            pa.array(r_cpart, pa.int32()),
+                            pa.array(cols.offset[good], pa.int64()),
+                            pa.array(cols.commit_timestamp[good], pa.int64()),
+                            pa.array(cols.leader_epoch[good], pa.int32()),
+                            pa.array(cols.expire_timestamp[good], pa.int64()),
+                        ],
+                        schema=schema,
+                    )
+        slow = np.flatnonzero(~fast)
+        if len(slow):
+            rest = batch if len(slow) == n else batch.take(pa.array(slow))
+            out = _route_rows(rest.to_pydict(), kinds, buckets)
+            if out["group"]:
+                yield pa.RecordBatch.from_pydict(out, schema=schema)
+
+
+def _route_rows(raw: dict[str, list[Any]], kinds: Mapping[str, str], buckets: int) -> dict[str, list[Any]]:
+    """The row-by-row path: one output row per group a record is evidence for, with its state bucket;
+    a row that cannot be routed goes to the dead-letter bucket."""
+    out: dict[str, list[Any]] = {c: [] for c in ROUTED_COLUMNS}
+    cols = [out[c] for c in ROUTED_COLUMNS]
+
+    def emit(*values: Any, cols: list[list[Any]] = cols) -> None:
+        for col, v in zip(cols, values + _NO_COMMIT, strict=True):
+            col.append(v)
+
+    routes = _KEY_ROUTES.setdefault(buckets, {})
+    for topic, partition, offset, ts, key, value in zip(
+        raw["topic"], raw["partition"], raw["offset"], raw["timestamp"], raw["key"], raw["value"], strict=True
+    ):
+        kind = kinds.get(topic)
+        if kind == "admin" and value is not None and b'"clock"' in value:
+            clock_ts = _clock_ts(value)
+            if clock_ts is not None:
+                # The Admin poller's clock record: every bucket gets it (group null), so each bucket's
+                # event-time watermark moves on even when none of its groups had evidence.
+                for b in range(buckets):
+                    emit(b, None, clock_ts, 9, kind, topic, partition, offset, key, value, None)
+                continue
+        if kind == "offsets" and key is not None:
+            # A commit key repeats for every commit of a partition; read each key once.
+            hit = routes.get(key)
+            if hit is not None:
+                emit(hit[1], hit[0], ts, 0, kind, topic, partition, offset, key, value, None)
+                continue
+        try:
+            if kind is None:
+                raise ValueError(f"topic {topic!r} is not a groupscope source")
+            for group, ets, rank in route_one(kind, topic, partition, offset, ts, key, value):
+                bucket = bucket_of(group, buckets)
+                if kind == "offsets":
+                    if len(routes) > 200_000:
+                        routes.clear()
+                    routes[key] = (group, bucket)
+                emit(bucket, group, ets, rank, kind, topic, partition, offset, key, value, None)
+        except Exception as e:  # every failure, whatever its type, becomes a dead letter
+            emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, _err(e))
+    return out
+
+
+RAW_COLUMNS = ["topic", "partition", "offset", "timestamp", "key", "value"]
+
+
 def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: int = 256) -> Iterator[Any]:
-    """mapInPandas body: raw frames in, ROUTED_SCHEMA frames out (one row per group a record is
-    evidence for, with its state bucket; a row that cannot be routed goes to the dead-letter bucket)."""
-    import pandas as pd
+    """`route_arrow` for pandas frames of the raw columns (tests and tools), ROUTED_SCHEMA frames out."""
+    import pyarrow as pa
 
-    for pdf in batches:
-        out: dict[str, list[Any]] = {c: [] for c in ROUTED_COLUMNS}
-        cols = [out[c] for c in ROUTED_COLUMNS]
+    from collectors.pipeline.kafka_source import SCHEMA
 
-        def emit(*values: Any, cols: list[list[Any]] = cols) -> None:
-            for col, v in zip(cols, values, strict=True):
-                col.append(v)
+    types = {"int": pa.int32(), "long": pa.int64(), "string": pa.string(), "binary": pa.binary()}
+    raw_schema = pa.schema([(name, types[t]) for name, t in (c.split() for c in SCHEMA.split(", "))])
 
-        routes = _KEY_ROUTES.setdefault(buckets, {})
-        (c_bucket, c_group, c_ts, c_rank, c_kind, c_topic, c_part, c_off, c_key, c_value, c_error) = cols
-        for topic, partition, offset, ts, key, value in zip(
-            pdf["topic"].tolist(),
-            pdf["partition"].tolist(),
-            pdf["offset"].tolist(),
-            pdf["timestamp"].tolist(),
-            pdf["key"].tolist(),
-            pdf["value"].tolist(),
-            strict=True,
-        ):
-            kind = kinds.get(topic)
-            if kind == "admin" and value is not None and b'"clock"' in value:
-                clock_ts = _clock_ts(value)
-                if clock_ts is not None:
-                    # The Admin poller's clock record: every bucket gets it (group null), so each bucket's
-                    # event-time watermark moves on even when none of its groups had evidence.
-                    for b in range(buckets):
-                        emit(b, None, clock_ts, 9, kind, topic, partition, offset, key, value, None)
-                    continue
-            if kind == "offsets" and key is not None:
-                # Fast path: a commit key repeats for every commit of a partition; read each key once.
-                hit = routes.get(key)
-                if hit is not None:
-                    c_bucket.append(hit[1])
-                    c_group.append(hit[0])
-                    c_ts.append(ts)
-                    c_rank.append(0)
-                    c_kind.append(kind)
-                    c_topic.append(topic)
-                    c_part.append(partition)
-                    c_off.append(offset)
-                    c_key.append(key)
-                    c_value.append(value)
-                    c_error.append(None)
-                    continue
-            try:
-                if kind is None:
-                    raise ValueError(f"topic {topic!r} is not a groupscope source")
-                for group, ets, rank in route_one(kind, topic, partition, offset, ts, key, value):
-                    bucket = bucket_of(group, buckets)
-                    if kind == "offsets":
-                        if len(routes) > 200_000:
-                            routes.clear()
-                        routes[key] = (group, bucket)
-                    emit(bucket, group, ets, rank, kind, topic, partition, offset, key, value, None)
-            except Exception as e:  # every failure, whatever its type, becomes a dead letter
-                emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, _err(e))
-        if out["group"]:  # an empty object frame does not convert to the schema's binary columns
-            yield pd.DataFrame(out, columns=ROUTED_COLUMNS)
+    def to_arrow(pdf: Any) -> Any:
+        return pa.RecordBatch.from_pandas(pdf[RAW_COLUMNS], schema=raw_schema, preserve_index=False)
+
+    arrow = (to_arrow(pdf) for pdf in batches)
+    for out in route_arrow(arrow, kinds, buckets):
+        yield out.to_pandas()
 
 
 def _clock_ts(value: bytes) -> int | None:

@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.pipeline.decode import KINDS_OF_CAPTURE_FILES, ROUTED_SCHEMA, decode_batches
+from collectors.pipeline.decode import KINDS_OF_CAPTURE_FILES, ROUTED_SCHEMA, route_arrow
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
 from collectors.redis_store import RedisStore
@@ -137,7 +137,7 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     # admin_poll_interval_s) brings the timers round when nothing else arrives.
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true" if cfg.idle_batches else "false")
     raw = raw_stream(spark, cfg, topics)
-    routed = raw.mapInPandas(lambda it: decode_batches(it, kinds, buckets), ROUTED_SCHEMA)
+    routed = raw.mapInArrow(lambda it: route_arrow(it, kinds, buckets), ROUTED_SCHEMA)
     timers = cfg.live and not cfg.available_now
     timeout = GroupStateTimeout.ProcessingTimeTimeout if timers else GroupStateTimeout.NoTimeout
     modeled = routed.groupBy("bucket").applyInPandasWithState(

@@ -50,7 +50,15 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from collectors.pipeline.decode import DEAD_BUCKET, Tick, decode_one, position_of
+from collectors.pipeline.decode import (
+    COMMIT_KIND,
+    DEAD_BUCKET,
+    ROUTED_COLUMNS,
+    Tick,
+    commit_evidence,
+    decode_one,
+    position_of,
+)
 
 OUTPUT_SCHEMA = "group string, kind string, ts long, refreshed long, payload string"
 STATE_SCHEMA = "groups binary"
@@ -114,85 +122,94 @@ def make_update(
                 out[c].append(v)
 
         now = _now_ms()
-        # rows of this batch, by group: (ts, rank, partition, offset, kind, topic, key, value, error)
-        by_group: dict[str, list[tuple]] = {}
-        for pdf in pdfs:
-            if not len(pdf):
-                continue
-            for row in zip(
-                pdf["group"].tolist(),
-                pdf["ts"].tolist(),
-                pdf["rank"].tolist(),
-                pdf["partition"].tolist(),
-                pdf["offset"].tolist(),
-                pdf["kind"].tolist(),
-                pdf["topic"].tolist(),
-                pdf["key"].tolist(),
-                pdf["value"].tolist(),
-                pdf["error"].tolist(),
-                strict=True,
-            ):
-                by_group.setdefault(row[0], []).append(row[1:])
+        batch = BatchRows.of(pdfs)
 
         if key[0] == DEAD_BUCKET:
-            for rows in by_group.values():
-                for ts, _, partition, offset, _, topic, k, v, error in rows:
-                    emit("", "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
+            for i in range(batch.n):
+                ts, partition, offset = batch.ts[i], batch.partition[i], batch.offset[i]
+                topic, k, v, error = batch.topic[i], batch.key[i], batch.value[i], batch.error[i]
+                emit("", "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
             if out["kind"]:
                 yield pd.DataFrame(out, columns=OUTPUT_COLUMNS)
             return
 
         groups, meta = _load_state(state)
         timed_out = state.hasTimedOut
-        clock_rows = by_group.pop(None, [])  # the Admin poller's clock (group null)
+        clock = batch.slices.pop(None, None)  # the Admin poller's clock (group null)
         watermark = 0
         if live:
-            times = [int(r[0]) for rows in by_group.values() for r in rows] + [int(r[0]) for r in clock_rows]
-            latest = max([int(meta.get("event", 0)), *times])
+            latest = int(meta.get("event", 0))
+            if batch.n:
+                latest = max(latest, max(batch.ts))  # the clock's and every row's event time
             latest = min(latest, now)  # a producer's clock ahead of ours never runs our timers early
             meta["event"] = latest
-            if clock_rows or by_group:
+            if batch.n:
                 meta["seen"] = now
             watermark = latest - allowed_lateness_ms if latest else 0
-            if timed_out and not by_group and not clock_rows and now - int(meta.get("seen", 0)) >= idle_after:
+            idle = timed_out and not batch.n and now - int(meta.get("seen", 0)) >= idle_after
+            if idle:
                 watermark = max(watermark, now - allowed_lateness_ms)  # idle sources: the wall clock
-        sweep = timed_out or bool(clock_rows)
-        touched = sorted(set(groups) | set(by_group)) if sweep else sorted(by_group)
+        sweep = timed_out or clock is not None
+        arrived_groups = batch.slices
+        touched = sorted(set(groups) | set(arrived_groups)) if sweep else sorted(arrived_groups)
         for group in touched:
             blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
             held: list[tuple[int, tuple]] = rest[0] if rest else []
             engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
-            arrived = by_group.get(group, ())
-            if live:
-                # Evidence is applied in event-time order up to the watermark; what is newer waits here
-                # (a row stamped ahead of our clock waits until the watermark passes its arrival).
-                held = held + [(min(int(r[0]), now), r) for r in arrived]
-                rows = sorted((r for at, r in held if at <= watermark), key=lambda r: r[:4])
-                held = [(at, r) for at, r in held if at > watermark]
+            span = arrived_groups.get(group)
+            evidence: list[Any] = []
+            ticks: list[Tick] = []
+            commits: list[tuple] | None = None
+            rows: list[tuple] = []
+            if (
+                span is not None
+                and not held
+                and batch.all_commits(span)
+                and (not live or min(batch.ts[span[1] - 1], now) <= watermark)
+            ):
+                # Only offset commits, all due (the bulk of a catch-up): the engine's bulk path.
+                commits = batch.commit_rows(span)
             else:
-                rows = sorted(arrived, key=lambda r: r[:4])
-            evidence, ticks = [], []
-            for ts, _, partition, offset, kind, topic, k, v, _ in rows:
-                try:
-                    for g, _, _, ev in decode_one(kind, topic, partition, offset, ts, k, v):
-                        if g != group:
-                            continue  # a line naming several groups: this group's share
-                        (ticks if isinstance(ev, Tick) else evidence).append(ev)
-                except Exception as e:  # bad bytes: a dead letter, the rest of the batch goes on
-                    emit(
-                        group,
-                        "dead",
-                        ts,
-                        now,
-                        dead_letter_payload(topic, partition, offset, ts, _err(e), k, v),
-                    )
+                arrived = batch.row_tuples(span) if span is not None else []
+                if live:
+                    # Evidence is applied in event-time order up to the watermark; what is newer waits
+                    # here (a row stamped ahead of our clock waits until the watermark passes its arrival).
+                    held = held + [(min(int(r[0]), now), r) for r in arrived]
+                    rows = sorted((r for at, r in held if at <= watermark), key=lambda r: r[:4])
+                    held = [(at, r) for at, r in held if at > watermark]
+                else:
+                    rows = sorted(arrived, key=lambda r: r[:4])
+                for row in rows:
+                    ts, _, partition, offset, kind, topic, k, v, _ = row[:9]
+                    try:
+                        if kind == COMMIT_KIND:
+                            evidence.append(commit_evidence(group, ts, offset, row[9]))
+                            continue
+                        for g, _, _, ev in decode_one(kind, topic, partition, offset, ts, k, v):
+                            if g != group:
+                                continue  # a line naming several groups: this group's share
+                            (ticks if isinstance(ev, Tick) else evidence).append(ev)
+                    except Exception as e:  # bad bytes: a dead letter, the rest of the batch goes on
+                        emit(
+                            group,
+                            "dead",
+                            ts,
+                            now,
+                            dead_letter_payload(topic, partition, offset, ts, _err(e), k, v),
+                        )
             try:
+                if commits:
+                    engine.apply_commits(commits)
                 if evidence:
                     engine.apply_many(evidence)
                 if ticks:  # the end of a replayed capture: run the timers to its last moment
                     engine.advance(max(t.ts for t in ticks))
             except Exception as e:  # a model failure: keep the group's last good state, report the rows
-                ts, _, partition, offset, _, topic, k, v, _ = rows[0]
+                if commits:
+                    first = batch.row_tuples(span)[0]
+                else:
+                    first = rows[0]
+                ts, _, partition, offset, _, topic, k, v, _ = first[:9]
                 emit(
                     group,
                     "dead",
@@ -201,9 +218,9 @@ def make_update(
                     dead_letter_payload(topic, partition, offset, ts, f"model: {_err(e)}", k, v),
                 )
                 engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
-            if arrived:
+            if span is not None:
                 last_input = now
-            if not blob and not evidence and not ticks:
+            if not blob and not evidence and not ticks and not commits:
                 # every row of a group we have not seen yet is still held behind the watermark:
                 # publish nothing until there is evidence, or an empty document would stand in Redis
                 groups[group] = (b"", int(last_input), digest, held)
@@ -223,6 +240,108 @@ def make_update(
             yield pd.DataFrame(out, columns=OUTPUT_COLUMNS)
 
     return update
+
+
+class BatchRows:
+    """A bucket's rows of one micro-batch as columns, sorted by group and, within a group, by (ts,
+    rank, partition, offset); `slices` maps each group (None: the clock rows) to its [start, end)."""
+
+    COLUMNS = ROUTED_COLUMNS
+
+    def __init__(self, pdf: Any) -> None:
+        import numpy as np
+        import pandas as pd
+
+        self.n = len(pdf) if pdf is not None else 0
+        self.slices: dict[str | None, tuple[int, int]] = {}
+        if not self.n:
+            for c in self.COLUMNS:
+                setattr(self, c, [])
+            self._commit_count = np.zeros(1, np.int64)
+            return
+        # the evidence order first, then a stable sort by group keeps it within each group
+        order = np.lexsort(
+            (
+                pdf["offset"].to_numpy(),
+                pdf["partition"].to_numpy(),
+                pdf["rank"].to_numpy(),
+                pdf["ts"].to_numpy(),
+            )
+        )
+        codes, uniques = pd.factorize(pdf["group"].to_numpy()[order], use_na_sentinel=True)
+        by_group = np.argsort(codes, kind="stable")
+        order = order[by_group]
+        codes = codes[by_group]
+        for c in self.COLUMNS:
+            setattr(self, c, pdf[c].to_numpy()[order].tolist())
+        bounds = np.flatnonzero(np.diff(codes)) + 1
+        starts = np.concatenate(([0], bounds)).tolist()
+        ends = np.concatenate((bounds, [self.n])).tolist()
+        for s, e in zip(starts, ends, strict=True):
+            code = int(codes[s])
+            self.slices[None if code < 0 else uniques[code]] = (s, e)
+        is_commit = pdf["kind"].to_numpy()[order] == COMMIT_KIND
+        self._commit_count = np.concatenate(([0], np.cumsum(is_commit)))
+
+    @classmethod
+    def of(cls, pdfs: Iterator[Any]) -> BatchRows:
+        import pandas as pd
+
+        frames = [pdf for pdf in pdfs if len(pdf)]
+        if not frames:
+            return cls(None)
+        return cls(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True))
+
+    def all_commits(self, span: tuple[int, int]) -> bool:
+        s, e = span
+        return int(self._commit_count[e] - self._commit_count[s]) == e - s
+
+    def commit_rows(self, span: tuple[int, int]) -> list[tuple]:
+        """GroupEngine.apply_commits rows, in the evidence order (ts, log offset)."""
+        s, e = span
+        rows = list(
+            zip(
+                self.ts[s:e],
+                self.c_topic[s:e],
+                self.c_partition[s:e],
+                self.c_offset[s:e],
+                self.c_commit_ts[s:e],
+                self.c_epoch[s:e],
+                self.c_expire[s:e],
+                self.offset[s:e],
+                strict=True,
+            )
+        )
+        rows.sort(key=lambda r: (r[0], r[7]))  # engine.sort_key: (ts, priority, log offset), stable
+        return rows
+
+    def row_tuples(self, span: tuple[int, int]) -> list[tuple]:
+        """(ts, rank, partition, offset, kind, topic, key, value, error, commit fields) per row."""
+        s, e = span
+        return [
+            (
+                self.ts[i],
+                self.rank[i],
+                self.partition[i],
+                self.offset[i],
+                self.kind[i],
+                self.topic[i],
+                self.key[i],
+                self.value[i],
+                self.error[i],
+                (
+                    self.c_topic[i],
+                    self.c_partition[i],
+                    self.c_offset[i],
+                    self.c_commit_ts[i],
+                    self.c_epoch[i],
+                    self.c_expire[i],
+                )
+                if self.kind[i] == COMMIT_KIND
+                else None,
+            )
+            for i in range(s, e)
+        ]
 
 
 def _load_state(state: Any) -> tuple[dict[str, tuple], dict[str, int]]:

@@ -1,0 +1,187 @@
+"""The catch-up fast path for offset commits must change nothing but speed.
+
+- commit_columns decodes exactly what the codec decodes, for every value it accepts, and leaves every
+  other value (metadata strings, version 4, truncations, garbage, tombstones) to the codec;
+- route_arrow routes those commits to the same group and bucket as the row-by-row path, and sends
+  everything else down that path with its raw bytes;
+- GroupEngine.apply_commits leaves an engine exactly as applying each commit as evidence does: same
+  offsets, same lag windows, same timeline, same document; also when a session timer falls among the
+  commits and when log offsets go backwards.
+"""
+
+from __future__ import annotations
+
+import pickle
+
+import pandas as pd
+import pyarrow as pa
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collectors.codec import records as r
+from collectors.codec.decoder import decode_value
+from collectors.codec.encoder import encode_key, encode_value
+from collectors.pipeline.commit_columns import decode_commit_values
+from collectors.pipeline.decode import COMMIT_KIND, bucket_of, commit_evidence, decode_batches, decode_one
+from coordinator_model.engine import GroupEngine
+from coordinator_model.evidence import EndOffset, HeartbeatEvent, OffsetCommit
+
+PROPS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+I64 = st.integers(-(2**63), 2**63 - 1)
+I32 = st.integers(-(2**31), 2**31 - 1)
+
+commit_values = st.builds(
+    lambda version, off, epoch, meta, cts, exp: (
+        version,
+        r.OffsetCommitValue(
+            offset=off,
+            leader_epoch=epoch if version >= 3 else -1,
+            metadata=meta,
+            commit_timestamp=cts,
+            expire_timestamp=exp if version == 1 else -1,
+        ),
+    ),
+    st.integers(0, 4),
+    I64,
+    I32,
+    st.one_of(st.just(""), st.text(max_size=6)),
+    I64,
+    I64,
+)
+
+
+def _encoded(version: int, v: r.OffsetCommitValue) -> bytes:
+    return encode_value(r.OFFSET_COMMIT, v, version=version)
+
+
+@PROPS
+@given(st.lists(st.one_of(commit_values.map(lambda vv: _encoded(*vv)), st.binary(max_size=40), st.none())))
+def test_column_decoder_equals_the_codec(values: list[bytes | None]) -> None:
+    # sliced, to exercise an array offset into the Arrow buffers
+    arr = pa.array([b"pad", *values], pa.binary()).slice(1)
+    cols = decode_commit_values(arr)
+    for i, value in enumerate(values):
+        if not cols.ok[i]:
+            continue
+        assert value is not None
+        version, obj = decode_value(r.OFFSET_COMMIT, value)
+        assert version <= 3 and obj.metadata == ""
+        assert int(cols.offset[i]) == obj.offset
+        assert int(cols.leader_epoch[i]) == obj.leader_epoch
+        assert int(cols.commit_timestamp[i]) == obj.commit_timestamp
+        assert int(cols.expire_timestamp[i]) == obj.expire_timestamp
+
+
+def test_column_decoder_takes_the_common_shapes_and_leaves_the_rest() -> None:
+    plain = [
+        _encoded(v, r.OffsetCommitValue(offset=7, leader_epoch=2, commit_timestamp=99)) for v in (0, 1, 2, 3)
+    ]
+    other = [
+        _encoded(3, r.OffsetCommitValue(offset=7, metadata="m", commit_timestamp=99)),
+        _encoded(4, r.OffsetCommitValue(offset=7, commit_timestamp=99)),
+        plain[3][:-1],  # truncated
+        plain[3] + b"\x00",  # trailing byte: the codec decides
+        None,
+    ]
+    cols = decode_commit_values(pa.array(plain + other, pa.binary()))
+    assert cols.ok.tolist() == [True] * 4 + [False] * 5
+    assert cols.leader_epoch.tolist()[:4] == [-1, -1, -1, 2]
+
+
+def _raw(rows: list[tuple]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
+
+
+def test_route_arrow_fast_rows_match_the_row_by_row_decoder() -> None:
+    t = "__consumer_offsets"
+    key = encode_key(r.OffsetCommitKey("g1", "orders", 3))
+    meta_key = encode_key(r.GroupMetadataKey("g1"))
+    v3 = _encoded(3, r.OffsetCommitValue(offset=42, leader_epoch=5, commit_timestamp=1000))
+    v4 = _encoded(4, r.OffsetCommitValue(offset=43, commit_timestamp=1001))
+    rows = [
+        (t, 7, 10, 1000, key, v3),
+        (t, 7, 11, 1001, key, v4),  # flexible version: row by row
+        (t, 7, 12, 1002, key, None),  # tombstone: row by row
+        (t, 7, 13, 1003, meta_key, b"\x00\x03garbage"),  # group metadata (bad): row by row, dead later
+        (t, 7, 14, 1004, b"\x00", v3),  # key too short: dead letter
+        ("elsewhere", 0, 0, 1005, key, v3),  # not a source
+    ]
+    out = pd.concat(list(decode_batches(iter([_raw(rows)]), {t: "offsets"}, buckets=16)))
+    fast = out[out["kind"] == COMMIT_KIND]
+    assert fast["offset"].tolist() == [10]
+    row = fast.iloc[0]
+    assert row["group"] == "g1" and row["bucket"] == bucket_of("g1", 16)
+    assert row["key"] is None and row["value"] is None
+    ev = commit_evidence("g1", int(row["ts"]), int(row["offset"]), tuple(row[c] for c in _C))
+    (expected,) = decode_one("offsets", t, 7, 10, 1000, key, v3)
+    assert ev == expected[3]
+    slow = out[out["kind"] != COMMIT_KIND]
+    assert sorted(slow["offset"].tolist()) == [0, 11, 12, 13, 14]
+    assert set(slow[slow["bucket"] == -1]["offset"]) == {0, 14}
+    assert all(v is not None for v in slow[slow["offset"] == 11]["value"])
+
+
+_C = ["c_topic", "c_partition", "c_offset", "c_commit_ts", "c_epoch", "c_expire"]
+
+# ---- the engine's bulk path -------------------------------------------------------------------------
+commit_rows = st.lists(
+    st.tuples(
+        st.integers(0, 20_000),  # ts
+        st.sampled_from(["a", "b"]),
+        st.integers(0, 2),
+        st.integers(0, 10_000),  # committed offset
+        st.integers(-1, 20_000),  # commit timestamp
+        st.integers(-1, 3),
+        st.sampled_from([-1, 30_000]),
+        st.integers(-1, 400),  # log offset (may go backwards)
+    ),
+    max_size=60,
+)
+
+
+def _prepared(kind: str) -> GroupEngine:
+    e = GroupEngine("g")
+    if kind == "ends":
+        for ts in (0, 4000, 9000):
+            for tp in (("a", 0), ("a", 1), ("b", 2)):
+                e.apply(EndOffset(ts, tp[0], tp[1], 5000 + ts))
+    if kind == "member":
+        e.apply(_hb())  # a heartbeating member whose session runs out among the commits
+    if kind == "prior":
+        e.apply(OffsetCommit(50, "g", "a", 0, 5, log_offset=200))
+    return e
+
+
+def _hb() -> HeartbeatEvent:
+    from coordinator_model.evidence import from_heartbeat_json
+
+    return from_heartbeat_json(
+        {
+            "ts": 100,
+            "group": "g",
+            "event": "assigned",
+            "member_id": "m-1",
+            "client_id": "c",
+            "generation": 1,
+            "session_timeout_ms": 3000,
+            "partitions": [["a", 0]],
+        }
+    )
+
+
+@PROPS
+@given(commit_rows, st.sampled_from(["fresh", "ends", "member", "prior"]))
+def test_bulk_commits_equal_one_by_one(rows: list[tuple], kind: str) -> None:
+    rows = sorted(rows, key=lambda row: (row[0], row[7]))  # the evidence order
+    one, bulk = _prepared(kind), _prepared(kind)
+    for ts, topic, part, off, cts, epoch, exp, log_off in rows:
+        one.apply(OffsetCommit(ts, "g", topic, part, off, cts, epoch, "", exp, log_off))
+    bulk.apply_commits(rows)
+    assert bulk.offsets == one.offsets
+    assert bulk.windows == one.windows
+    assert bulk.timeline == one.timeline
+    assert (bulk.now, bulk.sources, bulk.type, bulk.simple) == (one.now, one.sources, one.type, one.simple)
+    one.advance(30_000)
+    bulk.advance(30_000)
+    assert bulk.document() == one.document()
+    assert pickle.loads(pickle.dumps(bulk)).document() == one.document()
