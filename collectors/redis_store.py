@@ -17,6 +17,7 @@ Design choices, and why:
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import time
 from collections.abc import Iterable, Mapping
@@ -187,6 +188,12 @@ def fleet_row(doc: Mapping[str, Any], now_ms: int) -> FleetRow:
     )
 
 
+def _history_digest(doc: Mapping[str, Any]) -> str:
+    """What the per-group timeline and generations keys are written from."""
+    text = _dumps([doc.get("timeline") or [], doc.get("generations") or []])
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
 class RedisStore:
     """groupscope's view of one Redis database. Thread-compatible: one instance per thread/process."""
 
@@ -244,21 +251,82 @@ class RedisStore:
 
     def write_many(self, items: Iterable[tuple[Mapping[str, Any], int, int]], *, pipe: Any = None) -> int:
         """`write_groups` with each document's own (now_ms, as_of_ms): one round trip to read the
-        previous states, then the writes queued on `pipe` (or executed here). Returns commands queued."""
+        previous states and history digests, then the writes queued on `pipe` (or executed here).
+        Returns commands queued.
+
+        The fleet-wide hashes and indexes get one command each for all the documents (a catch-up
+        writes thousands of groups a batch, and per-group commands were most of the sink's time); a
+        group's timeline and generations are rewritten only when their digest changed."""
         items = [(d, n, a) for d, n, a in items if d.get("group") is not None]
         if not items:
             return 0
         names = [str(d["group"]) for d, _, _ in items]
-        # The previous state tells which per-state indexes to leave.
-        old_states = self.r.hmget(self.k("fleet", "state"), names)
-        seen: dict[str, str] = {}
+        # The previous state tells which per-state indexes to leave; the digest, whether the history
+        # changed. (A document repeated in `items` is written in turn; the last one is what stays.)
+        with self.r.pipeline(transaction=False) as rp:
+            rp.hmget(self.k("fleet", "state"), names)
+            rp.hmget(self.k("fleet", "history"), names)
+            old_states, old_digests = rp.execute()
         own = pipe is None
         p = self.pipeline() if own else pipe
         n0 = len(p)
-        for (doc, now_ms, ref), name, old in zip(items, names, old_states, strict=True):
-            prev = seen.get(name, old.decode() if old else None)
-            self._queue_group(p, doc, now_ms, ref, prev)
-            seen[name] = str(doc.get("state") or "Unknown")
+        fleet: dict[str, str] = {}
+        states: dict[str, str] = {}
+        types: dict[str, str] = {}
+        refreshed: dict[str, int] = {}
+        digests: dict[str, str] = {}
+        scores: dict[str, dict[str, float]] = {}
+        left: dict[str, set[str]] = {}  # name -> per-state indexes it leaves
+        current: dict[str, str | None] = {}
+        for (doc, now_ms, ref), name, old, old_digest in zip(
+            items, names, old_states, old_digests, strict=True
+        ):
+            row = fleet_row(doc, ref)
+            row = FleetRow(**{**row.__dict__, "last_refreshed": int(now_ms)})
+            prev = current.get(name, old.decode() if old else None)
+            if prev and prev != row.state:
+                left.setdefault(name, set()).add(prev)
+            current[name] = row.state
+            p.set(self.gk(name, "doc"), _dumps(doc))
+            fleet[name] = _dumps(row.to_json())
+            states[name] = row.state
+            types[name] = row.type or ""
+            refreshed[name] = int(now_ms)
+            scores[name] = {
+                "name": 0.0,
+                "state": float(KNOWN_STATES.index(row.state)) if row.state in KNOWN_STATES else 99.0,
+                "lag": float(row.lag),
+                "lag_seconds": float(row.lag_seconds),
+                "rebalance_rate": float(row.rebalances_1h),
+                "members": float(row.members),
+                "last_change": float(row.last_change or 0),
+            }
+            digest = _history_digest(doc)
+            known = digests.get(name, old_digest.decode() if old_digest else None)
+            if digest != known:
+                self._queue_history(p, name, doc)
+                digests[name] = digest
+        p.hset(self.k("fleet"), mapping=fleet)
+        p.hset(self.k("fleet", "state"), mapping=states)
+        p.hset(self.k("fleet", "type"), mapping=types)
+        p.hset(self.k("refreshed"), mapping=refreshed)
+        if digests:
+            p.hset(self.k("fleet", "history"), mapping=digests)
+        p.sadd(self.k("states"), *set(states.values()))
+        leaving: dict[str, list[str]] = {}
+        for name, gone in left.items():
+            for state in gone - {current[name]}:
+                leaving.setdefault(state, []).append(name)
+        for state, who in leaving.items():
+            for sort in SORT_KEYS:
+                p.zrem(self.idx(sort, state), *who)
+        by_state: dict[str, list[str]] = {}
+        for name, state in states.items():
+            by_state.setdefault(state, []).append(name)
+        for sort in SORT_KEYS:
+            p.zadd(self.idx(sort), {name: sc[sort] for name, sc in scores.items()})
+            for state, who in by_state.items():
+                p.zadd(self.idx(sort, state), {name: scores[name][sort] for name in who})
         queued = len(p) - n0
         if own:
             p.execute()
@@ -267,33 +335,7 @@ class RedisStore:
     def write_group(self, doc: Mapping[str, Any], now_ms: int, *, as_of_ms: int | None = None) -> None:
         self.write_groups([doc], now_ms, as_of_ms=as_of_ms)
 
-    def _queue_group(
-        self, p: Any, doc: Mapping[str, Any], now_ms: int, ref: int, old_state: str | None
-    ) -> None:
-        row = fleet_row(doc, ref)
-        row = FleetRow(**{**row.__dict__, "last_refreshed": int(now_ms)})
-        name = row.name
-        p.set(self.gk(name, "doc"), _dumps(doc))
-        p.hset(self.k("fleet"), name, _dumps(row.to_json()))
-        p.hset(self.k("fleet", "state"), name, row.state)
-        p.hset(self.k("fleet", "type"), name, row.type or "")
-        p.hset(self.k("refreshed"), name, int(now_ms))
-        p.sadd(self.k("states"), row.state)
-        scores = {
-            "name": 0.0,
-            "state": float(KNOWN_STATES.index(row.state)) if row.state in KNOWN_STATES else 99.0,
-            "lag": float(row.lag),
-            "lag_seconds": float(row.lag_seconds),
-            "rebalance_rate": float(row.rebalances_1h),
-            "members": float(row.members),
-            "last_change": float(row.last_change or 0),
-        }
-        if old_state and old_state != row.state:
-            for sort in SORT_KEYS:
-                p.zrem(self.idx(sort, old_state), name)
-        for sort, score in scores.items():
-            p.zadd(self.idx(sort), {name: score})
-            p.zadd(self.idx(sort, row.state), {name: score})
+    def _queue_history(self, p: Any, name: str, doc: Mapping[str, Any]) -> None:
         # The timeline and generations are the document's own history (the model keeps it within the
         # retention); the hashes and sorted sets below index it for range queries. Each is rewritten
         # whole through a temporary key and RENAME, so a reader never sees half a version, a row the
@@ -438,7 +480,7 @@ class RedisStore:
             p.zrem(self.idx(sort), name)
             if st:
                 p.zrem(self.idx(sort, st.decode()), name)
-        for h in ("fleet", "fleet:state", "fleet:type", "refreshed"):
+        for h in ("fleet", "fleet:state", "fleet:type", "fleet:history", "refreshed"):
             p.hdel(self.k(*h.split(":")), name)
         for what in ("doc", "timeline", "timeline:idx", "generations", "generations:idx", "lag", "lag:idx"):
             p.delete(self.gk(name, what))

@@ -97,6 +97,45 @@ def test_state_change_moves_the_group_between_state_indexes(redis_client):
     assert st.fleet_counts()["by_state"] == {"Empty": 1}
 
 
+def test_one_write_with_several_documents_of_a_group_keeps_the_last(redis_client):
+    st = RedisStore(redis_client)
+    st.write_group(make_doc("g", state="Stable"), T0)
+    st.write_many(
+        [
+            (make_doc("g", state="PreparingRebalance", gen=4), T0 + 1, T0 + 1),
+            (make_doc("g", state="CompletingRebalance", gen=4), T0 + 2, T0 + 2),
+            (make_doc("g", state="Empty", gen=5, members=0), T0 + 3, T0 + 3),
+            (make_doc("other", state="Stable"), T0 + 3, T0 + 3),
+        ]
+    )
+    assert st.fleet_counts()["by_state"] == {"Empty": 1, "Stable": 1}
+    for state in ("Stable", "PreparingRebalance", "CompletingRebalance"):
+        names = [r["name"] for r in st.list_groups(state=state, limit=0)[1]] if state != "Stable" else []
+        assert "g" not in names
+    assert [r["name"] for r in st.list_groups(state="Stable")[1]] == ["other"]
+    assert st.get_group("g")["generation"] == 5
+    assert [g["generation"] for g in st.get_generations("g")] == [1, 2, 3, 4, 5]
+
+
+def test_history_keys_are_rewritten_only_when_the_history_changed(redis_client):
+    st = RedisStore(redis_client)
+    doc = make_doc("g", lag=1)
+    st.write_group(doc, T0)
+    # a document that differs only in its lag leaves the timeline and generations alone
+    pipe = st.pipeline()
+    queued_same = st.write_many([(make_doc("g", lag=2), T0 + 1, T0 + 1)], pipe=pipe)
+    pipe.execute()
+    pipe = st.pipeline()
+    queued_new = st.write_many([(make_doc("g", gen=4, lag=2), T0 + 2, T0 + 2)], pipe=pipe)
+    pipe.execute()
+    assert queued_new > queued_same
+    assert [g["generation"] for g in st.get_generations("g")] == [1, 2, 3, 4]
+    # a deleted group's history is written again when it comes back
+    st.delete_group("g")
+    st.write_group(doc, T0 + 3)
+    assert [g["generation"] for g in st.get_generations("g")] == [1, 2, 3]
+
+
 def test_list_groups_sorts_filters_and_pages_like_python(redis_client):
     rnd = random.Random(7)
     st = RedisStore(redis_client, storm_rebalances_per_hour=5, lagging_seconds=30)
