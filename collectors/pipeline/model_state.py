@@ -254,9 +254,8 @@ class BatchRows:
 
         self.n = len(pdf) if pdf is not None else 0
         self.slices: dict[str | None, tuple[int, int]] = {}
+        self._pdf, self._order = pdf, None
         if not self.n:
-            for c in self.COLUMNS:
-                setattr(self, c, [])
             self._commit_count = np.zeros(1, np.int64)
             return
         # the evidence order first, then a stable sort by group keeps it within each group
@@ -272,8 +271,7 @@ class BatchRows:
         by_group = np.argsort(codes, kind="stable")
         order = order[by_group]
         codes = codes[by_group]
-        for c in self.COLUMNS:
-            setattr(self, c, pdf[c].to_numpy()[order].tolist())
+        self._pdf, self._order = pdf, order
         bounds = np.flatnonzero(np.diff(codes)) + 1
         starts = np.concatenate(([0], bounds)).tolist()
         ends = np.concatenate((bounds, [self.n])).tolist()
@@ -282,6 +280,15 @@ class BatchRows:
             self.slices[None if code < 0 else uniques[code]] = (s, e)
         is_commit = pdf["kind"].to_numpy()[order] == COMMIT_KIND
         self._commit_count = np.concatenate(([0], np.cumsum(is_commit)))
+
+    def __getattr__(self, column: str) -> list[Any]:
+        """A column as a list in the sorted order, made when first asked for (a batch of commits
+        needs eight of the seventeen)."""
+        if column not in self.COLUMNS:
+            raise AttributeError(column)
+        values = [] if not self.n else self._pdf[column].to_numpy()[self._order].tolist()
+        setattr(self, column, values)
+        return values
 
     @classmethod
     def of(cls, pdfs: Iterator[Any]) -> BatchRows:
