@@ -17,6 +17,7 @@ their output goes through the same checkpointed stream as everything else (order
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import logging
@@ -167,11 +168,12 @@ def describe_json(d: Any, ts: int) -> dict[str, Any]:
 
 
 class AdminPoller(_Loop):
-    def __init__(self, cfg: Any, store: Any, describe_chunk: int = 20) -> None:
+    def __init__(self, cfg: Any, store: Any, describe_chunk: int = 20, offsets_in_flight: int = 200) -> None:
         super().__init__("groupscope-admin-poller")
         self.cfg = cfg
         self.store = store
         self.describe_chunk = describe_chunk
+        self.offsets_in_flight = max(1, offsets_in_flight)
         self.polls = 0
         self.failures = 0
 
@@ -225,14 +227,16 @@ class AdminPoller(_Loop):
                 doc = describe_json(d, ts)
                 producer.produce(topic, key=g.encode(), value=json.dumps(doc).encode())
                 wanted.setdefault(g, set()).update((t, p) for m in doc["members"] for t, p in m["assignment"])
-        for g in groups:
+        # The Admin API takes one group per offsets request: keep up to `offsets_in_flight` requests
+        # outstanding instead of waiting for each in turn (tens of thousands of groups per poll).
+        pending: collections.deque[tuple[str, Any]] = collections.deque()
+
+        def collect(g: str, fut: Any) -> None:
             try:
-                res = admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(g)], request_timeout=timeout_s
-                )[g].result(timeout_s + 5)
-            except Exception as e:
+                res = fut.result(timeout_s + 5)
+            except Exception as e:  # one group's error never stops the poll
                 log.debug("offsets of %s: %s", g, e)
-                continue
+                return
             committed = sorted(
                 [tp.topic, tp.partition, tp.offset] for tp in res.topic_partitions or [] if tp.offset >= 0
             )
@@ -242,6 +246,21 @@ class AdminPoller(_Loop):
                 value=json.dumps({"ts": ts, "group": g, "committed": committed}).encode(),
             )
             wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
+
+        for g in groups:
+            try:
+                fut = admin.list_consumer_group_offsets(
+                    [ConsumerGroupTopicPartitions(g)], request_timeout=timeout_s
+                )[g]
+            except Exception as e:
+                log.debug("offsets of %s: %s", g, e)
+                continue
+            pending.append((g, fut))
+            if len(pending) >= self.offsets_in_flight:
+                collect(*pending.popleft())
+                producer.poll(0)
+        for g, fut in pending:
+            collect(g, fut)
         all_tps = sorted({tp for s in wanted.values() for tp in s})
         ends: dict[tuple[str, int], int] = {}
         if all_tps:
