@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from collectors.codec import records as r
 from collectors.codec.encoder import encode_key, encode_value
+from collectors.config import Settings
 from collectors.local_servers import RedisServer, TansuBroker
 from coordinator_model.group_metadata import coordinator_partition
 
@@ -180,6 +181,7 @@ def pipeline_catch_up(
     shuffle_partitions: int,
     state_store: str,
     spark: Any = None,
+    max_batch: int | None = None,
 ) -> dict:
     from collectors.pipeline.job import PipelineConfig, build_query
     from collectors.redis_store import RedisStore
@@ -206,7 +208,7 @@ def pipeline_catch_up(
         checkpoint_dir=tempfile.mkdtemp(prefix="gs-bench-"),
         kafka={"bootstrap.servers": bootstrap},
         admin_enabled=False,
-        max_records_per_batch=None,
+        max_records_per_batch=max_batch,
         available_now=True,  # read the backlog as it is now, then stop
     )
     q = build_query(spark, cfg, [TOPIC], store)
@@ -291,7 +293,13 @@ def main() -> None:
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--latency-samples", type=int, default=30)
     ap.add_argument("--state-store", choices=sorted(STATE_STORES), default="rocksdb")
-    ap.add_argument("--shuffle-partitions", type=int, default=4, help="state partitions (tasks per batch)")
+    ap.add_argument(
+        "--max-records-per-batch",
+        type=int,
+        default=Settings().max_records_per_batch,
+        help="micro-batch size of the catch-up (default: groupscope's own default); 0: the whole backlog",
+    )
+    ap.add_argument("--shuffle-partitions", type=int, default=8, help="state partitions (as groupscope)")
     args = ap.parse_args()
 
     broker = redis = None
@@ -323,12 +331,14 @@ def main() -> None:
             args.master,
             args.shuffle_partitions,
             args.state_store,
+            max_batch=args.max_records_per_batch or None,
         )
         rate_q = res["rows"] / res["query_s"]
         rate_e2e = res["rows"] / res["end_to_end_s"]
         print(
             f"pipeline catch-up, broker -> Redis ({args.master}, "
-            f"{args.shuffle_partitions} state partitions, {args.state_store} state store): "
+            f"{args.shuffle_partitions} state partitions, {args.state_store} state store, "
+            f"batches of {args.max_records_per_batch or 'all'} records): "
             f"{res['rows']:,} records, "
             f"{res['groups_in_redis']:,} groups in Redis, {res['batches']} batches"
         )
@@ -355,6 +365,7 @@ def main() -> None:
             args.shuffle_partitions,
             args.state_store,
             spark=res["spark"],
+            max_batch=args.max_records_per_batch or None,
         )
         rate_w = warm["rows"] / warm["query_s"]
         print(

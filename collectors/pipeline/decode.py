@@ -1,13 +1,17 @@
 """Stateless first stage, run in the executors: raw rows of the sources -> rows routed to groups.
 
-Each raw row (topic, partition, offset, timestamp, key, value) is routed according to the kind of its
-topic: a `__consumer_offsets` record by the group in its key (the codec reads the key only; the value
-is decoded once, next to the model, in the second stage), heartbeat events, broker log lines and Admin
-API snapshots (describe / committed / log-end offsets) through the coordinator model's parsers. Each
-row keeps its raw bytes and gets the state bucket of its group. Whatever cannot be routed becomes a
-dead-letter row (raw bytes, position, error) in DEAD_BUCKET, so it reaches the sink without stopping
-anything; rows that carry no group evidence (a broker log line about something else) are dropped.
-`decode_one` turns a raw row into evidence; both stages use it.
+Runs as `mapInArrow` (`route_arrow`). Offset commits, nearly every record of `__consumer_offsets`,
+are routed and decoded a column at a time: each distinct key is read once, the values of the common
+layouts with numpy (commit_columns), and such a row leaves here as kind "commit" with its fields in
+the c_* columns and without its raw bytes (a catch-up then shuffles a tenth of the bytes). Every other
+row (topic, partition, offset, timestamp, key, value) is routed one by one according to the kind of
+its topic: any other `__consumer_offsets` record by the group in its key (the codec reads the key
+only; the value is decoded once, next to the model, in the second stage), heartbeat events, broker log
+lines and Admin API snapshots (describe / committed / log-end offsets) through the coordinator model's
+parsers. Such a row keeps its raw bytes and gets the state bucket of its group. Whatever cannot be
+routed becomes a dead-letter row (raw bytes, position, error) in DEAD_BUCKET, so it reaches the sink
+without stopping anything; rows that carry no group evidence (a broker log line about something
+else) are dropped. `decode_one` turns a raw row into evidence; both stages use it.
 """
 
 from __future__ import annotations

@@ -8,8 +8,12 @@ evidence and a digest of its last document. Only the groups of the batch are unp
 again; the others stay as bytes. So the model's state lives in Spark's checkpointed state store
 (RocksDB) and survives restarts. The number of buckets is fixed for the life of a checkpoint.
 
-Here the `__consumer_offsets` values are decoded (once) and every row becomes evidence; a row that
-fails becomes a dead letter.
+A bucket's rows are sorted and sliced by group with numpy (`BatchRows`). A group whose rows in the
+batch are all commits the first stage decoded, all due, goes through `GroupEngine.apply_commits`, the
+engine's bulk path (the same effect as applying each commit; property-tested). Any other group's
+rows become evidence one by one: here the remaining `__consumer_offsets` values are decoded (once),
+and a row that fails becomes a dead letter. A dead letter for a model failure on a decoded commit
+names its position but has no raw bytes (the first stage did not carry them on).
 
 Timers run on EVENT time, never on the wall clock of the batch. A member's session expiry is "no
 heartbeat event for session.timeout.ms": judged against the wall clock it fires while the member's
@@ -20,7 +24,7 @@ watermark:
     watermark = min(wall clock, latest event time delivered) - allowed_lateness_ms
 
 "Latest event time delivered" is the newest timestamp among the Admin poller's clock records (one per
-poll; `decode_batches` hands each clock record to every bucket) and the bucket's evidence. Clock
+poll; `route_arrow` hands each clock record to every bucket) and the bucket's evidence. Clock
 records and evidence travel the same micro-batches, so when the clock of time T has been processed, the
 evidence up to T (less what a producer still held back, which the lateness covers; default 5 s) has
 been too. Evidence itself is applied in event-time order up to the watermark: a row newer than the
