@@ -28,22 +28,24 @@ class _NoStore:
 
 
 def make_groups(bootstrap: str, groups: int, topic: str) -> float:
-    """Commit offsets for `groups` groups (4 partitions each) without joining: assign() + commit()."""
-    from confluent_kafka import Consumer, TopicPartition
+    """Commit offsets for `groups` groups without any member (AlterConsumerGroupOffsets, many requests
+    in flight): each group becomes an Empty group with one committed partition."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     if topic not in admin.list_topics(timeout=10).topics:
         admin.create_topics([NewTopic(topic, 8, 1)])[topic].result(30)
     t0 = time.monotonic()
+    pending = []
     for i in range(groups):
-        c = Consumer(
-            {"bootstrap.servers": bootstrap, "group.id": f"poll-bench-{i:05d}", "enable.auto.commit": False}
-        )
-        c.commit(
-            offsets=[TopicPartition(topic, p, 10 + i) for p in range(i % 8, i % 8 + 1)], asynchronous=False
-        )
-        c.close()
+        g = f"poll-bench-{i:05d}"
+        req = ConsumerGroupTopicPartitions(g, [TopicPartition(topic, i % 8, 10 + i)])
+        pending.append(admin.alter_consumer_group_offsets([req], request_timeout=30)[g])
+        if len(pending) >= 200:
+            pending.pop(0).result(60)
+    for f in pending:
+        f.result(60)
     return time.monotonic() - t0
 
 
@@ -51,7 +53,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--groups", type=int, default=2000)
     ap.add_argument("--bootstrap-servers", default=None)
-    ap.add_argument("--in-flight", type=int, nargs="*", default=[1, 200])
+    ap.add_argument("--in-flight", type=int, nargs="*", default=[200, 1, 200])
     args = ap.parse_args()
     broker = None
     try:

@@ -215,9 +215,8 @@ class AdminPoller(_Loop):
         ts = _now_ms()
         topic = self.cfg.admin_topic
         wanted: dict[str, set[tuple[str, int]]] = {}
-        for i in range(0, len(groups), self.describe_chunk):
-            chunk = groups[i : i + self.describe_chunk]
-            futs = admin.describe_consumer_groups(chunk, request_timeout=timeout_s)
+
+        def described(futs: dict[str, Any]) -> None:
             for g, f in futs.items():
                 try:
                     d = f.result(timeout_s + 5)
@@ -227,6 +226,17 @@ class AdminPoller(_Loop):
                 doc = describe_json(d, ts)
                 producer.produce(topic, key=g.encode(), value=json.dumps(doc).encode())
                 wanted.setdefault(g, set()).update((t, p) for m in doc["members"] for t, p in m["assignment"])
+            producer.poll(0)
+
+        # describe requests of `describe_chunk` groups, several in flight at once
+        chunks: collections.deque[dict[str, Any]] = collections.deque()
+        for i in range(0, len(groups), self.describe_chunk):
+            chunk = groups[i : i + self.describe_chunk]
+            chunks.append(admin.describe_consumer_groups(chunk, request_timeout=timeout_s))
+            if len(chunks) * self.describe_chunk >= self.offsets_in_flight:
+                described(chunks.popleft())
+        while chunks:
+            described(chunks.popleft())
         # The Admin API takes one group per offsets request: keep up to `offsets_in_flight` requests
         # outstanding instead of waiting for each in turn (tens of thousands of groups per poll).
         pending: collections.deque[tuple[str, Any]] = collections.deque()
