@@ -258,6 +258,30 @@ class GroupEngine:
             offsets[tp] = OffsetState(off, cts if cts >= 0 else ts, ts, log_off, "", epoch, expire)
             self._sample_many(tp, [(r[0], r[3]) for r in seq])
 
+    def preview_commits(self, commits: Iterable[OffsetCommit]) -> None:
+        """Offset commits shown before their turn: committed offsets and lag samples only, no timers
+        and no state inference. Only for a throwaway copy of an engine (the live pipeline shows a
+        commit's lag while the commit waits behind the event-time watermark; the real engine applies
+        it in evidence order later)."""
+        for ev in sorted(commits, key=sort_key):
+            if ev.offset is None:
+                continue
+            tp = (ev.topic, ev.partition)
+            cur = self.offsets.get(tp)
+            if cur is not None and ev.log_offset >= 0 and cur.log_offset > ev.log_offset:
+                continue
+            self.now = max(self.now, ev.ts)
+            self.offsets[tp] = OffsetState(
+                ev.offset,
+                ev.commit_timestamp if ev.commit_timestamp >= 0 else ev.ts,
+                ev.ts,
+                ev.log_offset,
+                ev.metadata,
+                ev.leader_epoch,
+                ev.expire_timestamp,
+            )
+            self._sample(tp, ev.ts)
+
     def _sample_many(self, tp: TP, commits: list[tuple[int, int]]) -> None:
         """`_sample` after each of `commits` [(ts, offset)] in turn; the samples a later commit of the
         same slot replaces, or that fall out of the window, are never built."""

@@ -1,6 +1,7 @@
 """The live model stage runs its timers on event time (collectors/pipeline/model_state.py): a slow
 micro-batch never expires a member whose later heartbeats are still in transit, and a member that
-really stopped heartbeating still expires through the Admin poller's clock records alone.
+really stopped heartbeating still expires through the Admin poller's clock records alone, and a
+commit's lag is shown at once while the model waits for the watermark.
 
 The update function is driven directly, batch by batch, with the rows `decode_batches` routes and a
 small holder of the three GroupState calls it uses; the wall clock it reads is set per batch. The
@@ -15,12 +16,14 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from collectors.codec import records as r
+from collectors.codec.encoder import encode_key, encode_value
 from collectors.pipeline import model_state
 from collectors.pipeline.decode import bucket_of, decode_batches
 
 T0 = 1_800_000_000_000
 BUCKETS = 4
-KINDS = {"hb": "heartbeat", "admin": "admin"}
+KINDS = {"hb": "heartbeat", "admin": "admin", "offsets": "offsets"}
 
 
 class BucketState:
@@ -162,3 +165,30 @@ def test_evidence_that_crossed_in_transit_is_applied_in_event_time_order(monkeyp
         lv.batch(T0 + 10_500, [clock(T0 + 10_000)])
     assert crossed.docs[-1]["generations"] == in_order.docs[-1]["generations"]
     assert crossed.docs[-1]["timeline"] == in_order.docs[-1]["timeline"]
+
+
+def commit(topic: str, partition: int, offset: int, ts: int) -> dict[str, Any]:
+    key = encode_key(r.OffsetCommitKey("g", topic, partition))
+    value = encode_value(r.OFFSET_COMMIT, r.OffsetCommitValue(offset=offset, commit_timestamp=ts))
+    return {"topic": "offsets", "key": key, "ts": ts, "value": value}
+
+
+def test_a_commit_shows_at_once_while_the_model_waits_for_the_watermark(monkeypatch):
+    """Lag must not wait for the lateness: a commit's offset is in the very next document, while the
+    state it implies (a group with commits only is Empty) waits until the watermark passes it."""
+    live = Live(monkeypatch)
+    p = [["t", 0]]
+    live.batch(T0 + 300, [hb("m1", "join", T0), hb("m1", "assigned", T0 + 100, p), clock(T0 + 200)])
+    before = live.batch(T0 + 6000, [clock(T0 + 5500)])
+    doc = live.batch(T0 + 6500, [commit("t", 0, 42, T0 + 6000)])
+    assert doc is not None and [o["offset"] for o in doc["offsets"]] == [42]
+    assert doc["timeline"] == before["timeline"]  # the model itself has not reached the commit yet
+    doc = live.batch(T0 + 7500, [commit("t", 0, 43, T0 + 7000)])
+    assert [o["offset"] for o in doc["offsets"]] == [43]
+    # a brand-new group's first commit shows too (without a state of its own yet)
+    other = Live(monkeypatch)
+    doc = other.batch(T0 + 1500, [commit("t", 0, 7, T0 + 1000)])
+    assert doc is not None and [o["offset"] for o in doc["offsets"]] == [7]
+    for t in range(T0 + 5000, T0 + 15_000, 5000):
+        doc = other.batch(t + 200, [clock(t)])
+    assert doc["state"] == "Empty" and [o["offset"] for o in doc["offsets"]] == [7]

@@ -224,17 +224,25 @@ def make_update(
                 engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
             if span is not None:
                 last_input = now
-            if not blob and not evidence and not ticks and not commits:
+            # Commits still held behind the watermark are shown at once (offsets and lag only): a
+            # commit's lag must not wait for the lateness; the model applies them in order later.
+            early = _held_commits(group, held) if live and held else []
+            if not blob and not evidence and not ticks and not commits and not early:
                 # every row of a group we have not seen yet is still held behind the watermark:
                 # publish nothing until there is evidence, or an empty document would stand in Redis
                 groups[group] = (b"", int(last_input), digest, held)
                 continue
             if live and watermark > 0:
                 engine.advance(watermark)
-            doc = engine.document()
+            state_blob = pickle.dumps(engine, 5)
+            shown = engine
+            if early:
+                shown = pickle.loads(state_blob)  # a throwaway copy: the real engine waits
+                shown.preview_commits(early)
+            doc = shown.document()
             text = _dumps(doc)
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-            groups[group] = (pickle.dumps(engine, 5), int(last_input), new_digest, held)
+            groups[group] = (state_blob, int(last_input), new_digest, held)
             if new_digest != digest:
                 emit(group, "doc", int(doc.get("as_of") or 0), int(last_input or now), text)
         state.update((pickle.dumps((groups, meta), 5),))
@@ -353,6 +361,25 @@ class BatchRows:
             )
             for i in range(s, e)
         ]
+
+
+def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:
+    """The offset commits among a group's held rows, as evidence (a row that does not decode is left
+    to the model's own pass, which makes it a dead letter)."""
+    from coordinator_model.evidence import OffsetCommit
+
+    out = []
+    for _, row in held:
+        ts, _, partition, offset, kind, topic, k, v = row[:8]
+        if kind == COMMIT_KIND:
+            out.append(commit_evidence(group, ts, offset, row[9]))
+        elif kind == "offsets":
+            try:
+                evs = decode_one(kind, topic, partition, offset, ts, k, v)
+            except Exception:
+                continue
+            out.extend(ev for g, _, _, ev in evs if g == group and isinstance(ev, OffsetCommit))
+    return out
 
 
 def _load_state(state: Any) -> tuple[dict[str, tuple], dict[str, int]]:
