@@ -41,7 +41,7 @@ class Settings(BaseSettings):
     spark_master: str = "local[*]"
     checkpoint_dir: str = str(Path.home() / ".groupscope" / "checkpoints")
     trigger_interval_s: float = 1.0
-    max_records_per_batch: int = 200_000
+    max_records_per_batch: int = 1_000_000
     # how far behind the newest evidence the model's timers run, so heartbeat events still in
     # transit are not taken for a member's silence (docs/running-on-a-cluster.md, timers)
     allowed_lateness_ms: int = 5000

@@ -56,7 +56,7 @@ class PipelineConfig:
     capture_dir: str | None = None
     speed: float | None = None
     # both
-    max_records_per_batch: int | None = 200_000
+    max_records_per_batch: int | None = 1_000_000
     retention_ms: int = 7 * 24 * 3600 * 1000
     trim_interval_s: float = 60.0
     redis_retry_s: float = 600.0
