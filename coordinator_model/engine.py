@@ -264,23 +264,9 @@ class GroupEngine:
         commit's lag while the commit waits behind the event-time watermark; the real engine applies
         it in evidence order later)."""
         for ev in sorted(commits, key=sort_key):
-            if ev.offset is None:
-                continue
-            tp = (ev.topic, ev.partition)
-            cur = self.offsets.get(tp)
-            if cur is not None and ev.log_offset >= 0 and cur.log_offset > ev.log_offset:
-                continue
-            self.now = max(self.now, ev.ts)
-            self.offsets[tp] = OffsetState(
-                ev.offset,
-                ev.commit_timestamp if ev.commit_timestamp >= 0 else ev.ts,
-                ev.ts,
-                ev.log_offset,
-                ev.metadata,
-                ev.leader_epoch,
-                ev.expire_timestamp,
-            )
-            self._sample(tp, ev.ts)
+            if ev.offset is not None:
+                self.now = max(self.now, ev.ts)
+                self._store_commit(ev)
 
     def _sample_many(self, tp: TP, commits: list[tuple[int, int]]) -> None:
         """`_sample` after each of `commits` [(ts, offset)] in turn; the samples a later commit of the
@@ -720,14 +706,26 @@ class GroupEngine:
     def _on_offset_commit(self, ev: OffsetCommit) -> None:
         self.type = self.type or "classic"
         tp = (ev.topic, ev.partition)
-        cur = self.offsets.get(tp)
         if ev.offset is None:
+            cur = self.offsets.get(tp)
             if cur is None or cur.log_offset <= ev.log_offset:
                 self.offsets.pop(tp, None)
             return
-        # seed 000 onOffsetCommitAppend: an older commit record never replaces a newer one
-        if cur is not None and ev.log_offset >= 0 and cur.log_offset > ev.log_offset:
+        if not self._store_commit(ev):
             return
+        if self.state is None and not self.members and self.type == "classic":
+            # only commits: a standalone (assign()) group, Kafka describes it as Empty
+            self.simple = True
+            self._goto("Empty", ev.ts, True)
+
+    def _store_commit(self, ev: OffsetCommit) -> bool:
+        """Keep a (non-tombstone) commit as its partition's committed offset and sample its lag;
+        False when it is older than the one kept (seed 000 onOffsetCommitAppend: an older commit
+        record never replaces a newer one)."""
+        tp = (ev.topic, ev.partition)
+        cur = self.offsets.get(tp)
+        if cur is not None and ev.log_offset >= 0 and cur.log_offset > ev.log_offset:
+            return False
         self.offsets[tp] = OffsetState(
             ev.offset,
             ev.commit_timestamp if ev.commit_timestamp >= 0 else ev.ts,
@@ -738,10 +736,7 @@ class GroupEngine:
             ev.expire_timestamp,
         )
         self._sample(tp, ev.ts)
-        if self.state is None and not self.members and self.type == "classic":
-            # only commits: a standalone (assign()) group, Kafka describes it as Empty
-            self.simple = True
-            self._goto("Empty", ev.ts, True)
+        return True
 
     def _on_unknown_record(self, ev: UnknownRecord) -> None:
         pass
