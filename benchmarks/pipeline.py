@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import statistics
 import sys
@@ -175,8 +176,6 @@ def plain_read(bootstrap: str) -> tuple[int, float]:
 def pipeline_catch_up(
     bootstrap: str,
     redis_url: str,
-    records: int,
-    groups: int,
     master: str,
     shuffle_partitions: int,
     state_store: str,
@@ -323,16 +322,16 @@ def main() -> None:
             f"= {plain_rate:,.0f} records/s"
         )
 
-        res = pipeline_catch_up(
+        catch_up = functools.partial(
+            pipeline_catch_up,
             bootstrap,
             redis_url,
-            args.records,
-            args.groups,
             args.master,
             args.shuffle_partitions,
             args.state_store,
             max_batch=args.max_records_per_batch or None,
         )
+        res = catch_up()
         rate_q = res["rows"] / res["query_s"]
         rate_e2e = res["rows"] / res["end_to_end_s"]
         print(
@@ -356,17 +355,7 @@ def main() -> None:
         # The same catch-up again in the same Spark session (fresh checkpoint, Redis emptied): the
         # first query also pays for the JVM's warm-up and the first Python workers; a long catch-up
         # (tens of millions of records, many micro-batches) runs at about this rate.
-        warm = pipeline_catch_up(
-            bootstrap,
-            redis_url,
-            args.records,
-            args.groups,
-            args.master,
-            args.shuffle_partitions,
-            args.state_store,
-            spark=res["spark"],
-            max_batch=args.max_records_per_batch or None,
-        )
+        warm = catch_up(spark=res["spark"])
         rate_w = warm["rows"] / warm["query_s"]
         print(
             f"  again in the warm session: {warm['rows']:,} records in {warm['query_s']:.1f} s "

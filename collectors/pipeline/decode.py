@@ -187,11 +187,12 @@ def route_one(
     return [(g, int(t), rank) for g, t, rank, _ in decode_one(kind, topic, partition, offset, ts, key, value)]
 
 
-def _arrow_schema() -> Any:
+def arrow_schema(ddl: str = ROUTED_SCHEMA) -> Any:
+    """The pyarrow schema of a Spark DDL string of ours ("name type, ...")."""
     import pyarrow as pa
 
     types = {"int": pa.int32(), "long": pa.int64(), "string": pa.string(), "binary": pa.binary()}
-    return pa.schema([(name, types[t]) for name, t in (c.split() for c in ROUTED_SCHEMA.split(", "))])
+    return pa.schema([(name, types[t]) for name, t in (c.split() for c in ddl.split(", "))])
 
 
 # key bytes -> (group, bucket, topic, partition) of an OffsetCommit key, or None for any other key
@@ -230,7 +231,7 @@ def route_arrow(batches: Iterator[Any], kinds: Mapping[str, str], buckets: int =
 
     from collectors.pipeline.commit_columns import decode_commit_values
 
-    schema = _arrow_schema()
+    schema = arrow_schema()
     cache = _COMMIT_KEYS.setdefault(buckets, {})
     offsets_topics = [t for t, k in kinds.items() if k == "offsets"]
     for batch in batches:
@@ -347,8 +348,7 @@ def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: in
 
     from collectors.pipeline.kafka_source import SCHEMA
 
-    types = {"int": pa.int32(), "long": pa.int64(), "string": pa.string(), "binary": pa.binary()}
-    raw_schema = pa.schema([(name, types[t]) for name, t in (c.split() for c in SCHEMA.split(", "))])
+    raw_schema = arrow_schema(SCHEMA)
 
     def to_arrow(pdf: Any) -> Any:
         return pa.RecordBatch.from_pandas(pdf[RAW_COLUMNS], schema=raw_schema, preserve_index=False)

@@ -292,6 +292,8 @@ def read_partition(
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+    from collectors.pipeline.decode import arrow_schema
+
     c = Consumer(
         {
             **conf,
@@ -306,16 +308,7 @@ def read_partition(
     cols: dict[str, list[Any]] = {
         k: [] for k in ("topic", "partition", "offset", "timestamp", "key", "value")
     }
-    schema = pa.schema(
-        [
-            ("topic", pa.string()),
-            ("partition", pa.int32()),
-            ("offset", pa.int64()),
-            ("timestamp", pa.int64()),
-            ("key", pa.binary()),
-            ("value", pa.binary()),
-        ]
-    )
+    schema = arrow_schema(SCHEMA)
 
     def flush() -> Any:
         batch = pa.RecordBatch.from_pydict(cols, schema=schema)

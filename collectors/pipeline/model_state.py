@@ -209,10 +209,7 @@ def make_update(
                 if ticks:  # the end of a replayed capture: run the timers to its last moment
                     engine.advance(max(t.ts for t in ticks))
             except Exception as e:  # a model failure: keep the group's last good state, report the rows
-                if commits:
-                    first = batch.row_tuples(span)[0]
-                else:
-                    first = rows[0]
+                first = batch.row_tuples((span[0], span[0] + 1))[0] if commits else rows[0]
                 ts, _, partition, offset, _, topic, k, v, _ = first[:9]
                 emit(
                     group,
