@@ -102,7 +102,9 @@ def produce_backlog(bootstrap: str, records: int, groups: int) -> float:
             "compression.type": "lz4",
         }
     )
-    per_group = max(1, records // groups)
+    # The backlog is `records` in all, the 50 end markers (below) included.
+    records = max(0, records - 50)
+    per_group = max(1, -(-records // groups))
     names = [f"bench-group-{i:05d}" for i in range(groups)]
     keys = {
         (g, t): encode_key(r.OffsetCommitKey(g, f"bench-topic-{i % 50}", t))

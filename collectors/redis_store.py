@@ -249,17 +249,27 @@ class RedisStore:
         ref = as_of_ms if as_of_ms is not None else now_ms
         return self.write_many([(d, now_ms, ref) for d in docs], pipe=pipe)
 
-    def write_many(self, items: Iterable[tuple[Mapping[str, Any], int, int]], *, pipe: Any = None) -> int:
+    def write_many(
+        self,
+        items: Iterable[tuple[Mapping[str, Any], int, int]],
+        *,
+        pipe: Any = None,
+        texts: Iterable[str] | None = None,
+    ) -> int:
         """`write_groups` with each document's own (now_ms, as_of_ms): one round trip to read the
         previous states and history digests, then the writes queued on `pipe` (or executed here).
-        Returns commands queued.
+        Returns commands queued. `texts`, when given, are the documents already serialised as this
+        module does (the pipeline's model stage makes them so), stored as they are.
 
         The fleet-wide hashes and indexes get one command each for all the documents (a catch-up
         writes thousands of groups a batch, and per-group commands were most of the sink's time); a
         group's timeline and generations are rewritten only when their digest changed."""
-        items = [(d, n, a) for d, n, a in items if d.get("group") is not None]
-        if not items:
+        listed = list(items)
+        given = list(texts) if texts is not None else [None] * len(listed)
+        kept = [(item, t) for item, t in zip(listed, given, strict=True) if item[0].get("group") is not None]
+        if not kept:
             return 0
+        items = [item for item, _ in kept]
         names = [str(d["group"]) for d, _, _ in items]
         # The previous state tells which per-state indexes to leave; the digest, whether the history
         # changed. (A document repeated in `items` is written in turn; the last one is what stays.)
@@ -278,8 +288,8 @@ class RedisStore:
         scores: dict[str, dict[str, float]] = {}
         left: dict[str, set[str]] = {}  # name -> per-state indexes it leaves
         current: dict[str, str | None] = {}
-        for (doc, now_ms, ref), name, old, old_digest in zip(
-            items, names, old_states, old_digests, strict=True
+        for (doc, now_ms, ref), text, name, old, old_digest in zip(
+            items, (t for _, t in kept), names, old_states, old_digests, strict=True
         ):
             row = fleet_row(doc, ref)
             row = FleetRow(**{**row.__dict__, "last_refreshed": int(now_ms)})
@@ -287,7 +297,7 @@ class RedisStore:
             if prev and prev != row.state:
                 left.setdefault(name, set()).add(prev)
             current[name] = row.state
-            p.set(self.gk(name, "doc"), _dumps(doc))
+            p.set(self.gk(name, "doc"), text if text is not None else _dumps(doc))
             fleet[name] = _dumps(row.to_json())
             states[name] = row.state
             types[name] = row.type or ""

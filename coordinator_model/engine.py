@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import MISSING, dataclass, field, fields
+from itertools import pairwise
 from typing import Any
 
 from coordinator_model import lag as lagmod
@@ -142,6 +143,38 @@ class OffsetState:
     expire_timestamp: int = -1
 
 
+@dataclass(slots=True)
+class CommitRun:
+    """One partition's offset commits of one batch, in evidence order, as a catch-up delivers them:
+    summarised where they were read, so that applying them costs the same for 1 commit or 10,000.
+    Every commit has an empty metadata string and none is a tombstone."""
+
+    topic: str
+    partition: int
+    first_ts: int
+    first_log: int
+    last_ts: int
+    last_log: int
+    monotone: bool  # log offsets never go down along the run, and none is negative
+    # the last commit's fields
+    offset: int
+    commit_ts: int
+    epoch: int
+    expire: int
+    # the lag window's last WINDOW slots, (ts, offset) each, and the start of the last slot, as
+    # sampling makes them when the run's first commit opens a slot (see lag.PartitionWindow.add)
+    slots: list[tuple[int, int]]
+    slot_start: int
+    # every commit, as apply_commits rows (ts, topic, partition, offset, commit timestamp, leader
+    # epoch, expire timestamp, log offset), in order: for when the summary does not hold
+    rows: Callable[[], list[tuple]]
+
+
+def _merged_rows(runs: Iterable[CommitRun]) -> list[tuple]:
+    """The commits of several runs as apply_commits rows, in evidence order (time, log offset)."""
+    return sorted((row for run in runs for row in run.rows()), key=lambda r: (r[0], r[7]))
+
+
 class GroupEngine:
     """Rebuilds one group's state, members, generations and timeline from evidence."""
 
@@ -225,38 +258,101 @@ class GroupEngine:
             return
         last_ts = max(r[0] for r in rows)
         if last_ts >= self._next_due:
-            # a session timer falls among them: one by one, so that it fires where it would
-            for ts, topic, part, off, cts, epoch, expire, log_off in rows:
-                self.apply(OffsetCommit(ts, self.group, topic, part, off, cts, epoch, "", expire, log_off))
+            self._commits_one_by_one(rows)
             return
+        self._commits_begin(last_ts)
+        by_tp: dict[TP, list[tuple]] = {}
+        for row in rows:
+            seq = by_tp.get((row[1], row[2]))
+            if seq is None:
+                seq = by_tp[(row[1], row[2])] = []
+            seq.append(row)
+        # Partitions are independent of each other; the first commit kept (in evidence order, which
+        # is by time) is when a group seen only through its commits became Empty.
+        firsts = [self._commit_seq(tp, seq) for tp, seq in by_tp.items()]
+        self._commits_end(firsts)
+
+    def apply_commit_runs(self, runs: list[CommitRun]) -> None:
+        """`apply_commits` for commits the pipeline's first stage gathered into runs (one partition's
+        commits each, in evidence order, with a summary). A run whose summary holds against this
+        engine's state (see `_commit_run`) costs O(1) whatever its length; any other is expanded."""
+        if not runs:
+            return
+        runs = sorted(runs, key=lambda r: (r.first_ts, r.first_log))
+        last_ts = max(r.last_ts for r in runs)
+        if last_ts >= self._next_due:
+            self._commits_one_by_one(_merged_rows(runs))
+            return
+        self._commits_begin(last_ts)
+        by_tp: dict[TP, list[CommitRun]] = {}
+        for run in runs:  # in order of each partition's first commit, as apply_commits meets them
+            by_tp.setdefault((run.topic, run.partition), []).append(run)
+        firsts: list[int | None] = []
+        for tp, tp_runs in by_tp.items():
+            chained = all((a.last_ts, a.last_log) < (b.first_ts, b.first_log) for a, b in pairwise(tp_runs))
+            if not chained:  # runs of one partition that interleave in evidence order: merge them
+                firsts.append(self._commit_seq(tp, _merged_rows(tp_runs)))
+                continue
+            first = None
+            for run in tp_runs:
+                t = self._commit_run(tp, run)
+                first = t if first is None else first
+            firsts.append(first)
+        self._commits_end(firsts)
+
+    def _commits_one_by_one(self, rows: Iterable[tuple]) -> None:
+        # a session timer falls among them: one by one, so that it fires where it would
+        for ts, topic, part, off, cts, epoch, expire, log_off in rows:
+            self.apply(OffsetCommit(ts, self.group, topic, part, off, cts, epoch, "", expire, log_off))
+
+    def _commits_begin(self, last_ts: int) -> None:
         self.now = max(self.now, last_ts)
         self.sources.add("offsets")
         self.type = self.type or "classic"
-        accepted: dict[TP, list[tuple]] = {}
-        log_of: dict[TP, int | None] = {}  # the log offset of each partition's current commit
-        offsets = self.offsets
-        for row in rows:
-            tp = (row[1], row[2])
-            seq = accepted.get(tp)
-            if seq is None:
-                cur = offsets.get(tp)
-                log_of[tp] = cur.log_offset if cur is not None else None
-                seq = accepted[tp] = []
-            cur_log = log_of[tp]
+
+    def _commits_end(self, firsts: list[int | None]) -> None:
+        kept = [t for t in firsts if t is not None]
+        if kept and self.state is None and not self.members and self.type == "classic":
+            self.simple = True  # only commits: a standalone (assign()) group, described as Empty
+            self._goto("Empty", min(kept), True)
+
+    def _commit_seq(self, tp: TP, seq: list[tuple]) -> int | None:
+        """One partition's commits (apply_commits rows, in evidence order); the time of the first
+        one kept, or None."""
+        cur = self.offsets.get(tp)
+        cur_log = cur.log_offset if cur is not None else None
+        kept = []
+        for row in seq:
             # seed 000 onOffsetCommitAppend: an older commit record never replaces a newer one
             if cur_log is not None and row[7] >= 0 and cur_log > row[7]:
                 continue
-            log_of[tp] = row[7]
-            seq.append(row)
-            if self.state is None and not self.members and self.type == "classic":
-                self.simple = True  # only commits: a standalone (assign()) group, described as Empty
-                self._goto("Empty", row[0], True)
-        for tp, seq in accepted.items():
-            if not seq:
-                continue
-            ts, _, _, off, cts, epoch, expire, log_off = seq[-1]
-            offsets[tp] = OffsetState(off, cts if cts >= 0 else ts, ts, log_off, "", epoch, expire)
-            self._sample_many(tp, [(r[0], r[3]) for r in seq])
+            cur_log = row[7]
+            kept.append(row)
+        if not kept:
+            return None
+        ts, _, _, off, cts, epoch, expire, log_off = kept[-1]
+        self.offsets[tp] = OffsetState(off, cts if cts >= 0 else ts, ts, log_off, "", epoch, expire)
+        self._sample_many(tp, [(r[0], r[3]) for r in kept])
+        return kept[0][0]
+
+    def _commit_run(self, tp: TP, run: CommitRun) -> int | None:
+        """One run: from its summary when every commit of it is kept and its first commit opens a
+        lag slot (then neither depends on this engine's state), else commit by commit."""
+        cur = self.offsets.get(tp)
+        cur_log = cur.log_offset if cur is not None else None
+        w = self.windows.get(tp)
+        if (
+            run.monotone
+            and (cur_log is None or cur_log <= run.first_log)
+            and (w is None or not w.samples or run.first_ts - w.slot_start >= lagmod.MIN_DISTANCE_MS)
+        ):
+            cts = run.commit_ts if run.commit_ts >= 0 else run.last_ts
+            self.offsets[tp] = OffsetState(
+                run.offset, cts, run.last_ts, run.last_log, "", run.epoch, run.expire
+            )
+            self._set_window(tp, run.slots, run.slot_start)
+            return run.first_ts
+        return self._commit_seq(tp, run.rows())
 
     def preview_commits(self, commits: Iterable[OffsetCommit]) -> None:
         """Offset commits shown before their turn: committed offsets and lag samples only, no timers
@@ -272,16 +368,24 @@ class GroupEngine:
         """`_sample` after each of `commits` [(ts, offset)] in turn; the samples a later commit of the
         same slot replaces, or that fall out of the window, are never built."""
         w = self.windows.get(tp)
-        if w is None:
-            w = self.windows[tp] = lagmod.PartitionWindow()
-        slots: list[Any] = list(w.samples)
-        start = w.slot_start
+        slots: list[Any] = list(w.samples) if w is not None else []
+        start = w.slot_start if w is not None else 0
         for ts, off in commits:
             if slots and ts - start < lagmod.MIN_DISTANCE_MS:
                 slots[-1] = (ts, off)
             else:
                 slots.append((ts, off))
                 start = ts
+        self._set_window(tp, slots, start, replace=True)
+
+    def _set_window(self, tp: TP, slots: list[Any], start: int, replace: bool = False) -> None:
+        """Append the new slots' (ts, offset) to a partition's lag window (or, `replace`, make `slots`,
+        which begin with the window's own samples, the window), keeping the last WINDOW."""
+        w = self.windows.get(tp)
+        if w is None:
+            w = self.windows[tp] = lagmod.PartitionWindow()
+        if not replace:
+            slots = [*w.samples, *slots[-lagmod.WINDOW :]]
         h = self.end_offsets.get(tp)
         samples = []
         for s in slots[-lagmod.WINDOW :]:

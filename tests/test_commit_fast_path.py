@@ -22,7 +22,9 @@ from collectors.codec import records as r
 from collectors.codec.decoder import decode_value
 from collectors.codec.encoder import encode_key, encode_value
 from collectors.pipeline.commit_columns import decode_commit_values
-from collectors.pipeline.decode import COMMIT_KIND, bucket_of, commit_evidence, decode_batches, decode_one
+from collectors.pipeline.commit_runs import RUN_KIND
+from collectors.pipeline.decode import bucket_of, commit_evidence, decode_batches, decode_one
+from collectors.pipeline.model_state import BatchRows
 from coordinator_model.engine import GroupEngine
 from coordinator_model.evidence import EndOffset, HeartbeatEvent, OffsetCommit
 
@@ -92,11 +94,12 @@ def _raw(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
 
 
-def test_route_arrow_fast_rows_match_the_row_by_row_decoder() -> None:
+def test_route_arrow_gathers_commits_into_runs_and_sends_the_rest_row_by_row() -> None:
     t = "__consumer_offsets"
     key = encode_key(r.OffsetCommitKey("g1", "orders", 3))
     meta_key = encode_key(r.GroupMetadataKey("g1"))
     v3 = _encoded(3, r.OffsetCommitValue(offset=42, leader_epoch=5, commit_timestamp=1000))
+    v3b = _encoded(3, r.OffsetCommitValue(offset=44, leader_epoch=5, commit_timestamp=3000))
     v4 = _encoded(4, r.OffsetCommitValue(offset=43, commit_timestamp=1001))
     rows = [
         (t, 7, 10, 1000, key, v3),
@@ -105,17 +108,26 @@ def test_route_arrow_fast_rows_match_the_row_by_row_decoder() -> None:
         (t, 7, 13, 1003, meta_key, b"\x00\x03garbage"),  # group metadata (bad): row by row, dead later
         (t, 7, 14, 1004, b"\x00", v3),  # key too short: dead letter
         ("elsewhere", 0, 0, 1005, key, v3),  # not a source
+        (t, 7, 15, 3000, key, v3b),
     ]
     out = pd.concat(list(decode_batches(iter([_raw(rows)]), {t: "offsets"}, buckets=16)))
-    fast = out[out["kind"] == COMMIT_KIND]
-    assert fast["offset"].tolist() == [10]
-    row = fast.iloc[0]
+    runs = out[out["kind"] == RUN_KIND]
+    assert len(runs) == 1
+    row = runs.iloc[0]
     assert row["group"] == "g1" and row["bucket"] == bucket_of("g1", 16)
     assert row["key"] is None and row["value"] is None
-    ev = commit_evidence("g1", int(row["ts"]), int(row["offset"]), tuple(row[c] for c in _C))
-    (expected,) = decode_one("offsets", t, 7, 10, 1000, key, v3)
-    assert ev == expected[3]
-    slow = out[out["kind"] != COMMIT_KIND]
+    assert (row["offset"], row["c_last_log"], row["c_first_ts"], row["ts"]) == (10, 15, 1000, 3000)
+    # the run's commits, each as the codec decodes it
+    batch = BatchRows(runs.reset_index(drop=True))
+    got = [commit_evidence("g1", ts, off, c) for ts, _, _, off, *_, c in batch.row_tuples((0, 1))]
+    want = [
+        decode_one("offsets", t, 7, o, ts, key, v)[0][3] for o, ts, v in ((10, 1000, v3), (15, 3000, v3b))
+    ]
+    assert got == want
+    (run,) = batch.commit_runs((0, 1))
+    assert (run.offset, run.commit_ts, run.epoch, run.monotone) == (44, 3000, 5, True)
+    assert run.slots == [(1000, 42), (3000, 44)] and run.slot_start == 3000
+    slow = out[out["kind"] != RUN_KIND]
     assert sorted(slow["offset"].tolist()) == [0, 11, 12, 13, 14]
     assert set(slow[slow["bucket"] == -1]["offset"]) == {0, 14}
     assert all(v is not None for v in slow[slow["offset"] == 11]["value"])
@@ -185,3 +197,81 @@ def test_bulk_commits_equal_one_by_one(rows: list[tuple], kind: str) -> None:
     bulk.advance(30_000)
     assert bulk.document() == one.document()
     assert pickle.loads(pickle.dumps(bulk)).document() == one.document()
+
+
+# ---- runs gathered in the first stage, applied by the engine ------------------------------------------
+def _routed_runs(rows: list[tuple], batches: int, flush_rows: int) -> list:
+    """rows as __consumer_offsets records (version 1 when there is an expire timestamp, else 3), split
+    into `batches` input batches, through route_arrow; the CommitRuns the model stage would build."""
+    raw = []
+    for i, (ts, topic, part, off, cts, epoch, exp, log_off) in enumerate(rows):
+        value = r.OffsetCommitValue(
+            offset=off, leader_epoch=epoch, commit_timestamp=cts, expire_timestamp=exp
+        )
+        version = 1 if exp != -1 else 3
+        if version == 1:
+            value = r.OffsetCommitValue(offset=off, commit_timestamp=cts, expire_timestamp=exp)
+        raw.append(
+            (
+                "__consumer_offsets",
+                3,
+                log_off if log_off >= 0 else i,
+                ts,
+                encode_key(r.OffsetCommitKey("g", topic, part)),
+                _encoded(version, value),
+            )
+        )
+    size = max(1, -(-len(raw) // batches))
+    frames = [_raw(raw[i : i + size]) for i in range(0, len(raw), size)]
+    out = list(decode_batches(iter(frames), {"__consumer_offsets": "offsets"}, 16, flush_rows=flush_rows))
+    if not out:
+        return []
+    routed = pd.concat(out, ignore_index=True)
+    assert set(routed["kind"]) <= {RUN_KIND}
+    batch = BatchRows(routed)
+    return batch.commit_runs(batch.slices["g"]) if "g" in batch.slices else []
+
+
+close_commit_rows = st.lists(
+    st.tuples(
+        st.integers(0, 12_000),  # ts: commits often closer than a lag slot (1 s) to each other
+        st.sampled_from(["a", "b"]),
+        st.integers(0, 1),
+        st.integers(0, 10_000),
+        st.integers(-1, 20_000),
+        st.integers(-1, 3),
+        st.sampled_from([-1, 30_000]),
+        st.integers(0, 400),  # log offset (distinct below; may go backwards in time order)
+    ),
+    max_size=50,
+    unique_by=lambda row: row[7],
+)
+
+
+@PROPS
+@given(
+    close_commit_rows,
+    st.sampled_from(["fresh", "ends", "member", "prior", "window"]),
+    st.integers(1, 3),
+    st.sampled_from([1, 3, 1000]),
+)
+def test_runs_from_the_first_stage_equal_one_by_one(
+    rows: list[tuple], kind: str, batches: int, flush: int
+) -> None:
+    one, bulk = _prepared(kind), _prepared(kind)
+    if kind == "window":  # a lag window whose last slot is still open when the runs come
+        for e in (one, bulk):
+            e.apply(OffsetCommit(11_500, "g", "a", 0, 5, log_offset=0))
+            e.apply(OffsetCommit(11_900, "g", "b", 1, 5, log_offset=1))
+        rows = [(ts + 11_900, *rest) for ts, *rest in rows if rest[-1] > 1]
+    in_log_order = sorted(rows, key=lambda row: row[7])
+    for ts, topic, part, off, cts, epoch, exp, log_off in sorted(rows, key=lambda row: (row[0], row[7])):
+        one.apply(OffsetCommit(ts, "g", topic, part, off, cts, epoch if exp == -1 else -1, "", exp, log_off))
+    bulk.apply_commit_runs(_routed_runs(in_log_order, batches, flush))
+    assert bulk.offsets == one.offsets
+    assert bulk.windows == one.windows
+    assert bulk.timeline == one.timeline
+    assert (bulk.now, bulk.sources, bulk.type, bulk.simple) == (one.now, one.sources, one.type, one.simple)
+    one.advance(40_000)
+    bulk.advance(40_000)
+    assert bulk.document() == one.document()

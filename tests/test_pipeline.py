@@ -65,6 +65,9 @@ def test_read_tasks_pack_ranges_evenly_and_split_big_ones():
     assert max(t.records for t in tasks) <= 200
     assert len(pack_ranges([("t", 0, 0, 5), ("t", 1, 0, 5)], tasks=8, split_rows=100)) == 2
     assert pack_ranges([], 4, 100) == []
+    # 1,050 records need 5 tasks of at most 250: 6 (three whole waves of 2), not 5 (a lone last one)
+    even = pack_ranges([("t", p, 0, 21) for p in range(50)], tasks=2, split_rows=250)
+    assert len(even) == 6 and max(t.records for t in even) - min(t.records for t in even) <= 21
 
 
 def test_kafka_settings_pass_through_untouched():

@@ -29,14 +29,15 @@ DEAD_BUCKET = -1
 ROUTED_SCHEMA = (
     "bucket int, group string, ts long, rank int, kind string, topic string, partition int, offset long, "
     "key binary, value binary, error string, "
-    "c_topic string, c_partition int, c_offset long, c_commit_ts long, c_epoch int, c_expire long"
+    "c_topic string, c_partition int, c_offset long, c_commit_ts long, c_epoch int, c_expire long, "
+    "c_first_ts long, c_last_log long, c_mono boolean, c_slot_start long, c_slots binary, c_run binary"
 )
 ROUTED_COLUMNS = [c.split()[0] for c in ROUTED_SCHEMA.split(", ")]
 # A `__consumer_offsets` commit decoded in the first stage (commit_columns): its fields are in the c_*
 # columns (topic, partition, committed offset, commit timestamp, leader epoch, expire timestamp) and
 # its raw key and value are not carried on. Other rows leave the c_* columns empty.
 COMMIT_KIND = "commit"
-_NO_COMMIT = (None, 0, 0, 0, 0, 0)
+_NO_COMMIT = (None, 0, 0, 0, 0, 0, 0, 0, False, 0, None, None)
 
 # Kinds of source, and their rank among evidence with the same timestamp.
 KIND_RANK = {"offsets": 0, "broker_log": 1, "admin": 2, "heartbeat": 4}
@@ -191,7 +192,13 @@ def arrow_schema(ddl: str = ROUTED_SCHEMA) -> Any:
     """The pyarrow schema of a Spark DDL string of ours ("name type, ...")."""
     import pyarrow as pa
 
-    types = {"int": pa.int32(), "long": pa.int64(), "string": pa.string(), "binary": pa.binary()}
+    types = {
+        "int": pa.int32(),
+        "long": pa.int64(),
+        "string": pa.string(),
+        "binary": pa.binary(),
+        "boolean": pa.bool_(),
+    }
     return pa.schema([(name, types[t]) for name, t in (c.split() for c in ddl.split(", "))])
 
 
@@ -219,7 +226,9 @@ def _commit_key(key: bytes, buckets: int, cache: dict) -> tuple[str, int, str, i
     return hit
 
 
-def route_arrow(batches: Iterator[Any], kinds: Mapping[str, str], buckets: int = 256) -> Iterator[Any]:
+def route_arrow(
+    batches: Iterator[Any], kinds: Mapping[str, str], buckets: int = 256, flush_rows: int | None = None
+) -> Iterator[Any]:
     """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out.
 
     Offset commits with the common value layouts are routed and decoded a column at a time (kind
@@ -230,8 +239,10 @@ def route_arrow(batches: Iterator[Any], kinds: Mapping[str, str], buckets: int =
     import pyarrow.compute as pc
 
     from collectors.pipeline.commit_columns import decode_commit_values
+    from collectors.pipeline.commit_runs import CommitRunGatherer
 
     schema = arrow_schema()
+    runs = CommitRunGatherer(schema) if flush_rows is None else CommitRunGatherer(schema, flush_rows)
     cache = _COMMIT_KEYS.setdefault(buckets, {})
     offsets_topics = [t for t, k in kinds.items() if k == "offsets"]
     for batch in batches:
@@ -256,43 +267,51 @@ def route_arrow(batches: Iterator[Any], kinds: Mapping[str, str], buckets: int =
                 rows, idx = rows[good], idx[good]
                 fast[rows] = True
                 if len(rows):
-                    m = len(rows)
-                    take = pa.array(rows)
-                    known = (rt or ("", 0, "", 0) for rt in routes)
-                    groups, bucket_nos, ctopics, cparts = zip(*known, strict=True)
-                    at = pa.array(idx)
-                    r_group = pa.array(groups, pa.string()).take(at)
-                    r_bucket = np.array(bucket_nos, np.int32)[idx]
-                    r_ctopic = pa.array(ctopics, pa.string()).take(at)
-                    r_cpart = np.array(cparts, np.int32)[idx]
-                    yield pa.RecordBatch.from_arrays(
-                        [
-                            pa.array(r_bucket, pa.int32()),
-                            r_group,
-                            batch.column("timestamp").take(take),
-                            pa.array(np.zeros(m, np.int32)),
-                            pa.repeat(pa.scalar(COMMIT_KIND), m),
-                            topic.take(take),
-                            batch.column("partition").take(take),
-                            batch.column("offset").take(take),
-                            pa.nulls(m, pa.binary()),
-                            pa.nulls(m, pa.binary()),
-                            pa.nulls(m, pa.string()),
-                            r_ctopic,
-                            pa.array(r_cpart, pa.int32()),
-                            pa.array(cols.offset[good], pa.int64()),
-                            pa.array(cols.commit_timestamp[good], pa.int64()),
-                            pa.array(cols.leader_epoch[good], pa.int32()),
-                            pa.array(cols.expire_timestamp[good], pa.int64()),
-                        ],
-                        schema=schema,
-                    )
+                    _gather(runs, rows, idx, routes, batch, offsets_topics, cols, good)
+                    if runs.full():
+                        yield runs.flush()
         slow = np.flatnonzero(~fast)
         if len(slow):
             rest = batch if len(slow) == n else batch.take(pa.array(slow))
             out = _route_rows(rest.to_pydict(), kinds, buckets)
             if out["group"]:
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
+    last = runs.flush()
+    if last is not None:
+        yield last
+
+
+def _gather(
+    runs: Any, rows: Any, idx: Any, routes: list, batch: Any, offsets_topics: list[str], cols: Any, good: Any
+) -> None:
+    """Hand a batch's decoded commits to the task's run gatherer: rows (positions in the batch), idx
+    (their key's index into routes), cols/good (the decoded values of those rows)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    take = pa.array(rows)
+    src_part = np.asarray(batch.column("partition").take(take))
+    src_topic = np.asarray(
+        pc.index_in(batch.column("topic").take(take), pa.array(offsets_topics, pa.string()))
+    )
+    combos, inverse = np.unique(np.stack([idx, src_part, src_topic], 1), axis=0, return_inverse=True)
+    ids = np.array(
+        [
+            runs.run_id(*routes[i][:4], offsets_topics[t], p)  # type: ignore[misc]
+            for i, p, t in combos.tolist()
+        ],
+        np.int64,
+    )
+    runs.add(
+        ids[inverse.reshape(-1)],
+        ts=np.asarray(batch.column("timestamp").take(take)),
+        log=np.asarray(batch.column("offset").take(take)),
+        offset=cols.offset[good],
+        commit_ts=cols.commit_timestamp[good],
+        expire=cols.expire_timestamp[good],
+        epoch=cols.leader_epoch[good],
+    )
 
 
 def _route_rows(raw: dict[str, list[Any]], kinds: Mapping[str, str], buckets: int) -> dict[str, list[Any]]:
@@ -342,7 +361,9 @@ def _route_rows(raw: dict[str, list[Any]], kinds: Mapping[str, str], buckets: in
 RAW_COLUMNS = ["topic", "partition", "offset", "timestamp", "key", "value"]
 
 
-def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: int = 256) -> Iterator[Any]:
+def decode_batches(
+    batches: Iterator[Any], kinds: Mapping[str, str], buckets: int = 256, flush_rows: int | None = None
+) -> Iterator[Any]:
     """`route_arrow` for pandas frames of the raw columns (tests and tools), ROUTED_SCHEMA frames out."""
     import pyarrow as pa
 
@@ -354,7 +375,7 @@ def decode_batches(batches: Iterator[Any], kinds: Mapping[str, str], buckets: in
         return pa.RecordBatch.from_pandas(pdf[RAW_COLUMNS], schema=raw_schema, preserve_index=False)
 
     arrow = (to_arrow(pdf) for pdf in batches)
-    for out in route_arrow(arrow, kinds, buckets):
+    for out in route_arrow(arrow, kinds, buckets, flush_rows):
         yield out.to_pandas()
 
 

@@ -64,8 +64,9 @@ class KafkaInputPartition(InputPartition):
 def pack_ranges(
     ranges: list[tuple[str, int, int, int]], tasks: int, split_rows: int
 ) -> list[KafkaInputPartition]:
-    """Split ranges longer than `split_rows`, then pack them into at most `tasks` read tasks of
-    about equal size (largest first into the lightest task)."""
+    """Split ranges longer than `split_rows`, then pack them into read tasks of about equal size
+    (largest first into the lightest task): `tasks` of them, or a multiple of `tasks` when that many
+    would each hold more than `split_rows`."""
     pieces: list[tuple[str, int, int, int]] = []
     for t, p, lo, hi in ranges:
         while hi > lo:
@@ -75,7 +76,10 @@ def pack_ranges(
     if not pieces:
         return []
     n = max(1, min(tasks, len(pieces)))
-    n = max(n, -(-sum(e - s for _, _, s, e in pieces) // split_rows))  # no task above split_rows
+    need = -(-sum(e - s for _, _, s, e in pieces) // split_rows)  # no task above split_rows
+    if need > n:
+        # whole waves of `tasks`: 5 tasks on 2 cores would leave one core idle for the last one
+        n = min(len(pieces), -(-need // tasks) * tasks)
     bins: list[list[tuple[str, int, int, int]]] = [[] for _ in range(n)]
     loads = [0] * n
     for piece in sorted(pieces, key=lambda x: x[3] - x[2], reverse=True):

@@ -54,6 +54,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from collectors.pipeline.commit_runs import RUN_KIND, commit_run, unpack
 from collectors.pipeline.decode import (
     COMMIT_KIND,
     DEAD_BUCKET,
@@ -117,8 +118,6 @@ def make_update(
     idle_after = int(idle_ms if idle_ms is not None else 2 * tick_ms)
 
     def update(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        import pandas as pd
-
         out: dict[str, list[Any]] = {c: [] for c in OUTPUT_COLUMNS}
 
         def emit(group: str, kind: str, ts: int, refreshed: int, payload: str) -> None:
@@ -134,7 +133,7 @@ def make_update(
                 topic, k, v, error = batch.topic[i], batch.key[i], batch.value[i], batch.error[i]
                 emit("", "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
             if out["kind"]:
-                yield pd.DataFrame(out, columns=OUTPUT_COLUMNS)
+                yield _frame(out)
             return
 
         groups, meta = _load_state(state)
@@ -163,16 +162,16 @@ def make_update(
             span = arrived_groups.get(group)
             evidence: list[Any] = []
             ticks: list[Tick] = []
-            commits: list[tuple] | None = None
+            commits: list[Any] | None = None
             rows: list[tuple] = []
             if (
                 span is not None
                 and not held
-                and batch.all_commits(span)
+                and batch.all_runs(span)
                 and (not live or min(batch.ts[span[1] - 1], now) <= watermark)
             ):
-                # Only offset commits, all due (the bulk of a catch-up): the engine's bulk path.
-                commits = batch.commit_rows(span)
+                # Only runs of offset commits, all due (the bulk of a catch-up): the engine's bulk path.
+                commits = batch.commit_runs(span)
             else:
                 arrived = batch.row_tuples(span) if span is not None else []
                 if live:
@@ -203,7 +202,7 @@ def make_update(
                         )
             try:
                 if commits:
-                    engine.apply_commits(commits)
+                    engine.apply_commit_runs(commits)
                 if evidence:
                     engine.apply_many(evidence)
                 if ticks:  # the end of a replayed capture: run the timers to its last moment
@@ -246,7 +245,7 @@ def make_update(
         if live:
             state.setTimeoutDuration(tick_ms)
         if out["kind"]:
-            yield pd.DataFrame(out, columns=OUTPUT_COLUMNS)
+            yield _frame(out)
 
     return update
 
@@ -265,7 +264,7 @@ class BatchRows:
         self.slices: dict[str | None, tuple[int, int]] = {}
         self._pdf, self._order = pdf, None
         if not self.n:
-            self._commit_count = np.zeros(1, np.int64)
+            self._run_count = np.zeros(1, np.int64)
             return
         # the evidence order first, then a stable sort by group keeps it within each group
         order = np.lexsort(
@@ -287,8 +286,8 @@ class BatchRows:
         for s, e in zip(starts, ends, strict=True):
             code = int(codes[s])
             self.slices[None if code < 0 else uniques[code]] = (s, e)
-        is_commit = pdf["kind"].to_numpy()[order] == COMMIT_KIND
-        self._commit_count = np.concatenate(([0], np.cumsum(is_commit)))
+        is_run = pdf["kind"].to_numpy()[order] == RUN_KIND
+        self._run_count = np.concatenate(([0], np.cumsum(is_run)))
 
     def __getattr__(self, column: str) -> list[Any]:
         """A column as a list in the sorted order, made when first asked for (a batch of commits
@@ -308,56 +307,87 @@ class BatchRows:
             return cls(None)
         return cls(frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True))
 
-    def all_commits(self, span: tuple[int, int]) -> bool:
+    def all_runs(self, span: tuple[int, int]) -> bool:
         s, e = span
-        return int(self._commit_count[e] - self._commit_count[s]) == e - s
+        return int(self._run_count[e] - self._run_count[s]) == e - s
 
-    def commit_rows(self, span: tuple[int, int]) -> list[tuple]:
-        """GroupEngine.apply_commits rows, in the evidence order (ts, log offset)."""
+    def commit_runs(self, span: tuple[int, int]) -> list[Any]:
+        """The GroupEngine.CommitRun of each run row of a span."""
         s, e = span
-        rows = list(
-            zip(
-                self.ts[s:e],
+        return [
+            commit_run(*fields)
+            for fields in zip(
                 self.c_topic[s:e],
                 self.c_partition[s:e],
+                self.c_first_ts[s:e],
+                self.offset[s:e],
+                self.ts[s:e],
+                self.c_last_log[s:e],
+                self.c_mono[s:e],
                 self.c_offset[s:e],
                 self.c_commit_ts[s:e],
                 self.c_epoch[s:e],
                 self.c_expire[s:e],
-                self.offset[s:e],
+                self.c_slots[s:e],
+                self.c_slot_start[s:e],
+                self.c_run[s:e],
                 strict=True,
             )
-        )
-        rows.sort(key=lambda r: (r[0], r[7]))  # engine.sort_key: (ts, priority, log offset), stable
-        return rows
+        ]
 
     def row_tuples(self, span: tuple[int, int]) -> list[tuple]:
-        """(ts, rank, partition, offset, kind, topic, key, value, error, commit fields) per row."""
+        """(ts, rank, partition, offset, kind, topic, key, value, error, commit fields) per row; a run
+        of commits becomes a row per commit (kind "commit")."""
         s, e = span
-        return [
-            (
-                self.ts[i],
-                self.rank[i],
-                self.partition[i],
-                self.offset[i],
-                self.kind[i],
-                self.topic[i],
-                self.key[i],
-                self.value[i],
-                self.error[i],
-                (
+        out: list[tuple] = []
+        for i in range(s, e):
+            if self.kind[i] == RUN_KIND:
+                topic, part, ctopic, cpart = (
+                    self.topic[i],
+                    self.partition[i],
                     self.c_topic[i],
                     self.c_partition[i],
-                    self.c_offset[i],
-                    self.c_commit_ts[i],
-                    self.c_epoch[i],
-                    self.c_expire[i],
                 )
-                if self.kind[i] == COMMIT_KIND
-                else None,
+                out.extend(
+                    (
+                        ts,
+                        0,
+                        part,
+                        log,
+                        COMMIT_KIND,
+                        topic,
+                        None,
+                        None,
+                        None,
+                        (ctopic, cpart, off, cts, epoch, exp),
+                    )
+                    for ts, log, off, cts, exp, epoch in unpack(self.c_run[i])
+                )
+                continue
+            out.append(
+                (
+                    self.ts[i],
+                    self.rank[i],
+                    self.partition[i],
+                    self.offset[i],
+                    self.kind[i],
+                    self.topic[i],
+                    self.key[i],
+                    self.value[i],
+                    self.error[i],
+                    (
+                        self.c_topic[i],
+                        self.c_partition[i],
+                        self.c_offset[i],
+                        self.c_commit_ts[i],
+                        self.c_epoch[i],
+                        self.c_expire[i],
+                    )
+                    if self.kind[i] == COMMIT_KIND
+                    else None,
+                )
             )
-            for i in range(s, e)
-        ]
+        return out
 
 
 def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:
@@ -377,6 +407,16 @@ def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:
                 continue
             out.extend(ev for g, _, _, ev in evs if g == group and isinstance(ev, OffsetCommit))
     return out
+
+
+def _frame(out: dict[str, list[Any]]) -> Any:
+    """The output rows as a pandas frame, typed up front (pandas' own inference cost about as much
+    as the rest of a bucket's work in a catch-up)."""
+    import numpy as np
+    import pandas as pd
+
+    types = {"group": object, "kind": object, "ts": np.int64, "refreshed": np.int64, "payload": object}
+    return pd.DataFrame({c: np.array(out[c], types[c]) for c in OUTPUT_COLUMNS}, copy=False)
 
 
 def _load_state(state: Any) -> tuple[dict[str, tuple], dict[str, int]]:

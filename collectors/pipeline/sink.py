@@ -82,14 +82,18 @@ def lag_point(doc: dict) -> tuple[int, float, dict[str, Any], dict[str, Any]]:
 def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
     """Write model output rows (group, kind, ts, refreshed, payload) through pipelines of ~1000 commands."""
     counts = {"docs": 0, "dead": 0, "max_ts": 0}
-    pending: list[tuple[dict, int, int]] = []
+    pending: list[tuple[dict, int, int, str]] = []
 
     def flush_docs() -> None:
         if not pending:
             return
         pipe = store.pipeline()
-        store.write_many([(doc, refreshed, ts or refreshed) for doc, ts, refreshed in pending], pipe=pipe)
-        for doc, ts, _refreshed in pending:
+        store.write_many(
+            [(doc, refreshed, ts or refreshed) for doc, ts, refreshed, _ in pending],
+            pipe=pipe,
+            texts=[text for *_, text in pending],  # the model stage's text is what _dumps(doc) makes
+        )
+        for doc, ts, _refreshed, _ in pending:
             if ts and doc.get("lag") is not None:
                 total, secs, parts, members = lag_point(doc)
                 store.write_lag_points(
@@ -123,7 +127,7 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
             counts["dead"] += 1
             continue
         doc = json.loads(r["payload"])
-        pending.append((doc, int(r["ts"] or 0), int(r["refreshed"])))
+        pending.append((doc, int(r["ts"] or 0), int(r["refreshed"]), r["payload"]))
         counts["docs"] += 1
         counts["max_ts"] = max(counts["max_ts"], int(r["ts"] or 0))
         if len(pending) >= 200:

@@ -1,0 +1,274 @@
+"""Offset commits gathered into runs in the first stage: one row per (group, partition) per task.
+
+A catch-up is millions of offset commits, and most of what they cost downstream is per row: Spark's
+shuffle and sort of every row to its state bucket, the Arrow hand-over to the model's worker, a
+Python tuple per commit there. But a commit only replaces the last one of its partition, and the lag
+window keeps the last value of each of its last WINDOW slots, so a run of one partition's commits
+comes down to the last commit and at most WINDOW (ts, offset) samples. `CommitRunGatherer` collects
+the commits the first stage decoded (commit_columns) for a whole task and summarises each run with
+numpy: 1,000,000 commits of 10,000 groups become about 40,000 rows.
+
+What a summary means can depend on the group's state, which only the model stage has: whether every
+commit of the run is kept (an older commit record never replaces a newer one, by log offset) and
+where the lag window's slots fall (a commit opens a slot when it is MIN_DISTANCE_MS after the start of
+the last one). So a summary is made under the assumptions that hold in a catch-up, "log offsets
+never go down" (`c_mono`) and "the run's first commit opens a slot" (`c_slots`, `c_slot_start`),
+and each run also carries all of its commits, packed (`c_run`, RUN_DTYPE), for the model stage to
+apply one by one when an assumption does not hold (GroupEngine.apply_commit_runs decides).
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from coordinator_model.engine import CommitRun
+from coordinator_model.lag import MIN_DISTANCE_MS, WINDOW
+
+RUN_KIND = "commits"
+# One commit of a run, packed; little-endian whatever the machine, so any executor can read it.
+RUN_DTYPE = np.dtype(
+    [
+        ("ts", "<i8"),
+        ("log", "<i8"),
+        ("offset", "<i8"),
+        ("commit_ts", "<i8"),
+        ("expire", "<i8"),
+        ("epoch", "<i4"),
+    ]
+)
+SLOT_DTYPE = np.dtype([("ts", "<i8"), ("offset", "<i8")])
+FLUSH_ROWS = 1_000_000  # commits held per task before their runs are written out (about 60 MB)
+
+_FIELDS = ("ts", "log", "offset", "commit_ts", "expire", "epoch")
+
+
+class CommitRunGatherer:
+    """Collects one task's decoded commits and writes them out as run rows (ROUTED_SCHEMA)."""
+
+    def __init__(self, schema: Any, flush_rows: int = FLUSH_ROWS) -> None:
+        self.schema = schema
+        self.flush_rows = flush_rows
+        self._ids: dict[tuple, int] = {}
+        self._info: list[
+            tuple
+        ] = []  # run id -> (group, bucket, topic, partition, source topic, source partition)
+        self._parts: list[dict[str, np.ndarray]] = []
+        self.pending = 0
+
+    def run_id(
+        self, group: str, bucket: int, topic: str, partition: int, src_topic: str, src_part: int
+    ) -> int:
+        key = (group, topic, partition, src_topic, src_part)
+        rid = self._ids.get(key)
+        if rid is None:
+            rid = self._ids[key] = len(self._info)
+            self._info.append((group, bucket, topic, partition, src_topic, src_part))
+        return rid
+
+    def add(self, run_ids: np.ndarray, **cols: np.ndarray) -> None:
+        """Commits in any order: run ids and the RUN_DTYPE fields (ts, log, offset, commit_ts,
+        expire, epoch), one array each."""
+        self._parts.append(
+            {"run": np.asarray(run_ids, np.int64), **{f: np.asarray(cols[f]) for f in _FIELDS}}
+        )
+        self.pending += len(run_ids)
+
+    def full(self) -> bool:
+        return self.pending >= self.flush_rows
+
+    def flush(self) -> Any | None:
+        """The runs gathered so far as one record batch (None if there are none)."""
+        if not self.pending:
+            return None
+        parts, self._parts, self.pending = self._parts, [], 0
+        cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+        runs = summarise(cols)
+        return self._batch(runs)
+
+    def _batch(self, runs: dict[str, Any]) -> Any:
+        import pyarrow as pa
+
+        from collectors.pipeline.decode import ROUTED_COLUMNS
+
+        info = [self._info[i] for i in runs["run"].tolist()]
+        k = len(info)
+        group, bucket, ctopic, cpart, stopic, spart = (list(c) for c in zip(*info, strict=True))
+        values = {
+            "bucket": pa.array(bucket, pa.int32()),
+            "group": pa.array(group, pa.string()),
+            "ts": pa.array(runs["last_ts"], pa.int64()),
+            "rank": pa.array(np.zeros(k, np.int32)),
+            "kind": pa.repeat(pa.scalar(RUN_KIND), k),
+            "topic": pa.array(stopic, pa.string()),
+            "partition": pa.array(spart, pa.int32()),
+            "offset": pa.array(runs["first_log"], pa.int64()),
+            "key": pa.nulls(k, pa.binary()),
+            "value": pa.nulls(k, pa.binary()),
+            "error": pa.nulls(k, pa.string()),
+            "c_topic": pa.array(ctopic, pa.string()),
+            "c_partition": pa.array(cpart, pa.int32()),
+            "c_offset": pa.array(runs["offset"], pa.int64()),
+            "c_commit_ts": pa.array(runs["commit_ts"], pa.int64()),
+            "c_epoch": pa.array(runs["epoch"].astype(np.int32), pa.int32()),
+            "c_expire": pa.array(runs["expire"], pa.int64()),
+            "c_first_ts": pa.array(runs["first_ts"], pa.int64()),
+            "c_last_log": pa.array(runs["last_log"], pa.int64()),
+            "c_mono": pa.array(runs["mono"], pa.bool_()),
+            "c_slot_start": pa.array(runs["slot_start"], pa.int64()),
+            "c_slots": _binary(runs["slots"], runs["slot_bounds"] * SLOT_DTYPE.itemsize),
+            "c_run": _binary(runs["packed"], runs["run_bounds"] * RUN_DTYPE.itemsize),
+        }
+        self._info_reset_if_large()
+        return pa.RecordBatch.from_arrays([values[c] for c in ROUTED_COLUMNS], schema=self.schema)
+
+    def _info_reset_if_large(self) -> None:
+        if len(self._info) > 500_000:  # a task over a huge fleet: ids are only needed per flush
+            self._ids.clear()
+            self._info.clear()
+
+
+def _binary(data: np.ndarray, bounds: np.ndarray) -> Any:
+    """A pyarrow binary array over one buffer: row i is data's bytes [bounds[i], bounds[i + 1])."""
+    import pyarrow as pa
+
+    if bounds[-1] >= 2**31:  # FLUSH_ROWS keeps a batch's runs far below this
+        raise ValueError(f"{bounds[-1]} bytes of runs in one batch: lower FLUSH_ROWS")
+    offsets = pa.py_buffer(bounds.astype(np.int32).tobytes())
+    return pa.Array.from_buffers(pa.binary(), len(bounds) - 1, [None, offsets, pa.py_buffer(data.tobytes())])
+
+
+def summarise(cols: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Runs of commits (cols: "run" ids and the RUN_DTYPE fields, any order) -> per run: the first
+    and last commit, whether log offsets never go down, the lag window's last slots assuming the
+    first commit opens one, and every commit packed in evidence order (time, then log offset)."""
+    order = np.lexsort((cols["log"], cols["ts"], cols["run"]))
+    run = cols["run"][order]
+    ts = cols["ts"][order].astype(np.int64)
+    log = cols["log"][order].astype(np.int64)
+    n = len(run)
+    first = np.ones(n, bool)
+    first[1:] = run[1:] != run[:-1]
+    starts = np.flatnonzero(first)
+    ends = np.append(starts[1:], n)  # exclusive
+    last = ends - 1
+
+    down = np.zeros(n, np.int64)
+    down[1:] = (log[1:] < log[:-1]) & ~first[1:]
+    mono = (np.add.reduceat(down, starts) == 0) & (log[starts] >= 0)
+
+    opener = _openers(ts, first)
+    slot_no = np.cumsum(opener) - 1  # global slot number of each commit
+    run_of = np.cumsum(first) - 1
+    slots_in_run = slot_no[last] - slot_no[starts] + 1
+    is_end = np.zeros(n, bool)
+    is_end[-1] = True
+    is_end[:-1] = opener[1:]
+    keep_from = slot_no[starts] + np.maximum(slots_in_run - WINDOW, 0)  # first slot kept, per run
+    kept = np.flatnonzero(is_end & (slot_no >= keep_from[run_of]))
+    slots = np.empty(len(kept), SLOT_DTYPE)
+    slots["ts"] = ts[kept]
+    slots["offset"] = cols["offset"][order][kept]
+    kept_per_run = np.minimum(slots_in_run, WINDOW)
+    positions = np.where(opener, np.arange(n), -1)
+    slot_start = ts[np.maximum.reduceat(positions, starts)]
+
+    packed = np.empty(n, RUN_DTYPE)
+    for f in _FIELDS:
+        packed[f] = cols[f][order]
+    return {
+        "run": run[starts],
+        "first_ts": ts[starts],
+        "last_ts": ts[last],
+        "first_log": log[starts],
+        "last_log": log[last],
+        "mono": mono,
+        "offset": packed["offset"][last],
+        "commit_ts": packed["commit_ts"][last],
+        "epoch": packed["epoch"][last],
+        "expire": packed["expire"][last],
+        "slot_start": slot_start,
+        "slots": slots,
+        "slot_bounds": np.concatenate(([0], np.cumsum(kept_per_run))),
+        "packed": packed,
+        "run_bounds": np.append(starts, n),
+    }
+
+
+def _openers(ts: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """Which commits open a lag slot when each run's first commit does (PartitionWindow.add: a commit
+    opens a slot when it is MIN_DISTANCE_MS or more after the start of the last slot). A commit that
+    far after the one before it always opens one; between those, the slots are found by bisection,
+    so the Python work is per slot of the stretches where commits come closer than that."""
+    n = len(ts)
+    opener = first.copy()
+    opener[1:] |= (ts[1:] - ts[:-1]) >= MIN_DISTANCE_MS
+    seg_starts = np.flatnonzero(opener)
+    seg_ends = np.append(seg_starts[1:], n)
+    long = np.flatnonzero(ts[seg_ends - 1] - ts[seg_starts] >= MIN_DISTANCE_MS)
+    if len(long):
+        tl = ts.tolist()
+        found = []
+        for s, e in zip(seg_starts[long].tolist(), seg_ends[long].tolist(), strict=True):
+            o = s
+            while True:
+                o = bisect_left(tl, tl[o] + MIN_DISTANCE_MS, o + 1, e)
+                if o >= e:
+                    break
+                found.append(o)
+        opener[found] = True
+    return opener
+
+
+def commit_run(
+    c_topic: str,
+    c_partition: int,
+    first_ts: int,
+    first_log: int,
+    last_ts: int,
+    last_log: int,
+    mono: bool,
+    offset: int,
+    commit_ts: int,
+    epoch: int,
+    expire: int,
+    slots: bytes,
+    slot_start: int,
+    packed: bytes,
+) -> CommitRun:
+    """The model's CommitRun of a run row's columns."""
+    topic, partition = str(c_topic), int(c_partition)
+    return CommitRun(
+        topic,
+        partition,
+        int(first_ts),
+        int(first_log),
+        int(last_ts),
+        int(last_log),
+        bool(mono),
+        int(offset),
+        int(commit_ts),
+        int(epoch),
+        int(expire),
+        np.frombuffer(slots, SLOT_DTYPE).tolist(),
+        int(slot_start),
+        _rows_of(topic, partition, packed),
+    )
+
+
+def _rows_of(topic: str, partition: int, packed: bytes) -> Callable[[], list[tuple]]:
+    def rows() -> list[tuple]:
+        return [
+            (ts, topic, partition, off, cts, epoch, expire, log)
+            for ts, log, off, cts, expire, epoch in np.frombuffer(packed, RUN_DTYPE).tolist()
+        ]
+
+    return rows
+
+
+def unpack(packed: bytes) -> list[tuple[int, int, int, int, int, int]]:
+    """A run's commits: (ts, log offset, offset, commit timestamp, expire timestamp, leader epoch)."""
+    return np.frombuffer(packed, RUN_DTYPE).tolist()
