@@ -9,11 +9,13 @@ again; the others stay as bytes. So the model's state lives in Spark's checkpoin
 (RocksDB) and survives restarts. The number of buckets is fixed for the life of a checkpoint.
 
 A bucket's rows are sorted and sliced by group with numpy (`BatchRows`). A group whose rows in the
-batch are all commits the first stage decoded, all due, goes through `GroupEngine.apply_commits`, the
-engine's bulk path (the same effect as applying each commit; property-tested). Any other group's
-rows become evidence one by one: here the remaining `__consumer_offsets` values are decoded (once),
-and a row that fails becomes a dead letter. A dead letter for a model failure on a decoded commit
-names its position but has no raw bytes (the first stage did not carry them on).
+batch are all runs of commits the first stage gathered (commit_runs), all due, goes through
+`GroupEngine.apply_commit_runs`, the engine's bulk path: a run whose summary holds costs the same
+whatever its length, any other is applied commit by commit (the same effect as applying each commit;
+property-tested). Any other group's rows become evidence one by one, its runs taken apart into a row
+per commit: here the remaining `__consumer_offsets` values are decoded (once), and a row that fails
+becomes a dead letter. A dead letter for a model failure on a decoded commit names its position but
+has no raw bytes (the first stage did not carry them on).
 
 Timers run on EVENT time, never on the wall clock of the batch. A member's session expiry is "no
 heartbeat event for session.timeout.ms": judged against the wall clock it fires while the member's
