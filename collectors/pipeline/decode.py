@@ -257,6 +257,8 @@ def route_arrow(
         topic, key, value = batch.column("topic"), batch.column("key"), batch.column("value")
         cand = np.asarray(pc.is_in(topic, pa.array(offsets_topics, pa.string())).fill_null(False))
         cand &= np.asarray(key.is_valid()) & np.asarray(value.is_valid())
+        for c in ("timestamp", "offset", "partition"):  # never null from Kafka; a capture row may be
+            cand &= np.asarray(batch.column(c).is_valid())
         fast = np.zeros(n, bool)
         rows = np.flatnonzero(cand)
         if len(rows):
