@@ -189,14 +189,19 @@ def test_bulk_commits_equal_one_by_one(rows: list[tuple], kind: str) -> None:
     for ts, topic, part, off, cts, epoch, exp, log_off in rows:
         one.apply(OffsetCommit(ts, "g", topic, part, off, cts, epoch, "", exp, log_off))
     bulk.apply_commits(rows)
+    _assert_same(bulk, one, 30_000)
+    assert pickle.loads(pickle.dumps(bulk)).document() == one.document()
+
+
+def _assert_same(bulk: GroupEngine, one: GroupEngine, later: int) -> None:
+    """The same engine state, and the same document once both have run their timers to `later`."""
     assert bulk.offsets == one.offsets
     assert bulk.windows == one.windows
     assert bulk.timeline == one.timeline
     assert (bulk.now, bulk.sources, bulk.type, bulk.simple) == (one.now, one.sources, one.type, one.simple)
-    one.advance(30_000)
-    bulk.advance(30_000)
+    one.advance(later)
+    bulk.advance(later)
     assert bulk.document() == one.document()
-    assert pickle.loads(pickle.dumps(bulk)).document() == one.document()
 
 
 # ---- runs gathered in the first stage, applied by the engine ------------------------------------------
@@ -268,10 +273,4 @@ def test_runs_from_the_first_stage_equal_one_by_one(
     for ts, topic, part, off, cts, epoch, exp, log_off in sorted(rows, key=lambda row: (row[0], row[7])):
         one.apply(OffsetCommit(ts, "g", topic, part, off, cts, epoch if exp == -1 else -1, "", exp, log_off))
     bulk.apply_commit_runs(_routed_runs(in_log_order, batches, flush))
-    assert bulk.offsets == one.offsets
-    assert bulk.windows == one.windows
-    assert bulk.timeline == one.timeline
-    assert (bulk.now, bulk.sources, bulk.type, bulk.simple) == (one.now, one.sources, one.type, one.simple)
-    one.advance(40_000)
-    bulk.advance(40_000)
-    assert bulk.document() == one.document()
+    _assert_same(bulk, one, 40_000)
