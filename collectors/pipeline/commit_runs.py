@@ -263,7 +263,7 @@ def _rows_of(topic: str, partition: int, packed: bytes) -> Callable[[], list[tup
     def rows() -> list[tuple]:
         return [
             (ts, topic, partition, off, cts, epoch, expire, log)
-            for ts, log, off, cts, expire, epoch in np.frombuffer(packed, RUN_DTYPE).tolist()
+            for ts, log, off, cts, expire, epoch in unpack(packed)
         ]
 
     return rows

@@ -80,42 +80,17 @@ def position_of(topic: str, partition: int, offset: int) -> str:
     return f"{topic}/{partition}@{offset}"
 
 
-_KEYS: dict[bytes, tuple[int, Any]] = {}
-
-
-def _decode_offsets(key: bytes, value: bytes | None, partition: int, offset: int, ts: int) -> Any:
-    """codec.decode_record, with each distinct key read once per process (a partition's commits all
-    share one key). Keys are never mutated downstream."""
-    from collectors.codec import records as r
-    from collectors.codec.decoder import decode_key, decode_value
-    from collectors.codec.errors import DecodeError
-
-    try:
-        hit = _KEYS.get(key)
-        if hit is None:
-            hit = decode_key(key)
-            if len(_KEYS) > 200_000:
-                _KEYS.clear()
-            _KEYS[key] = hit
-        record_type, key_obj = hit
-        if value is None:
-            return r.OffsetsRecord(partition, offset, ts, record_type, key_obj, None, None)
-        version, value_obj = decode_value(record_type, value)
-    except DecodeError as exc:
-        raise exc.with_record(partition=partition, offset=offset) from None
-    return r.OffsetsRecord(partition, offset, ts, record_type, key_obj, version, value_obj)
-
-
 def decode_one(
     kind: str, topic: str, partition: int, offset: int, ts: int, key: bytes | None, value: bytes | None
 ) -> list[tuple[str, int, int, Any]]:
     """Evidence of one raw row: [(group, ts, rank, evidence)]. Raises on bad input."""
+    from collectors.codec.decoder import decode_record
     from coordinator_model import evidence as E
 
     if kind == "offsets":
         if key is None:
             raise ValueError("record without a key")
-        ev = E.from_offsets_record(_decode_offsets(key, value, partition, offset, ts))
+        ev = E.from_offsets_record(decode_record(key, value, partition, offset, ts))
         return [(ev.group, ev.ts, 0, ev)] if ev is not None and ev.group is not None else []
     if kind == "tick":
         group = (key or b"").decode("utf-8")
