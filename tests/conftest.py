@@ -1,7 +1,9 @@
 """Test harness: real servers, started once per pytest run on free loopback ports, stopped at the end.
 
 - `redis_server`: a redis-server with no persistence (tests get a clean DB through `redis_client`).
-- `kafka_broker`: Tansu, a Kafka-protocol broker with in-memory storage.
+- `kafka_broker`: a real Apache Kafka broker (KRaft, jars from Maven Central) with a PLAINTEXT listener,
+  a SASL_PLAINTEXT listener (SCRAM users `admin` and `groupscope`) and an SSL listener (a CA made for
+  the run); its group coordinator's log is in `kafka_broker.coordinator_log`.
 - `spark`: a SparkSession in local[2] with the RocksDB state store.
 None of them is mocked. Fixture data (real Kafka 4.0 captures) lives in tests/fixtures/.
 """
@@ -14,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.local_servers import RedisServer, TansuBroker
+from collectors.embedded_kafka import KafkaBroker
+from collectors.embedded_kafka.tls import make_test_tls
+from collectors.local_servers import RedisServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CAPTURES = FIXTURES / "real-kafka-4.0"
@@ -42,9 +46,13 @@ def redis_client(redis_server: RedisServer):
     client.close()
 
 
+SASL_USERS = {"admin": "admin-secret", "groupscope": "groupscope-secret"}
+
+
 @pytest.fixture(scope="session")
-def kafka_broker() -> Iterator[TansuBroker]:
-    broker = TansuBroker().start()
+def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
+    tls = make_test_tls(tmp_path_factory.mktemp("kafka-tls"))
+    broker = KafkaBroker(sasl_users=dict(SASL_USERS), tls=tls).start()
     yield broker
     broker.stop()
 

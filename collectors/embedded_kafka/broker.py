@@ -1,0 +1,281 @@
+"""A single-node Apache Kafka broker in KRaft mode (broker and controller in one JVM) on free loopback
+ports: the broker under the tests, `groupscope demo` and the benchmarks.
+
+Its jars come from Maven Central (jars.py). It is configured the way a small real cluster is, with
+the few changes a test bench needs: one replica for the internal topics, no initial rebalance delay,
+minimum session timeouts lowered (so a live scenario's expiry takes seconds, not 45 s), and the
+group coordinator's INFO log in its own file, `coordinator.log`, which the collector's broker-log
+source can read and the tests take as the judge of what the coordinator did.
+
+Listeners: PLAINTEXT always (the inter-broker listener); SASL_PLAINTEXT with SCRAM users and SSL with
+PEM files when asked for (`sasl_users`, `tls`). Whoever starts the broker stops it: SIGTERM, then
+SIGKILL (`_Proc.stop`).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import os
+import shutil
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from collectors.embedded_kafka.jars import classpath, kafka_version, major
+from collectors.local_servers import ServerError, _Proc, free_port, wait_for_port
+
+COORDINATOR_LOGGERS = ("org.apache.kafka.coordinator.group", "kafka.coordinator.group")
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    """PEM files for an SSL listener: the broker's key and certificate chain, and the CA clients trust."""
+
+    key_pem: Path  # unencrypted PKCS#8 private key
+    cert_pem: Path  # the broker's certificate, then the chain up to the CA
+    ca_pem: Path
+
+
+def java_binary() -> str:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    found = shutil.which("java")
+    if not found:
+        raise ServerError("Java 17 is needed to run Kafka: install openjdk-17-jre-headless (make test does)")
+    return found
+
+
+@dataclass
+class KafkaBroker(_Proc):
+    version: str = field(default_factory=kafka_version)
+    controller_port: int = 0
+    sasl_port: int = 0
+    ssl_port: int = 0
+    # SCRAM-SHA-256 and SCRAM-SHA-512 credentials, created at format time; a SASL listener when set.
+    sasl_users: dict[str, str] = field(default_factory=dict)
+    tls: TlsFiles | None = None
+    # Any further broker settings (they win over the defaults below).
+    config: dict[str, str] = field(default_factory=dict)
+    heap: str = "1g"  # beside Spark's driver on a 2-core, 24 GB machine
+    cluster_id: str = field(default_factory=lambda: _new_cluster_id())
+
+    # -- paths -----------------------------------------------------------------------------------
+    @property
+    def data_dir(self) -> Path:
+        assert self.workdir is not None
+        return self.workdir / "data"
+
+    @property
+    def coordinator_log(self) -> Path:
+        assert self.workdir is not None
+        return self.workdir / "coordinator.log"
+
+    @property
+    def server_log(self) -> Path:
+        assert self.workdir is not None
+        return self.workdir / "server.log"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.sasl_port}"
+
+    @property
+    def ssl_bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.ssl_port}"
+
+    # -- configuration ---------------------------------------------------------------------------
+    def properties(self) -> dict[str, str]:
+        h = self.host
+        listeners = {"PLAINTEXT": self.port, "CONTROLLER": self.controller_port}
+        protocols = {"PLAINTEXT": "PLAINTEXT", "CONTROLLER": "PLAINTEXT"}
+        props: dict[str, str] = {}
+        if self.sasl_users:
+            listeners["SASL"] = self.sasl_port
+            protocols["SASL"] = "SASL_PLAINTEXT"
+            props["sasl.enabled.mechanisms"] = "SCRAM-SHA-256,SCRAM-SHA-512"
+            for mech in ("scram-sha-256", "scram-sha-512"):
+                props[f"listener.name.sasl.{mech}.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+        if self.tls is not None:
+            listeners["SSL"] = self.ssl_port
+            protocols["SSL"] = "SSL"
+            props |= {
+                "listener.name.ssl.ssl.keystore.type": "PEM",
+                "listener.name.ssl.ssl.keystore.certificate.chain": self.tls.cert_pem.read_text(),
+                "listener.name.ssl.ssl.keystore.key": self.tls.key_pem.read_text(),
+                "listener.name.ssl.ssl.truststore.type": "PEM",
+                "listener.name.ssl.ssl.truststore.certificates": self.tls.ca_pem.read_text(),
+                "listener.name.ssl.ssl.client.auth": "none",
+            }
+        advertised = {k: v for k, v in listeners.items() if k != "CONTROLLER"}
+        props |= {
+            "process.roles": "broker,controller",
+            "node.id": "1",
+            "controller.quorum.voters": f"1@{h}:{self.controller_port}",
+            "controller.listener.names": "CONTROLLER",
+            "inter.broker.listener.name": "PLAINTEXT",
+            "listeners": ",".join(f"{k}://{h}:{p}" for k, p in listeners.items()),
+            "advertised.listeners": ",".join(f"{k}://{h}:{p}" for k, p in advertised.items()),
+            "listener.security.protocol.map": ",".join(f"{k}:{v}" for k, v in protocols.items()),
+            "log.dirs": str(self.data_dir),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "true",
+            "offsets.topic.replication.factor": "1",
+            "transaction.state.log.replication.factor": "1",
+            "transaction.state.log.min.isr": "1",
+            "group.initial.rebalance.delay.ms": "0",
+            # Lowered minimums: live scenarios expire members in seconds (classic and KIP-848).
+            "group.min.session.timeout.ms": "1000",
+            "group.consumer.min.session.timeout.ms": "1000",
+            "group.consumer.min.heartbeat.interval.ms": "500",
+            "log.flush.interval.messages": str(2**63 - 1),
+        }
+        v = tuple(int(x) for x in self.version.split(".")[:2])
+        if v < (4, 2):  # from 4.2 the protocols follow the feature versions; the setting is deprecated
+            share = ",share" if v >= (4, 1) else ""
+            props["group.coordinator.rebalance.protocols"] = "classic,consumer" + share
+        if v >= (4, 1):
+            props |= {
+                "share.coordinator.state.topic.replication.factor": "1",
+                "share.coordinator.state.topic.min.isr": "1",
+                "group.share.min.session.timeout.ms": "1000",
+                "group.share.min.heartbeat.interval.ms": "500",
+            }
+        props |= self.config
+        return props
+
+    def _log_config(self) -> tuple[str, Path]:
+        """The logging configuration: root at INFO in server.log, the group coordinator in its own file."""
+        assert self.workdir is not None
+        if major(self.version) >= 4:
+            path = self.workdir / "log4j2.yaml"
+            loggers = "".join(
+                f"      - name: {name}\n        level: INFO\n        additivity: false\n"
+                f"        AppenderRef: [{{ref: coordinator}}]\n"
+                for name in COORDINATOR_LOGGERS
+            )
+            path.write_text(
+                "Configuration:\n  Appenders:\n    File:\n"
+                f"      - name: server\n        fileName: {self.server_log}\n"
+                '        PatternLayout: {pattern: "[%d] %p %m (%c)%n"}\n'
+                f"      - name: coordinator\n        fileName: {self.coordinator_log}\n"
+                '        PatternLayout: {pattern: "[%d] %p %m (%c)%n"}\n'
+                "  Loggers:\n    Root:\n      level: INFO\n      AppenderRef: [{ref: server}]\n"
+                f"    Logger:\n{loggers}"
+                "      - name: kafka.request.logger\n        level: WARN\n"
+            )
+            return f"-Dlog4j2.configurationFile={path}", path
+        path = self.workdir / "log4j.properties"  # 3.x: reload4j
+        lines = [
+            "log4j.rootLogger=INFO, server",
+            "log4j.appender.server=org.apache.log4j.FileAppender",
+            f"log4j.appender.server.File={self.server_log}",
+            "log4j.appender.server.layout=org.apache.log4j.PatternLayout",
+            "log4j.appender.server.layout.ConversionPattern=[%d] %p %m (%c)%n",
+            "log4j.appender.coordinator=org.apache.log4j.FileAppender",
+            f"log4j.appender.coordinator.File={self.coordinator_log}",
+            "log4j.appender.coordinator.layout=org.apache.log4j.PatternLayout",
+            "log4j.appender.coordinator.layout.ConversionPattern=[%d] %p %m (%c)%n",
+        ]
+        for name in COORDINATOR_LOGGERS:
+            lines += [f"log4j.logger.{name}=INFO, coordinator", f"log4j.additivity.{name}=false"]
+        path.write_text("\n".join(lines) + "\n")
+        return f"-Dlog4j.configuration=file:{path}", path
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def _format(self, java: str, cp: str, log_opt: str, props_file: Path) -> None:
+        argv = [java, log_opt, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", self.cluster_id]
+        argv += ["-c", str(props_file)]
+        if tuple(int(x) for x in self.version.split(".")[:2]) >= (4, 1):
+            argv += ["--feature", "share.version=1"]
+        for user, password in self.sasl_users.items():
+            for mech in ("SCRAM-SHA-256", "SCRAM-SHA-512"):
+                argv += ["--add-scram", f"{mech}=[name={user},password={password}]"]
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=self.workdir)
+        if proc.returncode != 0:
+            raise ServerError(f"kafka-storage format failed:\n{(proc.stdout + proc.stderr)[-2000:]}")
+
+    def start(self, timeout: float = 60.0) -> KafkaBroker:
+        java, cp = java_binary(), classpath(self.version)
+        for name in ("port", "controller_port"):
+            setattr(self, name, getattr(self, name) or free_port(self.host))
+        if self.sasl_users:
+            self.sasl_port = self.sasl_port or free_port(self.host)
+        if self.tls is not None:
+            self.ssl_port = self.ssl_port or free_port(self.host)
+        if self.workdir is None:
+            import tempfile
+
+            self.workdir = Path(tempfile.mkdtemp(prefix="groupscope-kafka-"))
+            self._own_dir = True
+        props_file = self.workdir / "server.properties"
+        props_file.write_text("".join(f"{k}={_escape(v)}\n" for k, v in self.properties().items()))
+        log_opt, _ = self._log_config()
+        self._format(java, cp, log_opt, props_file)
+        argv = [
+            java,
+            "-Xms256m",
+            f"-Xmx{self.heap}",
+            "-XX:+UseG1GC",
+            "-XX:MaxGCPauseMillis=20",
+            "-Djava.awt.headless=true",
+            log_opt,
+            "-cp",
+            cp,
+            "kafka.Kafka",
+            str(props_file),
+        ]
+        self._spawn(argv, "kafka")
+        try:
+            wait_for_port(self.host, self.port, timeout, self.proc)
+            self._wait_ready(timeout)
+        except ServerError as e:
+            tail = self.log_tail()
+            with contextlib.suppress(OSError):
+                tail += "\n" + "\n".join(self.server_log.read_text(errors="replace").splitlines()[-20:])
+            self.stop()
+            raise ServerError(f"Apache Kafka {self.version}: {e}\n{tail}") from e
+        return self
+
+    def _wait_ready(self, timeout: float) -> None:
+        """Until the broker has registered and answers metadata with itself as a broker."""
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise ServerError(f"the broker exited with status {self.proc.returncode}")
+            try:
+                if admin.list_topics(timeout=2).brokers:
+                    return
+            except Exception as e:  # KafkaException while the broker is still starting
+                last = e
+            time.sleep(0.1)
+        raise ServerError(f"the broker did not answer metadata within {timeout:.0f} s ({last})")
+
+    def coordinator_lines(self) -> list[str]:
+        try:
+            return self.coordinator_log.read_text(errors="replace").splitlines()
+        except OSError:
+            return []
+
+
+def _new_cluster_id() -> str:
+    """What `kafka-storage random-uuid` prints: 16 random bytes, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes)[:22].decode()
+
+
+def _escape(value: str) -> str:
+    """A Java properties value: newlines (PEM blocks) and backslashes escaped."""
+    return value.replace("\\", "\\\\").replace("\n", "\\n")
