@@ -1,22 +1,24 @@
 # groupscope: `make demo` runs the product, `make test` runs the whole suite.
-# Both install what they need (Debian packages, a virtualenv, the package with its extras) and are
-# safe to run again: every step checks first and does nothing when it is already done.
+# Both install what they need (Debian packages, a virtualenv, the package with its extras, Apache
+# Kafka's jars from Maven Central into ~/.cache/groupscope) and are safe to run again: every step
+# checks first and does nothing when it is already done.
 
 SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-APT_PACKAGES := redis-server chromium chromium-driver
+APT_PACKAGES := redis-server chromium chromium-driver maven openssl
+JAVA_PACKAGE := openjdk-17-jre-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint format bench system-deps venv clean check-fixtures
+.PHONY: demo test lint format bench system-deps venv kafka-jars clean check-fixtures
 
-demo: system-deps venv
+demo: system-deps venv kafka-jars
 	$(BIN)/groupscope demo $(DEMO_ARGS)
 
-test: system-deps venv
+test: system-deps venv kafka-jars
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
@@ -29,12 +31,14 @@ format: venv
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
-bench: venv system-deps
+bench: venv system-deps kafka-jars
 	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-# Debian packages: installed only when missing. Java 17 comes with the machine; we check for it.
+# Debian packages: installed only when missing. Java 17 (or 21) runs Spark and the Kafka broker: a
+# Java already on the PATH is used, else Debian's openjdk-17-jre-headless is installed.
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	java -version 2>&1 | grep -Eq 'version "(17|21)' || missing="$$missing $(JAVA_PACKAGE)"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
@@ -43,6 +47,10 @@ system-deps:
 	@java -version 2>&1 | grep -Eq 'version "(17|21)' || { echo "Spark needs Java 17 (or 21); found: $$(java -version 2>&1 | head -1)" >&2; exit 1; }
 
 venv: $(STAMP)
+
+# Apache Kafka's jars (the embedded broker and kafka-dump-log), once per version (GROUPSCOPE_KAFKA_VERSION).
+kafka-jars: venv
+	@$(BIN)/python -m collectors.embedded_kafka.jars >/dev/null
 
 $(STAMP): pyproject.toml
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)

@@ -1,7 +1,7 @@
 """Admin poller benchmark: one poll (list, describe, committed offsets, log-end offsets) over a fleet
 of N groups, each with committed offsets on a few partitions.
 
-    .venv/bin/python benchmarks/admin_poll.py                 # 2,000 groups on its own Tansu broker
+    .venv/bin/python benchmarks/admin_poll.py                 # 2,000 groups on its own Apache Kafka broker
     .venv/bin/python benchmarks/admin_poll.py --groups 10000 --bootstrap-servers host:9092
 
 The poll must finish well within its interval (default 5 s) for the clock and the lag to stay fresh.
@@ -18,7 +18,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collectors.local_servers import TansuBroker
+from collectors.embedded_kafka import KafkaBroker
 from collectors.pipeline.admin_poller import AdminPoller
 
 
@@ -59,7 +59,7 @@ def main() -> None:
     try:
         bootstrap = args.bootstrap_servers
         if not bootstrap:
-            broker = TansuBroker().start()
+            broker = KafkaBroker().start()
             bootstrap = broker.bootstrap_servers
         dt = make_groups(bootstrap, args.groups, "poll-bench-topic")
         print(f"{args.groups:,} groups with committed offsets, made in {dt:.1f} s")

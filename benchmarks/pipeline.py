@@ -6,9 +6,11 @@ its lag in Redis.
     .venv/bin/python benchmarks/pipeline.py --records 200000 --groups 2000
     .venv/bin/python benchmarks/pipeline.py --bootstrap-servers host:9092 --redis redis://...
 
-Without --bootstrap-servers / --redis it starts its own Tansu broker and redis-server. Records are
-OffsetCommit records made with the codec's encoder, spread over the 50 partitions by group (as
-Kafka's coordinator partitioning does). Figures go to stdout; the run takes a few minutes.
+Without --bootstrap-servers / --redis it starts its own Apache Kafka broker (collectors/embedded_kafka)
+and redis-server. Kafka refuses a produce to `__consumer_offsets`, so the backlog is made of real
+commits: AlterConsumerGroupOffsets requests, one group and up to 100 partitions each, many in flight,
+written by the broker's own group coordinator (the groups have no members, as Burrow's benchmarks'
+do not need any). Figures go to stdout; the run takes a few minutes.
 """
 
 from __future__ import annotations
@@ -27,11 +29,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collectors.codec import records as r
-from collectors.codec.encoder import encode_key, encode_value
 from collectors.config import Settings
-from collectors.local_servers import RedisServer, TansuBroker
-from coordinator_model.group_metadata import coordinator_partition
+from collectors.embedded_kafka import KafkaBroker
+from collectors.local_servers import RedisServer
 
 TOPIC = "__consumer_offsets"
 STATE_STORES = {
@@ -86,59 +86,35 @@ class PeakMemory(threading.Thread):
 
 
 # ---- backlog -----------------------------------------------------------------------------------------
-def produce_backlog(bootstrap: str, records: int, groups: int) -> float:
-    from confluent_kafka import Producer
+def produce_backlog(bootstrap: str, records: int, groups: int, in_flight: int = 200) -> float:
+    """`records` OffsetCommit records in all, `groups` groups: each AlterConsumerGroupOffsets request
+    commits one group's offsets on up to 100 partitions of its topic (ten 100-partition topics)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    if TOPIC not in admin.list_topics(timeout=10).topics:
-        admin.create_topics([NewTopic(TOPIC, 50, 1)])[TOPIC].result(30)
-    p = Producer(
-        {
-            "bootstrap.servers": bootstrap,
-            "linger.ms": 50,
-            "batch.num.messages": 10000,
-            "queue.buffering.max.messages": 500000,
-            "compression.type": "lz4",
-        }
-    )
-    # The backlog is `records` in all, the 50 end markers (below) included.
-    records = max(0, records - 50)
+    topics = [f"bench-topic-{i}" for i in range(10)]
+    missing = [t for t in topics if t not in admin.list_topics(timeout=10).topics]
+    for f in admin.create_topics([NewTopic(t, 100, 1) for t in missing]).values() if missing else []:
+        f.result(60)
     per_group = max(1, -(-records // groups))
-    names = [f"bench-group-{i:05d}" for i in range(groups)]
-    keys = {
-        (g, t): encode_key(r.OffsetCommitKey(g, f"bench-topic-{i % 50}", t))
-        for i, g in enumerate(names)
-        for t in range(4)
-    }
     t0 = time.monotonic()
-    now = int(time.time() * 1000)
+    pending: list = []
     n = 0
-    for k in range(per_group):
-        for g in names:
-            if n >= records:
+    for round_ in range(-(-per_group // 100)):
+        for i in range(groups):
+            width = min(100, per_group - round_ * 100, records - n)
+            if width <= 0:
                 break
-            part = k % 4
-            value = encode_value(
-                r.OFFSET_COMMIT, r.OffsetCommitValue(offset=k * 10, commit_timestamp=now + k)
-            )
-            while True:
-                try:
-                    p.produce(TOPIC, key=keys[(g, part)], value=value, partition=coordinator_partition(g))
-                    break
-                except BufferError:
-                    p.poll(0.05)
-            n += 1
-        p.poll(0)
-    p.flush(300)
-    # One single-record batch per partition at the end: Tansu reports ListOffsets(latest) as the last
-    # batch's base offset + 1, which would hide the tail of the last (multi-record) batch from both
-    # readers. (A real broker does not need this; it adds one group, "bench-end-marker".)
-    marker = encode_key(r.OffsetCommitKey("bench-end-marker", "marker", 0))
-    mv = encode_value(r.OFFSET_COMMIT, r.OffsetCommitValue(offset=1, commit_timestamp=now))
-    for part in range(50):
-        p.produce(TOPIC, key=marker, value=mv, partition=part)
-        p.flush(30)
+            g = f"bench-group-{i:05d}"
+            tps = [TopicPartition(topics[i % 10], p, 10 * (round_ + 1) + p) for p in range(width)]
+            req = ConsumerGroupTopicPartitions(g, tps)
+            pending.append(admin.alter_consumer_group_offsets([req], request_timeout=60)[g])
+            n += width
+            if len(pending) >= in_flight:
+                pending.pop(0).result(120)
+    for f in pending:
+        f.result(120)
     return time.monotonic() - t0
 
 
@@ -235,8 +211,9 @@ def pipeline_catch_up(
 
 
 def live_latency(spark, bootstrap: str, redis_url: str, samples: int) -> list[float]:
-    """Commit -> the group's document in Redis shows the committed offset and its lag."""
-    from confluent_kafka import Producer
+    """Commit (AlterConsumerGroupOffsets) -> the group's document in Redis shows the committed offset."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient
 
     from collectors.pipeline.job import PipelineConfig, build_query
     from collectors.redis_store import RedisStore
@@ -253,9 +230,8 @@ def live_latency(spark, bootstrap: str, redis_url: str, samples: int) -> list[fl
         starting_offsets="latest",  # live from the end of the backlog: only new commits matter here
     )
     q = build_query(spark, cfg, [TOPIC], store)
-    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     group = "bench-live-group"
-    key = encode_key(r.OffsetCommitKey(group, "live-topic", 0))
     lat: list[float] = []
     try:
         # warm-up: the first batches after start (backlog, JVM) are not what live latency is about
@@ -267,12 +243,9 @@ def live_latency(spark, bootstrap: str, redis_url: str, samples: int) -> list[fl
             time.sleep(1)
         for i in range(samples):
             offset = 1000 + i
-            value = encode_value(
-                r.OFFSET_COMMIT, r.OffsetCommitValue(offset=offset, commit_timestamp=int(time.time() * 1000))
-            )
             t0 = time.monotonic()
-            p.produce(TOPIC, key=key, value=value, partition=coordinator_partition(group))
-            p.flush(10)
+            req = ConsumerGroupTopicPartitions(group, [TopicPartition("bench-topic-0", 0, offset)])
+            admin.alter_consumer_group_offsets([req])[group].result(10)
             while time.monotonic() - t0 < 30:
                 doc = store.get_group(group)
                 if doc and any(o["offset"] == offset for o in doc["offsets"]):
@@ -307,7 +280,7 @@ def main() -> None:
     try:
         bootstrap = args.bootstrap_servers
         if not bootstrap:
-            broker = TansuBroker().start()
+            broker = KafkaBroker().start()
             bootstrap = broker.bootstrap_servers
         redis_url = args.redis
         if not redis_url:
@@ -315,7 +288,7 @@ def main() -> None:
             redis_url = redis.url
         print(f"backlog: {args.records:,} OffsetCommit records, {args.groups:,} groups, 50 partitions")
         dt = produce_backlog(bootstrap, args.records, args.groups)
-        print(f"  produced in {dt:.1f} s ({args.records / dt:,.0f} records/s)")
+        print(f"  committed in {dt:.1f} s ({args.records / dt:,.0f} records/s, AlterConsumerGroupOffsets)")
 
         n, dt_plain = plain_read(bootstrap)
         plain_rate = n / dt_plain

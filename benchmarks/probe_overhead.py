@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from collectors.local_servers import TansuBroker
+from collectors.embedded_kafka import KafkaBroker
 from collectors.probe import HeartbeatEvent, MemberIdentity, ProbedConsumer, TelemetryEmitter
 
 N = 20_000
@@ -42,7 +42,7 @@ def consume_all(consumer: Consumer, topic: str) -> tuple[float, list[float]]:
 
 
 def main() -> None:
-    with TansuBroker() as broker:
+    with KafkaBroker() as broker:
         bs = broker.bootstrap_servers
         topic = f"bench-{uuid.uuid4().hex[:6]}"
         admin = AdminClient({"bootstrap.servers": bs})

@@ -29,6 +29,11 @@ def capture_dirs() -> list[Path]:
     return sorted(p for p in CAPTURES.iterdir() if p.is_dir() and (p / "offsets.jsonl").exists())
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests marked `at_end` run after all others (the golden test reads what every test wrote)."""
+    items.sort(key=lambda item: item.get_closest_marker("at_end") is not None)
+
+
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     server = RedisServer().start()

@@ -220,7 +220,10 @@ class KafkaBroker(_Proc):
         props_file = self.workdir / "server.properties"
         props_file.write_text("".join(f"{k}={_escape(v)}\n" for k, v in self.properties().items()))
         log_opt, _ = self._log_config()
-        self._format(java, cp, log_opt, props_file)
+        # A data dir formatted by an earlier start (a restart on the same data) keeps its cluster id,
+        # topics and SCRAM users: formatting it again would fail on this instance's new cluster id.
+        if not (self.data_dir / "meta.properties").exists():
+            self._format(java, cp, log_opt, props_file)
         argv = [
             java,
             "-Xms256m",

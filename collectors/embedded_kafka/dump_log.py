@@ -1,0 +1,77 @@
+"""Kafka's own decoding of `__consumer_offsets`: `kafka-dump-log --offsets-decoder` (DumpLogSegments,
+from the same Maven Central jars as the broker) over a broker's log segments, parsed into the shape of
+a capture's expected.jsonl: {"partition", "offset", "key": {...}, "value": {...} | None}.
+
+The golden test holds `groupscope decode` against this on every record the embedded broker wrote.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from collectors.embedded_kafka.broker import java_binary
+from collectors.embedded_kafka.jars import classpath, kafka_version, major
+
+_OFFSET = re.compile(r"^\| offset: (\d+) ")
+
+
+def dump_main_class(version: str) -> str:
+    # 4.x moved the tool from core's Scala kafka.tools to Java in kafka-tools.
+    return "org.apache.kafka.tools.DumpLogSegments" if major(version) >= 4 else "kafka.tools.DumpLogSegments"
+
+
+def offsets_segments(data_dir: Path, topic: str = "__consumer_offsets") -> list[tuple[int, Path]]:
+    """(partition, segment file) of every log segment of the topic, in partition and offset order."""
+    out = []
+    for part_dir in data_dir.glob(f"{topic}-*"):
+        partition = int(part_dir.name.rsplit("-", 1)[1])
+        out += [(partition, seg) for seg in sorted(part_dir.glob("*.log"))]
+    return sorted(out)
+
+
+def _parse_record(line: str) -> tuple[int, Any, Any] | None:
+    m = _OFFSET.match(line)
+    if not m or " key: " not in line:
+        return None
+    # "... key: {json} payload: {json}|null" — the JSON never holds " payload: " at top level before
+    # the key's end, so split on the last occurrence that leaves valid JSON on both sides.
+    head, _, rest = line.partition(" key: ")
+    idx = rest.find(" payload: ")
+    while idx != -1:
+        try:
+            key = json.loads(rest[:idx])
+            payload_text = rest[idx + len(" payload: ") :].strip()
+            value = None if payload_text in ("", "null", "<DELETE>") else json.loads(payload_text)
+            return int(m.group(1)), key, value
+        except json.JSONDecodeError:
+            idx = rest.find(" payload: ", idx + 1)
+    return None
+
+
+def dump_offsets(data_dir: Path, version: str | None = None, timeout_s: float = 300.0) -> list[dict[str, Any]]:
+    """Every record of `__consumer_offsets` under a broker's log dir, as Kafka's decoder prints it."""
+    version = version or kafka_version()
+    segments = offsets_segments(data_dir)
+    if not segments:
+        return []
+    argv = [java_binary(), "-cp", classpath(version), dump_main_class(version), "--offsets-decoder"]
+    argv += ["--deep-iteration", "--files", ",".join(str(seg) for _, seg in segments)]
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    if proc.returncode != 0:
+        raise RuntimeError(f"kafka-dump-log failed: {proc.stderr[-2000:]}")
+    by_path = {str(seg): p for p, seg in segments}
+    records: list[dict[str, Any]] = []
+    partition = -1
+    for line in proc.stdout.splitlines():
+        if line.startswith("Dumping "):
+            partition = by_path.get(line[len("Dumping ") :].strip(), -1)
+            continue
+        parsed = _parse_record(line)
+        if parsed is not None:
+            offset, key, value = parsed
+            records.append({"partition": partition, "offset": offset, "key": key, "value": value})
+    return records
