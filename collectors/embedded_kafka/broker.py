@@ -241,6 +241,7 @@ class KafkaBroker(_Proc):
         try:
             wait_for_port(self.host, self.port, timeout, self.proc)
             self._wait_ready(timeout)
+            self._create_offsets_topic(timeout)
         except ServerError as e:
             tail = self.log_tail()
             with contextlib.suppress(OSError):
@@ -266,6 +267,27 @@ class KafkaBroker(_Proc):
                 last = e
             time.sleep(0.1)
         raise ServerError(f"the broker did not answer metadata within {timeout:.0f} s ({last})")
+
+    def _create_offsets_topic(self, timeout: float) -> None:
+        """Have the coordinator create and load `__consumer_offsets` now, as on a cluster that has run
+        for a while: the first group request otherwise waits on its creation, and librdkafka's admin
+        calls (AlterConsumerGroupOffsets) time out instead of retrying. An OffsetFetch for a group that
+        does not exist writes nothing."""
+        from confluent_kafka import ConsumerGroupTopicPartitions
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                req = [ConsumerGroupTopicPartitions("groupscope-embedded-broker-warm-up")]
+                admin.list_consumer_group_offsets(req, request_timeout=5)[req[0].group_id].result(10)
+                return
+            except Exception as e:  # COORDINATOR_NOT_AVAILABLE / timeout while the topic loads
+                last = e
+                time.sleep(0.2)
+        raise ServerError(f"__consumer_offsets was not ready within {timeout:.0f} s ({last})")
 
     def coordinator_lines(self) -> list[str]:
         try:

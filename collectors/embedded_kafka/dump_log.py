@@ -37,9 +37,9 @@ def _parse_record(line: str) -> tuple[int, Any, Any] | None:
     m = _OFFSET.match(line)
     if not m or " key: " not in line:
         return None
-    # "... key: {json} payload: {json}|null" — the JSON never holds " payload: " at top level before
-    # the key's end, so split on the last occurrence that leaves valid JSON on both sides.
-    head, _, rest = line.partition(" key: ")
+    # "... key: {json} payload: {json}|null": a key's JSON may itself hold " payload: " (a group
+    # named so), so try each occurrence until both sides are valid JSON.
+    rest = line.partition(" key: ")[2]
     idx = rest.find(" payload: ")
     while idx != -1:
         try:
@@ -52,7 +52,9 @@ def _parse_record(line: str) -> tuple[int, Any, Any] | None:
     return None
 
 
-def dump_offsets(data_dir: Path, version: str | None = None, timeout_s: float = 300.0) -> list[dict[str, Any]]:
+def dump_offsets(
+    data_dir: Path, version: str | None = None, timeout_s: float = 300.0
+) -> list[dict[str, Any]]:
     """Every record of `__consumer_offsets` under a broker's log dir, as Kafka's decoder prints it."""
     version = version or kafka_version()
     segments = offsets_segments(data_dir)
