@@ -1,7 +1,11 @@
 """Property tests of the codec.
 
 - encode then decode is the identity for every record type and every value version (strategies
-  are derived from the schema table, so a new version is covered as soon as it is in the table);
+  are derived from the schema table, so a new version is covered as soon as it is in the table):
+  offset commits, classic groups, KIP-848, share-group and streams-group records;
+- tagged fields are written and printed only when they are not their default, and tagged fields
+  the table does not know are kept and printed (`_unknownTaggedFields`);
+- the new record classes go through routing and the coordinator model without an error;
 - consumer-protocol payloads and StickyAssignor userData round-trip inside GroupMetadata;
 - arbitrary bytes, mutated real records and every truncation of real records only ever raise
   DecodeError.
@@ -41,6 +45,7 @@ _INT = {
     "int16": st.integers(-(2**15), 2**15 - 1),
     "int32": st.integers(-(2**31), 2**31 - 1),
     "int64": st.integers(-(2**63), 2**63 - 1),
+    "uint16": st.integers(0, 2**16 - 1),
 }
 _text = st.text(max_size=12)
 _bytes = st.binary(max_size=24)
@@ -56,8 +61,8 @@ def _field(f: schema.Field, version: int, flexible: bool) -> st.SearchStrategy[A
         s = _bytes
     elif f.type == "uuid":
         s = _uuid
-    elif f.type == "[]int32":
-        s = st.lists(_INT["int32"], max_size=6)
+    elif f.type in ("[]int32", "[]int16"):
+        s = st.lists(_INT[f.type[2:]], max_size=6)
     elif f.type == "[]string":
         s = st.lists(_text, max_size=4)
     elif f.type.startswith("[]"):
@@ -82,8 +87,7 @@ def struct_strategy(st_: schema.Struct, version: int, flexible: bool) -> st.Sear
         if f.present_in(version) and (f.tag is None or flexible):
             kwargs[f.attr] = _field(f, version, flexible)
         else:
-            default = f.default_value()
-            kwargs[f.attr] = st.builds(list) if isinstance(default, list) else st.just(default)
+            kwargs[f.attr] = st.builds(f.default_value)  # a fresh default (lists, empty structs)
     if st_.unknown_tags_attr is not None:
         kwargs[st_.unknown_tags_attr] = _unknown_tags(st_) if flexible else st.just(())
     if st_.version_attr is not None:
@@ -114,7 +118,9 @@ CASES = [(rt, v) for rt, (_, value) in sorted(schema.RECORDS.items()) for v in v
 
 
 def test_every_record_type_and_version_is_covered() -> None:
-    assert {rt for rt, _ in CASES} == {0, 1, 2, 3, 4, 5, 6, 7, 8, 16}
+    # Kafka 4.3.1's group coordinator: 0-8 and 16 (offsets, classic, KIP-848), 10-15 (share
+    # groups), 17 and 19-23 (streams groups); 9 and 18 are not defined any more.
+    assert {rt for rt, _ in CASES} == {*range(0, 9), *range(10, 18), *range(19, 24)}
     assert [v for rt, v in CASES if rt == 1] == [0, 1, 2, 3, 4]
     assert [v for rt, v in CASES if rt == 2] == [0, 1, 2, 3, 4]
 
@@ -161,7 +167,7 @@ def test_consumer_protocol_payloads_round_trip_inside_group_metadata(subs, asgs,
             group_instance_id=None,
             client_id="c",
             client_host="/127.0.0.1",
-            rebalance_timeout=300000 if version >= 1 else 0,
+            rebalance_timeout=300000 if version >= 1 else -1,
             session_timeout=6000,
             subscription=encode_subscription(sub),
             assignment=encode_assignment(asgs[i]),
@@ -265,7 +271,7 @@ def test_arbitrary_bytes_only_raise_decode_error(key: bytes, value: bytes | None
 
 @PROPS
 @given(
-    record_type=st.sampled_from([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 99]),
+    record_type=st.sampled_from([*range(0, 25), 99]),
     version=st.integers(-1, 5),
     key=st.binary(max_size=40),
     value=st.binary(max_size=300),
@@ -306,11 +312,14 @@ def test_huge_lengths_fail_fast(value: bytes) -> None:
     assert "exceed" in str(err.value) or "truncated" in str(err.value)
 
 
-def test_unknown_record_types_keep_their_bytes() -> None:
-    key = b"\x00\x0b\x00\x05share\x00\x00\x00\x01"
+@pytest.mark.parametrize("record_type", [9, 18, 24, 99])
+def test_unknown_record_types_keep_their_bytes(record_type: int) -> None:
+    # 9: Kafka 4.0's early-access ShareGroupPartitionMetadata, which 4.1 dropped; 18: not used;
+    # 24, 99: whatever a newer Kafka adds.
+    key = record_type.to_bytes(2, "big") + b"\x00\x05share\x00\x00\x00\x01"
     value = b"\x00\x00\x01\x02\x03"
     rec = decode_record(key, value)
-    assert rec.key == r.UnknownKey(11, key) and rec.key.group == "share"
+    assert rec.key == r.UnknownKey(record_type, key) and rec.key.group == "share"
     assert rec.value == r.UnknownValue(0, value)
     assert encode_record(rec) == (key, value)
     assert record_to_json(rec)["key"]["data"]["unknown"] is True
@@ -328,6 +337,21 @@ def test_unknown_value_version_is_a_decode_error() -> None:
     with pytest.raises(DecodeError) as err:
         decode_record(b"\x00\x01\x00\x01g\x00\x01t\x00\x00\x00\x00", b"\x00\x05" + b"\x00" * 30, 1, 2)
     assert "unknown version 5 of OffsetCommitValue" in str(err.value)
+    key = encode_key(r.StreamsGroupTopologyKey("s"))
+    with pytest.raises(DecodeError) as err:
+        decode_record(key, b"\x00\x01" + b"\x00" * 30, 1, 3)
+    assert "unknown version 1 of StreamsGroupTopologyValue (record type 23)" in str(err.value)
+
+
+def test_kafka_4_0_share_group_metadata_is_a_clear_decode_error() -> None:
+    # Kafka 4.0's early-access ShareGroupMetadataValue v0 was the epoch alone; 4.1 added MetadataHash
+    # without a new version. Such a record cannot be read as 4.1+ (nor can Kafka 4.1+ read it).
+    key = encode_key(r.ShareGroupMetadataKey("share-g"))
+    with pytest.raises(DecodeError) as err:
+        decode_record(key, b"\x00\x00" + b"\x00\x00\x00\x05" + b"\x00", 4, 5)
+    # (epoch and metadataHash are read as one fixed-width run: the message names the run's first field)
+    assert "record 4/5, value" in str(err.value) and "ShareGroupMetadataValue." in str(err.value)
+    assert "truncated" in str(err.value)
 
 
 @PROPS
@@ -362,3 +386,185 @@ def test_keys_are_frozen_and_hashable() -> None:
         key.group = "other"  # type: ignore[misc]
     decoded = decode_record(encode_key(key), None).key
     assert decoded == key and hash(decoded) == hash(key)
+
+
+# ----------------------------------------------------------------------------------------------
+# Tagged fields: written and printed when not their default; unknown ones kept and printed.
+def _tagged(st_: schema.Struct, version: int) -> list[schema.Field]:
+    return [f for f in st_.fields if f.tag is not None and f.present_in(version)]
+
+
+TAGGED_CASES = [
+    (rt, v)
+    for rt, v in CASES
+    if schema.RECORDS[rt][1].is_flexible(v) and _tagged(schema.RECORDS[rt][1].struct, v)
+]
+
+
+def test_tagged_cases_cover_the_fields_added_after_kafka_4_0() -> None:
+    names = {f.name for rt, v in TAGGED_CASES for f in _tagged(schema.RECORDS[rt][1].struct, v)}
+    assert {"topicId", "metadataHash", "assignmentTimestamp", "validatedTopologyEpoch"} <= names
+    assert "lastAssignmentConfigs" in names and "classicMemberMetadata" in names
+
+
+@pytest.mark.parametrize(
+    "record_type, version", TAGGED_CASES, ids=[f"type{rt}-v{v}" for rt, v in TAGGED_CASES]
+)
+def test_tagged_fields_are_printed_when_not_their_default(record_type: int, version: int) -> None:
+    msg = schema.RECORDS[record_type][1]
+
+    @PROPS
+    @given(rec=_record_strategy(record_type, version))
+    def check(rec: r.OffsetsRecord) -> None:
+        data = record_to_json(rec)["value"]["data"]
+        for f in _tagged(msg.struct, version):
+            value = getattr(rec.value, f.attr)
+            assert (f.name in data) == (value != f.default_value()), (f.name, value)
+        unknown = rec.value.unknown_tagged_fields
+        expected = [{"tag": t, "data": d.hex()} for t, d in unknown]
+        assert data.get("_unknownTaggedFields", []) == expected
+
+    check()
+
+
+@PROPS
+@given(
+    epoch=_INT["int32"],
+    metadata_hash=_INT["int64"],
+    unknown=st.lists(st.tuples(st.integers(1, 2000), _bytes), max_size=3, unique_by=lambda t: t[0]),
+)
+def test_unknown_tagged_fields_are_kept_and_printed(epoch, metadata_hash, unknown) -> None:
+    tags = tuple(sorted(unknown))
+    value = r.ConsumerGroupMetadataValue(epoch, metadata_hash, tags)
+    key, raw = encode_record(r.OffsetsRecord(0, 0, 0, 3, r.ConsumerGroupMetadataKey("g"), 0, value))
+    rec = decode_record(key, raw)
+    assert rec.value == value and encode_record(rec) == (key, raw)
+    data = record_to_json(rec)["value"]["data"]
+    assert data.get("_unknownTaggedFields", []) == [{"tag": t, "data": d.hex()} for t, d in tags]
+    assert ("metadataHash" in data) == (metadata_hash != 0)
+
+
+@pytest.mark.parametrize(
+    "tag_bytes",
+    [
+        b"\x00\x00\x00\x00\x00\x00\x00\x07\x01",  # 9 bytes: not one int64
+        b"\x00\x00\x00\x07",  # 4 bytes: not one int64
+        b"\x00\x00\x00\x00\x00\x00\x00\x00",  # the default (0), which Kafka does not write
+    ],
+)
+def test_known_tag_whose_bytes_are_not_one_value_is_kept_raw(tag_bytes: bytes) -> None:
+    # ConsumerGroupMetadataValue v0: epoch 5, then one tagged field: tag 0 (metadataHash)
+    raw = b"\x00\x00" + b"\x00\x00\x00\x05" + b"\x01\x00" + bytes([len(tag_bytes)]) + tag_bytes
+    key = encode_key(r.ConsumerGroupMetadataKey("g"))
+    rec = decode_record(key, raw)
+    assert rec.value.metadata_hash == 0 and rec.value.unknown_tagged_fields == ((0, tag_bytes),)
+    assert encode_record(rec) == (key, raw)
+    data = record_to_json(rec)["value"]["data"]
+    assert data == {"epoch": 5, "_unknownTaggedFields": [{"tag": 0, "data": tag_bytes.hex()}]}
+
+
+def test_classic_member_metadata_null_is_the_one_byte_tag_kafka_writes() -> None:
+    """The schema's default for classicMemberMetadata is an empty struct, so Kafka writes a KIP-848
+    member's null as tag 0 with the single byte 0 (and prints it as null); a record without the tag
+    reads as the empty struct, which is not printed."""
+    value = r.ConsumerGroupMemberMetadataValue(None, None, "c", "/h", ["t"], None, 1000, "uniform")
+    raw = encode_value(5, value)
+    assert raw is not None and raw.endswith(b"\x01\x00\x01\x00")  # 1 tag: tag 0, 1 byte, null
+    key = encode_key(r.ConsumerGroupMemberMetadataKey("g", "m"))
+    rec = decode_record(key, raw)
+    assert rec.value.classic_member_metadata is None and rec.value.unknown_tagged_fields == ()
+    assert record_to_json(rec)["value"]["data"]["classicMemberMetadata"] is None
+    without_tag = decode_record(key, raw[:-4] + b"\x00")
+    assert without_tag.value.classic_member_metadata == r.ClassicMemberMetadata(0, [])
+    assert "classicMemberMetadata" not in record_to_json(without_tag)["value"]["data"]
+    classic = r.ClassicMemberMetadata(45000, [r.ClassicProtocol("range", b"\x00\x03")])
+    value.classic_member_metadata = classic
+    back = decode_record(key, encode_value(5, value))
+    assert back.value.classic_member_metadata == classic
+    assert record_to_json(back)["value"]["data"]["classicMemberMetadata"] == {
+        "sessionTimeoutMs": 45000,
+        "supportedProtocols": [{"name": "range", "metadata": "AAM="}],
+    }
+
+
+def test_share_and_streams_records_render_kafkas_field_names() -> None:
+    topic_id = uuid_str(bytes(range(16)))
+    share = r.ShareGroupCurrentMemberAssignmentValue(3, 2, 0, [r.TopicIdPartitions(topic_id, [0, 1])])
+    rec = decode_record(
+        encode_key(r.ShareGroupCurrentMemberAssignmentKey("sg", "m1")), encode_value(14, share), 1, 2, 3
+    )
+    assert rec.value == share
+    assert record_to_json(rec)["key"] == {"type": "14", "data": {"groupId": "sg", "memberId": "m1"}}
+    assert record_to_json(rec)["value"]["data"] == {
+        "memberEpoch": 3,
+        "previousMemberEpoch": 2,
+        "state": 0,
+        "assignedPartitions": [{"topicId": topic_id, "partitions": [0, 1]}],
+    }
+    member = r.StreamsGroupMemberMetadataValue(
+        None, "rack", "c", "/h", 30000, 2, "p1", r.Endpoint("host", 65535), [r.KeyValue("zone", "a")]
+    )
+    rec = decode_record(encode_key(r.StreamsGroupMemberMetadataKey("app", "m")), encode_value(19, member))
+    assert rec.value == member
+    data = record_to_json(rec)["value"]["data"]
+    assert data["userEndpoint"] == {"host": "host", "port": 65535}
+    assert data["clientTags"] == [{"key": "zone", "value": "a"}]
+    current = r.StreamsGroupCurrentMemberAssignmentValue(
+        4, 3, 0, [r.TaskIds("0", [0, 1], [4, 4])], [], [], [], [], []
+    )
+    rec = decode_record(
+        encode_key(r.StreamsGroupCurrentMemberAssignmentKey("app", "m")), encode_value(22, current)
+    )
+    assert rec.value == current
+    assert record_to_json(rec)["value"]["data"]["activeTasks"] == [
+        {"subtopologyId": "0", "partitions": [0, 1], "assignmentEpochs": [4, 4]}
+    ]
+    topology = r.StreamsGroupTopologyValue(
+        1,
+        [
+            r.Subtopology(
+                "0",
+                ["in"],
+                [],
+                [r.StreamsTopicInfo("app-store-changelog", 0, 3, [r.KeyValue("cleanup.policy", "compact")])],
+                ["app-repartition"],
+                [],
+                [r.CopartitionGroup([0], [], [1])],
+            )
+        ],
+    )
+    rec = decode_record(encode_key(r.StreamsGroupTopologyKey("app")), encode_value(23, topology))
+    assert rec.value == topology
+    sub = record_to_json(rec)["value"]["data"]["subtopologies"][0]
+    assert sub["stateChangelogTopics"][0]["replicationFactor"] == 3
+    assert sub["copartitionGroups"] == [
+        {"sourceTopics": [0], "sourceTopicRegex": [], "repartitionSourceTopics": [1]}
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
+# The new record classes go through the pipeline's routing and the coordinator model.
+NEW_TYPES = sorted(rt for rt in schema.RECORDS if 10 <= rt <= 15 or rt >= 17)
+
+
+@pytest.mark.parametrize("record_type", NEW_TYPES)
+def test_share_and_streams_records_are_routed_and_ignored_by_the_model(record_type: int) -> None:
+    from collectors.pipeline.decode import decode_one, route_one
+    from coordinator_model.engine import GroupEngine
+    from coordinator_model.evidence import UnknownRecord
+
+    @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(rec=_record_strategy(record_type, 0), tombstone=st.booleans())
+    def check(rec: r.OffsetsRecord, tombstone: bool) -> None:
+        if tombstone:
+            rec.value, rec.value_version = None, None
+        key, value = encode_record(rec)
+        group = rec.key.group
+        assert route_one("offsets", "__consumer_offsets", 3, 7, 1000, key, value) == [(group, 1000, 0)]
+        ((g, ts, _rank, ev),) = decode_one("offsets", "__consumer_offsets", 3, 7, 1000, key, value)
+        assert (g, ts) == (group, 1000)
+        assert isinstance(ev, UnknownRecord) and ev.record_type == record_type
+        engine = GroupEngine(group)
+        engine.apply(ev)
+
+    check()

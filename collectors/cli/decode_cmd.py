@@ -1,5 +1,6 @@
 """`groupscope decode [FILE|-]`: capture lines of `__consumer_offsets` records in, one JSON line per
-record out, with the field names and values of Kafka 4.0's `kafka-dump-log --offsets-decoder`:
+record out, with the field names and values of `kafka-dump-log --offsets-decoder` (Kafka 4.3.1's
+schemas):
 
     {"partition": P, "offset": O, "timestamp": T, "key": {"type": "1", "data": {...}},
      "value": {"version": "3", "data": {...}} | null}

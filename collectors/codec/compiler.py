@@ -10,7 +10,13 @@ anything is allocated, so arbitrary input fails with `DecodeError` and never wit
 - reader   `(buf: bytes, pos: int) -> (obj, new_pos)`
 - writer   `(obj, out: bytearray) -> None`
 - renderer `(obj) -> dict` in kafka-dump-log's JSON shape (camelCase names, bytes as base64,
-  topic ids as Kafka's Uuid strings, only the fields the version carries)
+  topic ids as Kafka's Uuid strings, only the fields the version carries), plus
+  `"_unknownTaggedFields": [{"tag": N, "data": "<hex>"}]` when the struct holds tagged fields the
+  table does not know (kafka-dump-log drops those silently; we show them)
+
+A tagged field is read by a small function of its own from the tag's bytes. When those bytes are not
+exactly one value of the field's type, or hold the field's default (which a writer leaves out), the
+tag is kept raw with the unknown ones and the field keeps its default: re-encoding stays byte-exact.
 
 `python -m collectors.codec.compiler OffsetCommitValue 3` prints the generated source.
 """
@@ -28,14 +34,15 @@ from typing import Any
 from collectors.codec.errors import DecodeError, EncodeError
 from collectors.codec.schema import Field, Message, Struct
 
-_FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uuid": "16s"}
-_FIXED_SIZE = {"b": 1, "h": 2, "i": 4, "q": 8, "16s": 16}
+_FIXED = {"int8": "b", "int16": "h", "int32": "i", "int64": "q", "uint16": "H", "uuid": "16s"}
+_FIXED_SIZE = {"b": 1, "h": 2, "H": 2, "i": 4, "q": 8, "16s": 16}
 
 _H = struct.Struct(">h")
 _I = struct.Struct(">i")
 _NULL_STRING = b"\xff\xff"
 _NULL_BYTES = b"\xff\xff\xff\xff"
 _INTS = [struct.Struct(f">{i}i") for i in range(257)]
+_SHORTS = [struct.Struct(f">{i}h") for i in range(65)]
 
 # Low-level failures that generated readers turn into DecodeError (struct.error: truncated fixed
 # fields; IndexError: truncated varint; the others: defensive).
@@ -44,6 +51,15 @@ _LOW = (struct.error, IndexError, ValueError, TypeError, OverflowError)
 
 def ints(count: int) -> struct.Struct:
     return _INTS[count] if count <= 256 else struct.Struct(f">{count}i")
+
+
+def shorts(count: int) -> struct.Struct:
+    return _SHORTS[count] if count <= 64 else struct.Struct(f">{count}h")
+
+
+def unknown_tags_json(tags: tuple[tuple[int, bytes], ...]) -> list[dict[str, Any]]:
+    """Tagged fields the table does not know, as the renderers print them."""
+    return [{"tag": tag, "data": data.hex()} for tag, data in tags]
 
 
 def read_uvarint(buf: bytes, pos: int, first: int) -> tuple[int, int]:
@@ -159,6 +175,8 @@ class Compiler:
             "_wtags": write_tags,
             "_ints": ints,
             "_INTS": _INTS,
+            "_shorts": shorts,
+            "_unk": unknown_tags_json,
             "_uuid": uuid_str,
             "_uuidb": uuid_bytes,
             "_b64": b64,
@@ -207,10 +225,22 @@ class Compiler:
         return regular, tagged
 
     def _default_expr(self, f: Field) -> str:
+        """An expression giving the field's default, a fresh object where it is mutable."""
         value = f.default_value()
         if isinstance(value, list):
             return "[]"
+        if dataclasses.is_dataclass(value):  # an empty struct: built anew each time
+            return self._const(f.default_value, "D") + "()"
         return repr(value)
+
+    def _differs(self, f: Field, expr: str) -> str:
+        """`expr` is not the field's default: when a tagged field is written and printed."""
+        default = f.default_value()
+        if default is None:
+            return f"{expr} is not None"
+        if dataclasses.is_dataclass(default):  # only compared with: one shared instance will do
+            return f"{expr} != {self._const(default, 'DV')}"
+        return f"{expr} != {self._default_expr(f)}"
 
     # -- readers --------------------------------------------------------------------------------
     def reader(self, st: Struct, version: int, flexible: bool) -> Callable[[bytes, int], tuple[Any, int]]:
@@ -273,6 +303,10 @@ class Compiler:
             if f.type in _FIXED:
                 pending.append((_FIXED[f.type], var, f))
                 continue
+            if self._is_single_struct(f):
+                flush()
+                self._emit_single_struct_read(src, f, version, flexible, var, label)
+                continue
             length = src.var("L")
             if flexible:
                 flush()
@@ -309,7 +343,7 @@ class Compiler:
                 for i, f in enumerate(tagged):
                     src.emit(f"{'if' if i == 0 else 'elif'} t == {f.tag}:")
                     src.depth += 1
-                    self._emit_tagged_read(src, f, version, values[f.attr], rest)
+                    self._emit_tagged_read(src, st, f, version, values[f.attr], rest)
                     src.depth -= 1
                 src.emit("else:")
                 src.emit(f"    {rest}.append((t, d))")
@@ -351,6 +385,106 @@ class Compiler:
                 args.append(f"{name}={exprs[name]}")
         args += [f"{k}={v}" for k, v in exprs.items() if k not in names]
         src.emit(f"{target} = {self._const(cls, 'C')}({', '.join(args)})")
+
+    @staticmethod
+    def _is_single_struct(f: Field) -> bool:
+        return f.struct is not None and not f.type.startswith("[]")
+
+    def _emit_single_struct_read(
+        self, src: _Source, f: Field, version: int, flexible: bool, var: str, label: str, tagged: bool = False
+    ) -> None:
+        """A struct-typed field (not an array). A nullable one starts with a marker, as Kafka's
+        generated code reads it: in a tag's bytes an unsigned varint (0 null, more: a struct follows),
+        elsewhere an int8 (negative null, else a struct follows; Kafka writes -1 and 1)."""
+        assert f.struct is not None
+        reader = self._fname("read", f.struct, version, flexible)
+        src.emit(f"f = {label + f.name!r}")
+        if f.nullable_in(version) and tagged:
+            marker = src.var("m")
+            self._emit_uvarint(src, marker)
+            src.emit(f"if {marker} == 0:")
+            src.emit(f"    {var} = None")
+            src.emit("else:")
+            src.emit(f"    {var}, p = {reader}(b, p)")
+        elif f.nullable_in(version):
+            src.emit("if b[p] > 127:")
+            src.emit(f"    {var} = None")
+            src.emit("    p += 1")
+            src.emit("else:")
+            src.emit(f"    {var}, p = {reader}(b, p + 1)")
+        else:
+            src.emit(f"{var}, p = {reader}(b, p)")
+
+    def _emit_field_read(
+        self, src: _Source, st: Struct, f: Field, version: int, flexible: bool, var: str, tagged: bool
+    ) -> None:
+        """Any one field at `p` into `var`, without the fixed-width batching of `_emit_struct_read`
+        (tagged fields are read one at a time from their own bytes)."""
+        if f.type in _FIXED:
+            fmt = _FIXED[f.type]
+            src.emit(f"f = {f.name!r}")
+            src.emit(f"{var}, = {self._packer(fmt)}.unpack_from(b, p)")
+            src.emit(f"p += {_FIXED_SIZE[fmt]}")
+            if fmt == "16s":
+                src.emit(f"{var} = _uuid({var})")
+            return
+        if self._is_single_struct(f):
+            self._emit_single_struct_read(src, f, version, flexible, var, "", tagged)
+            return
+        length = src.var("L")
+        src.emit(f"f = {f.name!r}")
+        if flexible:
+            self._emit_uvarint(src, length)
+            src.emit(f"{length} -= 1")
+        else:
+            prefix = "_H" if f.type == "string" else "_I"
+            src.emit(f"{length}, = {prefix}.unpack_from(b, p)")
+            src.emit(f"p += {2 if f.type == 'string' else 4}")
+        self._emit_body(src, st, f, version, flexible, length, var)
+
+    def tagged_reader(self, st: Struct, f: Field, version: int) -> str:
+        """Name of the function `(b, p) -> (value, new p)` reading one value of tagged field `f` (as
+        the flexible encoding of its type) from a tag's bytes."""
+        name = f"tread_{st.name}_{f.attr}_v{version}"
+        if name in self.ns:
+            return name
+        inner = dataclasses.replace(f, tag=None)
+        if inner.struct is not None and not (inner.type.startswith("[]") and self._inlinable(inner.struct)):
+            self.reader(inner.struct, version, True)
+        src = _Source()
+        src.emit(f"def {name}(b, p):")
+        src.depth = 1
+        src.emit("n = len(b)")
+        src.emit("f = ''")
+        src.emit("try:")
+        src.depth = 2
+        var = src.var("v")
+        self._emit_field_read(src, st, inner, version, True, var, tagged=True)
+        src.emit(f"return {var}, p")
+        src.depth = 1
+        src.emit("except _DE:")
+        src.emit("    raise")
+        src.emit("except _LOW as e:")
+        src.emit(f"    raise _DE(p, {st.name + '.'!r} + f + ': ' + _why(e)) from None")
+        self._define(name, src)
+        return name
+
+    def tagged_writer(self, st: Struct, f: Field, version: int) -> str:
+        """Name of the function `(value, out) -> None` writing one value of tagged field `f` (the
+        flexible encoding of its type: the bytes of the tag)."""
+        name = f"twrite_{st.name}_{f.attr}_v{version}"
+        if name in self.ns:
+            return name
+        inner = dataclasses.replace(f, tag=None)
+        if inner.struct is not None:
+            self.writer(inner.struct, version, True)
+        src = _Source()
+        src.emit(f"def {name}(x, out):")
+        src.depth = 1
+        src.emit(f"f = {f.name!r}")
+        self._emit_write(src, st, inner, version, True, "x", tagged=True)
+        self._define(name, src)
+        return name
 
     @staticmethod
     def _emit_uvarint(src: _Source, var: str) -> None:
@@ -404,14 +538,15 @@ class Compiler:
                 src.emit(f"{var} = b[p:{end}]")
             src.emit(f"p = {end}")
             src.depth -= 1
-        elif f.type == "[]int32":
+        elif f.type in ("[]int32", "[]int16"):
             end = src.var("e")
-            src.emit(f"{end} = p + 4 * {length}")
+            size, kind, unpack = (4, "int32s", "_ints") if f.type == "[]int32" else (2, "int16s", "_shorts")
+            src.emit(f"{end} = p + {size} * {length}")
             src.emit(
-                f"if {end} > n: raise _DE(p, {label + ': '!r} + str({length}) + ' int32s exceed the ' "
+                f"if {end} > n: raise _DE(p, {label + ': '!r} + str({length}) + ' {kind} exceed the ' "
                 f"+ str(n - p) + ' bytes left')"
             )
-            src.emit(f"{var} = list(_ints({length}).unpack_from(b, p))")
+            src.emit(f"{var} = list({unpack}({length}).unpack_from(b, p))")
             src.emit(f"p = {end}")
         elif f.type.startswith("[]"):
             src.emit(
@@ -446,19 +581,21 @@ class Compiler:
             raise NotImplementedError(f"{label}: untagged field of type {f.type}")
         src.depth -= 1
 
-    def _emit_tagged_read(self, src: _Source, f: Field, version: int, var: str, rest: str) -> None:
-        if f.struct is None or f.type.startswith("[]"):
-            raise NotImplementedError(f"tagged field {f.name} of type {f.type}")
-        reader = self._fname("read", f.struct, version, True)
-        # Nullable structs carry a one-byte marker: -1 null, 1 present. A known tag whose bytes do
-        # not parse is kept raw with the unknown tags and the field stays null: real Kafka 4.0
-        # ConsumerGroupMemberMetadataValue records carry a 1-byte tag 0 that kafka-dump-log prints
-        # as "classicMemberMetadata": null.
-        start = 1 if f.nullable_in(version) else 0
+    def _emit_tagged_read(
+        self, src: _Source, st: Struct, f: Field, version: int, var: str, rest: str
+    ) -> None:
+        """A known tag `t` with bytes `d`: the field's value when `d` is exactly one value of its type
+        and not the default (a writer leaves defaults out), else the tag is kept raw with the unknown
+        ones and the field keeps its default, so re-encoding gives the same bytes."""
+        reader = self.tagged_reader(st, f, version)
+        value, end = src.var("x"), src.var("e")
         src.emit("try:")
-        src.emit(f"    {var} = None if (d and d[0] > 127) else {reader}(d, {start})[0]")
+        src.emit(f"    {value}, {end} = {reader}(d, 0)")
         src.emit("except _DE:")
-        src.emit(f"    {var} = {self._default_expr(f)}")
+        src.emit(f"    {end} = -1")
+        src.emit(f"if {end} == len(d) and {self._differs(f, value)}:")
+        src.emit(f"    {var} = {value}")
+        src.emit("else:")
         src.emit(f"    {rest}.append((t, d))")
 
     # -- writers --------------------------------------------------------------------------------
@@ -483,14 +620,14 @@ class Compiler:
             tags = src.var("tags")
             src.emit(f"{tags} = []")
             for f in tagged:
-                assert f.struct is not None
+                # Like Kafka, a tagged field holding its default is not written.
+                writer = self.tagged_writer(st, f, version)
                 val = src.var("t")
-                src.emit(f"{val} = o.{f.attr}")
-                src.emit(f"if {val} is not None:")
                 buf = src.var("d")
-                marker = "b'\\x01'" if f.nullable_in(version) else "b''"
-                src.emit(f"    {buf} = bytearray({marker})")
-                src.emit(f"    {self._fname('write', f.struct, version, True)}({val}, {buf})")
+                src.emit(f"{val} = o.{f.attr}")
+                src.emit(f"if {self._differs(f, val)}:")
+                src.emit(f"    {buf} = bytearray()")
+                src.emit(f"    {writer}({val}, {buf})")
                 src.emit(f"    {tags}.append(({f.tag}, bytes({buf})))")
             if st.unknown_tags_attr is not None:
                 src.emit(f"{tags}.extend(o.{st.unknown_tags_attr})")
@@ -501,7 +638,14 @@ class Compiler:
         return self._define(name, src)
 
     def _emit_write(
-        self, src: _Source, st: Struct, f: Field, version: int, flexible: bool, expr: str
+        self,
+        src: _Source,
+        st: Struct,
+        f: Field,
+        version: int,
+        flexible: bool,
+        expr: str,
+        tagged: bool = False,
     ) -> None:
         label = f"{st.name}.{f.name}"
         if f.type in _FIXED:
@@ -512,6 +656,20 @@ class Compiler:
             return
         val = src.var("x")
         src.emit(f"{val} = {expr}")
+        if self._is_single_struct(f):
+            assert f.struct is not None
+            writer = self._fname("write", f.struct, version, flexible)
+            if f.nullable_in(version):
+                # the marker: uvarint 0 in a tag's bytes, int8 -1 elsewhere (then 1 and the struct)
+                src.emit(f"if {val} is None:")
+                src.emit(f"    out.append({0 if tagged else 255})")
+                src.emit("else:")
+                src.emit("    out.append(1)")
+                src.emit(f"    {writer}({val}, out)")
+            else:
+                src.emit(f"if {val} is None: raise _EE({label + ': null in a non-nullable field'!r})")
+                src.emit(f"{writer}({val}, out)")
+            return
         src.emit(f"if {val} is None:")
         if f.nullable_in(version):
             if flexible:
@@ -540,6 +698,8 @@ class Compiler:
                 src.emit(f"out += _I.pack(len({val}))")
             if f.type == "[]int32":
                 src.emit(f"out += _ints(len({val})).pack(*{val})")
+            elif f.type == "[]int16":
+                src.emit(f"out += _shorts(len({val})).pack(*{val})")
             elif f.type == "[]string":
                 item = src.var("s")
                 src.emit(f"for {item} in {val}:")
@@ -565,29 +725,51 @@ class Compiler:
         src = _Source()
         src.emit(f"def {name}(o):")
         src.depth = 1
-        items = []
-        for f in regular + tagged:
-            expr = f"o.{f.attr}"
-            decoded = f"{f.attr}_decoded"
-            if f.render_decoded:
-                # Consumer-protocol payloads: rendered decoded when they parsed, as base64 otherwise.
-                items.append(
-                    f"{f.name!r}: (_b64({expr}) if o.{decoded} is None else _render_decoded(o.{decoded}))"
-                )
-            elif f.type == "bytes":
-                items.append(f"{f.name!r}: _b64({expr})")
-            elif f.type in ("[]int32", "[]string"):
-                items.append(f"{f.name!r}: (None if {expr} is None else list({expr}))")
-            elif f.struct is not None and f.type.startswith("[]"):
-                sub = self._fname("json", f.struct, version, flexible)
-                items.append(f"{f.name!r}: (None if {expr} is None else [{sub}(x) for x in {expr}])")
-            elif f.struct is not None:
-                sub = self._fname("json", f.struct, version, flexible)
-                items.append(f"{f.name!r}: (None if {expr} is None else {sub}({expr}))")
+        items: list[str] = []
+        conditional: list[tuple[Field, str]] = []  # tagged fields, printed when not the default
+        present = {id(f) for f in regular + tagged}
+        for f in st.fields:
+            if id(f) not in present:
+                continue
+            if f.tag is not None:
+                conditional.append((f, self._render_expr(f, version, flexible)))
             else:
-                items.append(f"{f.name!r}: {expr}")
-        src.emit("return {" + ", ".join(items) + "}")
+                items.append(f"{f.name!r}: {self._render_expr(f, version, flexible)}")
+        unknown = flexible and st.unknown_tags_attr is not None
+        if not conditional and not unknown:
+            src.emit("return {" + ", ".join(items) + "}")
+            return self._define(name, src)
+        # Like Kafka's JSON converter, a tagged field is printed only when it is not its default;
+        # tagged fields the table does not know are shown, never dropped silently.
+        src.emit("r = {" + ", ".join(items) + "}")
+        for f, expr in conditional:
+            src.emit(f"if {self._differs(f, 'o.' + f.attr)}:")
+            src.emit(f"    r[{f.name!r}] = {expr}")
+        if unknown:
+            src.emit(f"u = o.{st.unknown_tags_attr}")
+            src.emit("if u:")
+            src.emit("    r['_unknownTaggedFields'] = _unk(u)")
+        src.emit("return r")
         return self._define(name, src)
+
+    def _render_expr(self, f: Field, version: int, flexible: bool) -> str:
+        """The JSON value of field `f` of the object `o`."""
+        expr = f"o.{f.attr}"
+        if f.render_decoded:
+            # Consumer-protocol payloads: rendered decoded when they parsed, as base64 otherwise.
+            decoded = f"o.{f.attr}_decoded"
+            return f"(_b64({expr}) if {decoded} is None else _render_decoded({decoded}))"
+        if f.type == "bytes":
+            return f"_b64({expr})"
+        if f.type in ("[]int32", "[]int16", "[]string"):
+            return f"(None if {expr} is None else list({expr}))"
+        if f.struct is not None and f.type.startswith("[]"):
+            sub = self._fname("json", f.struct, version, flexible)
+            return f"(None if {expr} is None else [{sub}(x) for x in {expr}])"
+        if f.struct is not None:
+            sub = self._fname("json", f.struct, version, flexible)
+            return f"(None if {expr} is None else {sub}({expr}))"
+        return expr
 
     # -- messages -------------------------------------------------------------------------------
     def message_readers(self, msg: Message) -> dict[int, Callable[[bytes, int], tuple[Any, int]]]:

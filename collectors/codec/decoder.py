@@ -1,10 +1,12 @@
 """Decode `__consumer_offsets` records (key bytes, value bytes or None) into `records` dataclasses,
-exactly as Kafka 4.0's GroupCoordinatorRecordSerde reads them.
+exactly as Kafka 4.3.1's GroupCoordinatorRecordSerde reads them (offset commits, classic groups,
+KIP-848 consumer groups, share groups, streams groups).
 
 - Key: int16 record type, then the key fields. Value: int16 version, then the fields of that
   version. Value None is a tombstone. Bytes after the last field are ignored, as Kafka does.
-- Record types without a schema here (share groups 9-15, streams groups 17+, anything newer) decode
-  to UnknownKey / UnknownValue with the raw bytes: never an error.
+- Record types without a schema here (9 and 18, which Kafka 4.3.1 does not define, 24 and up)
+  decode to UnknownKey / UnknownValue with the raw bytes: never an error.
+- Tagged fields the table does not know are kept, with their bytes, in `unknown_tagged_fields`.
 - Classic members of a group whose protocolType is "consumer" get their subscription and
   assignment decoded on first access (ConsumerProtocolSubscription / ConsumerProtocolAssignment,
   versions 0-3, and the StickyAssignor userData); bytes that do not parse stay undecoded (the

@@ -5,14 +5,15 @@ The codec (`collectors.codec.decoder`) turns one raw record (key bytes, value by
 these, one small method per key class, the way Kafka's `GroupMetadataManager.replay(key, value)` does.
 
 Naming: every class is named after Kafka's JSON message schema (apache/kafka
-`group-coordinator/src/main/resources/common/message/*.json`) and every attribute is the schema's
-field name in snake_case (`leaderEpoch` -> `leader_epoch`). Kafka's defaults are kept: a field
-that a version does not carry holds Kafka's default (-1 for timestamps/epochs/timeouts, None for
-nullable strings), so `OffsetCommitValue.leader_epoch` is -1 for a v1 record, exactly as Kafka
-reads it.
+`group-coordinator/src/main/resources/common/message/*.json`, Kafka 4.3.1) and every attribute is the
+schema's field name in snake_case (`leaderEpoch` -> `leader_epoch`). Kafka's defaults are kept: a
+field that a version does not carry holds Kafka's default (-1 for timestamps/epochs/timeouts, None
+for nullable strings), so `OffsetCommitValue.leader_epoch` is -1 for a v1 record, exactly as Kafka
+reads it. Nested structs that Kafka declares inside one message only get a prefix when two messages
+use the same name for different shapes (`ShareTopicInfo`, `StreamsTopicInfo`).
 
 - Every key class exposes `.group` (the group id), so consumers can route by group without knowing
-  the record type (KIP-848 keys call the field `group_id`; `.group` is an alias).
+  the record type (KIP-848, share and streams keys call the field `group_id`; `.group` is an alias).
 - A `value` of None is a tombstone: the key's entity (the group, one committed offset, one member's
   assignment, ...) was deleted. `OffsetsRecord.is_tombstone` says so.
 - Topic ids (KIP-848 records) are kept as Kafka prints them: 22 characters of URL-safe base64
@@ -21,9 +22,9 @@ reads it.
   is "consumer" and the bytes parse, `subscription_decoded` / `assignment_decoded` hold the decoded
   consumer-protocol payloads, otherwise None (Connect, Streams and broken payloads stay bytes).
 - Flexible (tagged-field) structs keep tags the codec does not know in `unknown_tagged_fields` as
-  (tag, raw bytes) pairs, so re-encoding is byte-exact.
-- Record types the codec does not model (share groups 9-15, streams groups 17+, anything newer)
-  decode to `UnknownKey` / `UnknownValue` with the raw bytes.
+  (tag, raw bytes) pairs, so re-encoding is byte-exact (and the JSON rendering shows them).
+- Record types Kafka 4.3.1 does not define (9: Kafka 4.0's early-access ShareGroupPartitionMetadata,
+  dropped in 4.1; 18; 24 and up) decode to `UnknownKey` / `UnknownValue` with the raw bytes.
 
 Keys are frozen (hashable, usable as dict keys); values are slotted and treated as read-only.
 Classic members decode their consumer-protocol payloads lazily, on first access (same values).
@@ -47,7 +48,22 @@ CONSUMER_GROUP_MEMBER_METADATA = 5
 CONSUMER_GROUP_TARGET_ASSIGNMENT_METADATA = 6
 CONSUMER_GROUP_TARGET_ASSIGNMENT_MEMBER = 7
 CONSUMER_GROUP_CURRENT_MEMBER_ASSIGNMENT = 8
+SHARE_GROUP_MEMBER_METADATA = 10
+SHARE_GROUP_METADATA = 11
+SHARE_GROUP_TARGET_ASSIGNMENT_METADATA = 12
+SHARE_GROUP_TARGET_ASSIGNMENT_MEMBER = 13
+SHARE_GROUP_CURRENT_MEMBER_ASSIGNMENT = 14
+SHARE_GROUP_STATE_PARTITION_METADATA = 15
 CONSUMER_GROUP_REGULAR_EXPRESSION = 16
+STREAMS_GROUP_METADATA = 17
+STREAMS_GROUP_MEMBER_METADATA = 19
+STREAMS_GROUP_TARGET_ASSIGNMENT_METADATA = 20
+STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
+STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
+STREAMS_GROUP_TOPOLOGY = 23
+
+# Kafka's `Uuid.ZERO_UUID` as `Uuid.toString()` prints it: the default of a topic id field.
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 # ConsumerGroupCurrentMemberAssignmentValue.state (Kafka's MemberState ids).
 MEMBER_STATE_STABLE = 0
@@ -72,6 +88,7 @@ class OffsetCommitValue:
     metadata: str = ""
     commit_timestamp: int = -1
     expire_timestamp: int = -1  # v1 only
+    topic_id: str = ZERO_UUID  # v4+, tagged field 0 (Kafka 4.1+)
     unknown_tagged_fields: TaggedFields = ()  # v4+ (flexible)
 
 
@@ -149,7 +166,7 @@ class MemberMetadata:
     group_instance_id: str | None  # v3+
     client_id: str
     client_host: str
-    rebalance_timeout: int  # v1+ (0 in v0 records: the schema has no default)
+    rebalance_timeout: int  # v1+ (-1 in v0 records: the schema's default)
     session_timeout: int
     subscription: bytes
     assignment: bytes
@@ -255,6 +272,7 @@ class ConsumerGroupMetadataKey(_GroupIdKey):
 @dataclass(slots=True)
 class ConsumerGroupMetadataValue:
     epoch: int
+    metadata_hash: int = 0  # tagged field 0 (Kafka 4.1+): hash of the subscribed topics' metadata
     unknown_tagged_fields: TaggedFields = ()
 
 
@@ -317,7 +335,10 @@ class ConsumerGroupMemberMetadataValue:
     subscribed_topic_regex: str | None
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
-    classic_member_metadata: ClassicMemberMetadata | None = None  # tagged field 0
+    # Tagged field 0. None (not a classic member) is what Kafka writes for KIP-848 members: a 1-byte
+    # tag, since the schema's default is an empty ClassicMemberMetadata(0, []), which a record without
+    # the tag reads as (as in Kafka).
+    classic_member_metadata: ClassicMemberMetadata | None = None
     unknown_tagged_fields: TaggedFields = ()
 
 
@@ -329,15 +350,20 @@ class ConsumerGroupTargetAssignmentMetadataKey(_GroupIdKey):
 @dataclass(slots=True)
 class ConsumerGroupTargetAssignmentMetadataValue:
     assignment_epoch: int
+    assignment_timestamp: int = 0  # tagged field 0 (Kafka 4.3+): when the assignment was computed
     unknown_tagged_fields: TaggedFields = ()
 
 
 @dataclass(slots=True)
 class TopicIdPartitions:
-    """KIP-848 records name topics by id: (topic_id, partitions)."""
+    """KIP-848 and share records name topics by id: (topic_id, partitions). In a current member
+    assignment (ConsumerGroupCurrentMemberAssignmentValue) Kafka 4.3 adds the epoch at which each
+    partition was assigned (tagged field 0; Kafka's default, an empty list, when not written); target
+    assignments and share groups do not carry it."""
 
     topic_id: str
     partitions: list[int]
+    assignment_epochs: list[int] | None = field(default_factory=list)
     unknown_tagged_fields: TaggedFields = ()
 
 
@@ -384,7 +410,268 @@ class ConsumerGroupRegularExpressionValue:
 
 
 # ----------------------------------------------------------------------------------------------
-# Anything else (share groups 9-15, streams groups 17+, future types): raw bytes, never an error.
+# Share groups (KIP-932, key types 10-15), as Kafka 4.1+ writes them. Kafka 4.0's early-access
+# share records differ: type 9 is gone (UnknownKey), and 4.1 added a non-tagged field to types 11
+# (MetadataHash) and 15 (InitializingTopics) without a new version, so 4.0 records of those two types
+# do not read as 4.1+ records (usually a DecodeError; Kafka 4.1+ cannot read them either).
+@dataclass(frozen=True, slots=True)
+class ShareGroupMemberMetadataKey(_GroupIdKey):
+    group_id: str
+    member_id: str
+
+
+@dataclass(slots=True)
+class ShareGroupMemberMetadataValue:
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    subscribed_topic_names: list[str]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupMetadataKey(_GroupIdKey):
+    group_id: str
+
+
+@dataclass(slots=True)
+class ShareGroupMetadataValue:
+    epoch: int
+    metadata_hash: int
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMetadataKey(_GroupIdKey):
+    group_id: str
+
+
+@dataclass(slots=True)
+class ShareGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+    assignment_timestamp: int = 0  # tagged field 0 (Kafka 4.3+)
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupTargetAssignmentMemberKey(_GroupIdKey):
+    group_id: str
+    member_id: str
+
+
+@dataclass(slots=True)
+class ShareGroupTargetAssignmentMemberValue:
+    topic_partitions: list[TopicIdPartitions]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupCurrentMemberAssignmentKey(_GroupIdKey):
+    group_id: str
+    member_id: str
+
+
+@dataclass(slots=True)
+class ShareGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # MEMBER_STATE_*
+    assigned_partitions: list[TopicIdPartitions]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupStatePartitionMetadataKey(_GroupIdKey):
+    group_id: str
+
+
+@dataclass(slots=True)
+class TopicPartitionsInfo:
+    topic_id: str
+    topic_name: str
+    partitions: list[int]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class ShareTopicInfo:
+    """ShareGroupStatePartitionMetadataValue's TopicInfo (a topic whose share state is being deleted)."""
+
+    topic_id: str
+    topic_name: str
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class ShareGroupStatePartitionMetadataValue:
+    """Which partitions' share-group state (in `__share_group_state`) exists or is being set up."""
+
+    initializing_topics: list[TopicPartitionsInfo]
+    initialized_topics: list[TopicPartitionsInfo]
+    deleting_topics: list[ShareTopicInfo]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+# ----------------------------------------------------------------------------------------------
+# Streams groups (KIP-1071, key types 17 and 19-23, defined from Kafka 4.1; type 18 is not used).
+# Tasks are named by subtopology id + partitions.
+@dataclass(slots=True)
+class KeyValue:
+    """A key/value pair: a streams member's client tag, a topic config, an assignment config."""
+
+    key: str
+    value: str
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupMetadataKey(_GroupIdKey):
+    group_id: str
+
+
+@dataclass(slots=True)
+class StreamsGroupMetadataValue:
+    epoch: int
+    metadata_hash: int
+    validated_topology_epoch: int = -1  # tagged field 0 (Kafka 4.2+)
+    # tagged field 1 (Kafka 4.2+); not written: Kafka's default, an empty list
+    last_assignment_configs: list[KeyValue] | None = field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupMemberMetadataKey(_GroupIdKey):
+    group_id: str
+    member_id: str
+
+
+@dataclass(slots=True)
+class Endpoint:
+    host: str
+    port: int  # uint16
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class StreamsGroupMemberMetadataValue:
+    instance_id: str | None
+    rack_id: str | None
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    topology_epoch: int
+    process_id: str
+    user_endpoint: Endpoint | None
+    client_tags: list[KeyValue]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupTargetAssignmentMetadataKey(_GroupIdKey):
+    group_id: str
+
+
+@dataclass(slots=True)
+class StreamsGroupTargetAssignmentMetadataValue:
+    assignment_epoch: int
+    assignment_timestamp: int = 0  # tagged field 0 (Kafka 4.3+)
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class TaskIds:
+    """Tasks of one subtopology: its id and partitions; in a current member assignment Kafka 4.2 adds
+    the epoch each task was assigned at (tagged field 0; Kafka's default, an empty list, when not
+    written)."""
+
+    subtopology_id: str
+    partitions: list[int]
+    assignment_epochs: list[int] | None = field(default_factory=list)
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupTargetAssignmentMemberKey(_GroupIdKey):
+    group_id: str
+    member_id: str
+
+
+@dataclass(slots=True)
+class StreamsGroupTargetAssignmentMemberValue:
+    active_tasks: list[TaskIds]
+    standby_tasks: list[TaskIds]
+    warmup_tasks: list[TaskIds]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupCurrentMemberAssignmentKey(_GroupIdKey):
+    group_id: str
+    member_id: str
+
+
+@dataclass(slots=True)
+class StreamsGroupCurrentMemberAssignmentValue:
+    member_epoch: int
+    previous_member_epoch: int
+    state: int  # MEMBER_STATE_*
+    active_tasks: list[TaskIds]
+    standby_tasks: list[TaskIds]
+    warmup_tasks: list[TaskIds]
+    active_tasks_pending_revocation: list[TaskIds]
+    standby_tasks_pending_revocation: list[TaskIds]
+    warmup_tasks_pending_revocation: list[TaskIds]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StreamsGroupTopologyKey(_GroupIdKey):
+    group_id: str
+
+
+@dataclass(slots=True)
+class StreamsTopicInfo:
+    """StreamsGroupTopologyValue's TopicInfo: an internal topic the application needs."""
+
+    name: str
+    partitions: int  # 0: no specific number; always 0 for changelog topics
+    replication_factor: int  # 0: the broker's default
+    topic_configs: list[KeyValue]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class CopartitionGroup:
+    """Source topics that must be co-partitioned, as indexes into the subtopology's topic lists."""
+
+    source_topics: list[int]
+    source_topic_regex: list[int]
+    repartition_source_topics: list[int]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class Subtopology:
+    subtopology_id: str
+    source_topics: list[str]
+    source_topic_regex: list[str]
+    state_changelog_topics: list[StreamsTopicInfo]
+    repartition_sink_topics: list[str]
+    repartition_source_topics: list[StreamsTopicInfo]
+    copartition_groups: list[CopartitionGroup]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+@dataclass(slots=True)
+class StreamsGroupTopologyValue:
+    epoch: int
+    subtopologies: list[Subtopology]
+    unknown_tagged_fields: TaggedFields = ()
+
+
+# ----------------------------------------------------------------------------------------------
+# Anything else (types 9 and 18, which Kafka 4.3.1 does not define, 24 and up): raw bytes, never an
+# error.
 @dataclass(frozen=True, slots=True)
 class UnknownKey:
     record_type: int
@@ -422,6 +709,18 @@ RecordKey = (
     | ConsumerGroupTargetAssignmentMemberKey
     | ConsumerGroupCurrentMemberAssignmentKey
     | ConsumerGroupRegularExpressionKey
+    | ShareGroupMemberMetadataKey
+    | ShareGroupMetadataKey
+    | ShareGroupTargetAssignmentMetadataKey
+    | ShareGroupTargetAssignmentMemberKey
+    | ShareGroupCurrentMemberAssignmentKey
+    | ShareGroupStatePartitionMetadataKey
+    | StreamsGroupMetadataKey
+    | StreamsGroupMemberMetadataKey
+    | StreamsGroupTargetAssignmentMetadataKey
+    | StreamsGroupTargetAssignmentMemberKey
+    | StreamsGroupCurrentMemberAssignmentKey
+    | StreamsGroupTopologyKey
     | UnknownKey
 )
 RecordValue = (
@@ -434,6 +733,18 @@ RecordValue = (
     | ConsumerGroupTargetAssignmentMemberValue
     | ConsumerGroupCurrentMemberAssignmentValue
     | ConsumerGroupRegularExpressionValue
+    | ShareGroupMemberMetadataValue
+    | ShareGroupMetadataValue
+    | ShareGroupTargetAssignmentMetadataValue
+    | ShareGroupTargetAssignmentMemberValue
+    | ShareGroupCurrentMemberAssignmentValue
+    | ShareGroupStatePartitionMetadataValue
+    | StreamsGroupMetadataValue
+    | StreamsGroupMemberMetadataValue
+    | StreamsGroupTargetAssignmentMetadataValue
+    | StreamsGroupTargetAssignmentMemberValue
+    | StreamsGroupCurrentMemberAssignmentValue
+    | StreamsGroupTopologyValue
     | UnknownValue
 )
 

@@ -1,16 +1,18 @@
-"""JSON rendering of decoded records, in the shape of Kafka 4.0's
-`kafka-dump-log.sh --offsets-decoder` (field names, nesting and values), reusable by the pipeline's
-dead-letter and debug views.
+"""JSON rendering of decoded records, in the shape of Kafka's `kafka-dump-log.sh --offsets-decoder`
+(field names, nesting and values), reusable by the pipeline's dead-letter and debug views.
 
     {"partition": P, "offset": O, "timestamp": T,
      "key": {"type": "1", "data": {...}},
      "value": {"version": "3", "data": {...}} | null}
 
 Like Kafka: type and version are strings; bytes are standard base64; topic ids are Kafka's Uuid
-strings; only the fields of the record's version are printed (tagged fields always); a classic
-member's subscription/assignment is printed decoded when the group's protocolType is "consumer" and
-the bytes parse, as base64 otherwise. Record types without a schema print their raw bytes as
-{"unknown": true, "bytes": base64}, where Kafka prints "Unknown record type N ... skipping".
+strings; only the fields of the record's version are printed, tagged fields only when they are not
+their default (as Kafka's generated JSON converters do); a classic member's subscription/assignment
+is printed decoded when the group's protocolType is "consumer" and the bytes parse, as base64
+otherwise. Record types without a schema print their raw bytes as {"unknown": true, "bytes": base64},
+where Kafka prints "Unknown record type N ... skipping". Unlike Kafka, which drops them, tagged fields
+the table does not know are printed in the struct that holds them as
+"_unknownTaggedFields": [{"tag": N, "data": "<hex>"}].
 """
 
 from __future__ import annotations
