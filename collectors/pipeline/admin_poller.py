@@ -9,6 +9,8 @@ their output goes through the same checkpointed stream as everything else (order
   their committed offsets and the log-end offsets of every partition they commit to or are assigned,
   and produces describe / committed / end-offset JSON lines (the shapes of a capture's describe.jsonl
   and end_offsets.jsonl; end offsets keyed by the group they serve) to the internal admin topic.
+  KIP-848 groups' describe lines also carry the broker's ConsumerGroupDescribe as their "broker"
+  block (epochs, subscriptions, target assignments: collectors.kafka_protocol).
   Broker unreachable: it retries with backoff, records the failure in `gs:sources`, and groups keep
   their last refresh time, so the UI shows how stale they are.
 - `BrokerLogShipper`: tails broker log files (when no log-shipper topic is configured) into a topic,
@@ -176,6 +178,7 @@ class AdminPoller(_Loop):
         self.offsets_in_flight = max(1, offsets_in_flight)
         self.polls = 0
         self.failures = 0
+        self._kip848_failing = False  # ConsumerGroupDescribe failed last time (warned once already)
 
     def run(self) -> None:
         from confluent_kafka import Producer
@@ -224,11 +227,15 @@ class AdminPoller(_Loop):
                     log.debug("describe %s: %s", g, e)
                     continue
                 doc = describe_json(d, ts)
-                producer.produce(topic, key=g.encode(), value=json.dumps(doc).encode())
+                if doc["type"] == "consumer":
+                    kip848.append(doc)  # produced below, with the broker's epochs added
+                else:
+                    producer.produce(topic, key=g.encode(), value=json.dumps(doc).encode())
                 wanted.setdefault(g, set()).update((t, p) for m in doc["members"] for t, p in m["assignment"])
             producer.poll(0)
 
         # describe requests of `describe_chunk` groups, several in flight at once
+        kip848: list[dict[str, Any]] = []
         chunks: collections.deque[dict[str, Any]] = collections.deque()
         for i in range(0, len(groups), self.describe_chunk):
             chunk = groups[i : i + self.describe_chunk]
@@ -237,6 +244,9 @@ class AdminPoller(_Loop):
                 described(chunks.popleft())
         while chunks:
             described(chunks.popleft())
+        self._add_broker_blocks(kip848, timeout_s)
+        for doc in kip848:
+            producer.produce(topic, key=doc["group"].encode(), value=json.dumps(doc).encode())
         # The Admin API takes one group per offsets request: keep up to `offsets_in_flight` requests
         # outstanding instead of waiting for each in turn (tens of thousands of groups per poll).
         pending: collections.deque[tuple[str, Any]] = collections.deque()
@@ -293,6 +303,32 @@ class AdminPoller(_Loop):
         if left:
             raise RuntimeError(f"{left} admin records not delivered to {topic}")
         return len(groups)
+
+    def _add_broker_blocks(self, docs: list[dict[str, Any]], timeout_s: float) -> None:
+        """KIP-848 epochs, which librdkafka does not return: one ConsumerGroupDescribe per coordinator
+        for all `docs` (collectors.kafka_protocol), added as each line's "broker" block. A failure
+        leaves the lines without it; it is logged at warning once, until a call succeeds again,
+        rather than at every poll (a broker without the API would fail every time)."""
+        if not docs:
+            return
+        from collectors.kafka_protocol import describe_consumer_groups_kip848
+
+        try:
+            blocks = describe_consumer_groups_kip848(self.cfg.kafka, [d["group"] for d in docs], timeout_s)
+        except Exception as e:
+            if not self._kip848_failing:
+                log.warning("KIP-848 epochs not available (ConsumerGroupDescribe): %s", e)
+            else:
+                log.debug("ConsumerGroupDescribe still failing: %s", e)
+            self._kip848_failing = True
+            return
+        self._kip848_failing = False
+        for doc in docs:
+            block = blocks.get(doc["group"])
+            if block is not None and "error" not in block:
+                doc["broker"] = block
+            elif block is not None:  # e.g. the group went away between the two describes
+                log.debug("ConsumerGroupDescribe %s: %s", doc["group"], block["error"])
 
 
 class BrokerLogShipper(_Loop):

@@ -1,0 +1,47 @@
+"""A small Kafka protocol client over a plain socket, for the few APIs librdkafka lacks: it describes
+KIP-848 consumer groups with their epochs (ConsumerGroupDescribe, API key 69).
+
+It connects the way the rest of groupscope does, from the same librdkafka-style config dict
+(PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
+
+- `client.py`: `describe_consumer_groups_kip848(conf, group_ids, timeout_s)`, `KafkaProtocolClient`
+- `connection.py`: socket, TLS, framing, ApiVersions, SASL exchange; the settings (`ClientSettings`)
+- `sasl.py`: PLAIN and SCRAM client messages
+- `messages.py`: the request/response schemas (transcribed from Kafka's JSON); `codec.py` reads
+  and writes them
+- `errors.py`: exceptions and Kafka's error code names
+"""
+
+from collectors.kafka_protocol.client import (
+    GroupError,
+    KafkaProtocolClient,
+    Node,
+    broker_block,
+    describe_consumer_groups_kip848,
+)
+from collectors.kafka_protocol.connection import ClientSettings
+from collectors.kafka_protocol.errors import (
+    AuthenticationError,
+    BrokerError,
+    ConfigError,
+    KafkaConnectionError,
+    KafkaProtocolError,
+    KafkaTimeoutError,
+    UnsupportedVersionError,
+)
+
+__all__ = [
+    "AuthenticationError",
+    "BrokerError",
+    "ClientSettings",
+    "ConfigError",
+    "GroupError",
+    "KafkaConnectionError",
+    "KafkaProtocolClient",
+    "KafkaProtocolError",
+    "KafkaTimeoutError",
+    "Node",
+    "UnsupportedVersionError",
+    "broker_block",
+    "describe_consumer_groups_kip848",
+]

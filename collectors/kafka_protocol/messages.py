@@ -1,0 +1,264 @@
+"""The request and response schemas this client speaks, transcribed from Kafka 4.3's JSON message
+definitions (`clients/src/main/resources/common/message/*.json`), only for the versions it uses.
+
+Spelling follows the JSON files: field names in CamelCase (the dicts the codec reads and writes are
+keyed by their snake_case form), `versions` and `nullable` as "0+", "1-3", "12+". Tagged fields are
+left out: this client sends none and the codec skips those it receives. `test_kafka_protocol.py`
+checks every schema here against the JSON files in the Kafka jar.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+def snake(name: str) -> str:
+    """Kafka's JSON name -> the dict key: "GroupIds" -> "group_ids", "TopicId" -> "topic_id"."""
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def _range(spec: str | None) -> tuple[int, int] | None:
+    if spec is None or spec == "none":
+        return None
+    if spec.endswith("+"):
+        return int(spec[:-1]), 0x7FFF
+    lo, _, hi = spec.partition("-")
+    return int(lo), int(hi or lo)
+
+
+def in_versions(spec: str | None, version: int) -> bool:
+    rng = _range(spec)
+    return rng is not None and rng[0] <= version <= rng[1]
+
+
+@dataclass(frozen=True)
+class Field:
+    """One field: type int8/int16/int32/int64/bool/uuid/string/bytes/[]int32/[]string, or a struct
+    ("Assignment") or an array of structs ("[]Member") whose own fields are in `fields`."""
+
+    name: str
+    type: str
+    versions: str = "0+"
+    nullable: str | None = None
+    fields: tuple[Field, ...] = ()
+
+    @property
+    def key(self) -> str:
+        return snake(self.name)
+
+    def present_in(self, version: int) -> bool:
+        return in_versions(self.versions, version)
+
+    def nullable_in(self, version: int) -> bool:
+        return in_versions(self.nullable, version)
+
+
+@dataclass(frozen=True)
+class Api:
+    """One Kafka API: its key, the versions this client implements, where flexible versions start."""
+
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    flexible: str | None
+    request: tuple[Field, ...]
+    response: tuple[Field, ...]
+
+    def is_flexible(self, version: int) -> bool:
+        return in_versions(self.flexible, version)
+
+
+F = Field
+
+API_VERSIONS = Api(
+    18,
+    "ApiVersions",
+    0,
+    4,
+    "3+",
+    request=(
+        F("ClientSoftwareName", "string", "3+"),
+        F("ClientSoftwareVersion", "string", "3+"),
+    ),
+    response=(
+        F("ErrorCode", "int16"),
+        F(
+            "ApiKeys",
+            "[]ApiVersion",
+            fields=(F("ApiKey", "int16"), F("MinVersion", "int16"), F("MaxVersion", "int16")),
+        ),
+        F("ThrottleTimeMs", "int32", "1+"),
+    ),
+)
+
+# v0 carried the SASL tokens as raw frames; v1 wraps them in SaslAuthenticate (the only form used here).
+SASL_HANDSHAKE = Api(
+    17,
+    "SaslHandshake",
+    1,
+    1,
+    None,
+    request=(F("Mechanism", "string"),),
+    response=(F("ErrorCode", "int16"), F("Mechanisms", "[]string")),
+)
+
+SASL_AUTHENTICATE = Api(
+    36,
+    "SaslAuthenticate",
+    0,
+    2,
+    "2+",
+    request=(F("AuthBytes", "bytes"),),
+    response=(
+        F("ErrorCode", "int16"),
+        F("ErrorMessage", "string", nullable="0+"),
+        F("AuthBytes", "bytes"),
+        F("SessionLifetimeMs", "int64", "1+"),
+    ),
+)
+
+# v4+ only: one request finds the coordinators of many groups (CoordinatorKeys).
+FIND_COORDINATOR = Api(
+    10,
+    "FindCoordinator",
+    4,
+    6,
+    "3+",
+    request=(F("KeyType", "int8", "1+"), F("CoordinatorKeys", "[]string", "4+")),
+    response=(
+        F("ThrottleTimeMs", "int32", "1+"),
+        F(
+            "Coordinators",
+            "[]Coordinator",
+            "4+",
+            fields=(
+                F("Key", "string", "4+"),
+                F("NodeId", "int32", "4+"),
+                F("Host", "string", "4+"),
+                F("Port", "int32", "4+"),
+                F("ErrorCode", "int16", "4+"),
+                F("ErrorMessage", "string", "4+", nullable="4+"),
+            ),
+        ),
+    ),
+)
+KEY_TYPE_GROUP = 0
+
+# v12+ only: the first versions that look topics up by id (names null in the request).
+METADATA = Api(
+    3,
+    "Metadata",
+    12,
+    13,
+    "9+",
+    request=(
+        F(
+            "Topics",
+            "[]MetadataRequestTopic",
+            nullable="1+",
+            fields=(F("TopicId", "uuid", "10+"), F("Name", "string", nullable="10+")),
+        ),
+        F("AllowAutoTopicCreation", "bool", "4+"),
+        F("IncludeTopicAuthorizedOperations", "bool", "8+"),
+    ),
+    response=(
+        F("ThrottleTimeMs", "int32", "3+"),
+        F(
+            "Brokers",
+            "[]MetadataResponseBroker",
+            fields=(
+                F("NodeId", "int32"),
+                F("Host", "string"),
+                F("Port", "int32"),
+                F("Rack", "string", "1+", nullable="1+"),
+            ),
+        ),
+        F("ClusterId", "string", "2+", nullable="2+"),
+        F("ControllerId", "int32", "1+"),
+        F(
+            "Topics",
+            "[]MetadataResponseTopic",
+            fields=(
+                F("ErrorCode", "int16"),
+                F("Name", "string", nullable="12+"),
+                F("TopicId", "uuid", "10+"),
+                F("IsInternal", "bool", "1+"),
+                F(
+                    "Partitions",
+                    "[]MetadataResponsePartition",
+                    fields=(
+                        F("ErrorCode", "int16"),
+                        F("PartitionIndex", "int32"),
+                        F("LeaderId", "int32"),
+                        F("LeaderEpoch", "int32", "7+"),
+                        F("ReplicaNodes", "[]int32"),
+                        F("IsrNodes", "[]int32"),
+                        F("OfflineReplicas", "[]int32", "5+"),
+                    ),
+                ),
+                F("TopicAuthorizedOperations", "int32", "8+"),
+            ),
+        ),
+        F("ErrorCode", "int16", "13+"),
+    ),
+)
+
+_TOPIC_PARTITIONS = F(
+    "TopicPartitions",
+    "[]TopicPartitions",
+    fields=(F("TopicId", "uuid"), F("TopicName", "string"), F("Partitions", "[]int32")),
+)
+
+CONSUMER_GROUP_DESCRIBE = Api(
+    69,
+    "ConsumerGroupDescribe",
+    0,
+    1,
+    "0+",
+    request=(F("GroupIds", "[]string"), F("IncludeAuthorizedOperations", "bool")),
+    response=(
+        F("ThrottleTimeMs", "int32"),
+        F(
+            "Groups",
+            "[]DescribedGroup",
+            fields=(
+                F("ErrorCode", "int16"),
+                F("ErrorMessage", "string", nullable="0+"),
+                F("GroupId", "string"),
+                F("GroupState", "string"),
+                F("GroupEpoch", "int32"),
+                F("AssignmentEpoch", "int32"),
+                F("AssignorName", "string"),
+                F(
+                    "Members",
+                    "[]Member",
+                    fields=(
+                        F("MemberId", "string"),
+                        F("InstanceId", "string", nullable="0+"),
+                        F("RackId", "string", nullable="0+"),
+                        F("MemberEpoch", "int32"),
+                        F("ClientId", "string"),
+                        F("ClientHost", "string"),
+                        F("SubscribedTopicNames", "[]string"),
+                        F("SubscribedTopicRegex", "string", nullable="0+"),
+                        F("Assignment", "Assignment", fields=(_TOPIC_PARTITIONS,)),
+                        F("TargetAssignment", "Assignment", fields=(_TOPIC_PARTITIONS,)),
+                        F("MemberType", "int8", "1+"),
+                    ),
+                ),
+                F("AuthorizedOperations", "int32"),
+            ),
+        ),
+    ),
+)
+
+ALL_APIS = (
+    API_VERSIONS,
+    SASL_HANDSHAKE,
+    SASL_AUTHENTICATE,
+    FIND_COORDINATOR,
+    METADATA,
+    CONSUMER_GROUP_DESCRIBE,
+)

@@ -1,0 +1,604 @@
+"""collectors.kafka_protocol: the socket-level client that describes KIP-848 groups with their epochs.
+
+Against the real broker of the harness (Apache Kafka 4.3, PLAINTEXT, SASL_PLAINTEXT with SCRAM users
+and SSL listeners): a two-member KIP-848 group described by the client is compared with what
+confluent-kafka's describe_consumer_groups, the members themselves and the broker's coordinator log
+say about it, over every listener; a wrong password, an unknown and a classic group; and the Admin
+poller's describe line. Without servers: the SCRAM client against RFC 7677's example and an
+independent server-side computation, the codec's round trips, and the schemas against Kafka's JSON.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import re
+import socket
+import time
+import traceback
+import zipfile
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from conftest import SASL_USERS
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from collectors.kafka_protocol import (
+    AuthenticationError,
+    ClientSettings,
+    KafkaConnectionError,
+    KafkaProtocolClient,
+    codec,
+    describe_consumer_groups_kip848,
+    sasl,
+)
+from collectors.kafka_protocol.errors import ProtocolDecodeError
+from collectors.kafka_protocol.messages import ALL_APIS, Api, Field, in_versions, snake
+
+TOPIC_PARTITIONS = 6
+WRONG_PASSWORD = "Not-The-Password-7f3a9c"
+
+
+# -- SCRAM ----------------------------------------------------------------------------------------
+RFC7677 = {  # RFC 7677 section 3, SCRAM-SHA-256 with user "user" and password "pencil"
+    "client_first": b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO",
+    "server_first": b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
+    "client_final": b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
+    b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=",
+    "server_final": b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
+}
+
+
+def test_scram_sha256_reproduces_rfc7677_example():
+    client = sasl.ScramClient("SCRAM-SHA-256", "user", "pencil", nonce="rOprNGfwEbeRWgbNEkqO")
+    assert client.first_message() == RFC7677["client_first"]
+    assert client.final_message(RFC7677["server_first"]) == RFC7677["client_final"]
+    client.verify_server_final(RFC7677["server_final"])
+    with pytest.raises(sasl.ScramError, match="signature does not match"):
+        client.verify_server_final(b"v=" + base64.b64encode(b"\0" * 32))
+    assert "pencil" not in repr(client)
+
+
+def _server_side(mech: str, password: str, salt: bytes, iterations: int, auth_message: bytes):
+    """What a SCRAM server keeps and computes (RFC 5802 section 3), written out independently."""
+    h = sasl.SCRAM_HASHES[mech]
+    salted = hashlib.pbkdf2_hmac(h, password.encode(), salt, iterations)
+    client_key = hmac.new(salted, b"Client Key", h).digest()
+    stored_key = hashlib.new(h, client_key).digest()
+    server_key = hmac.new(salted, b"Server Key", h).digest()
+    return (
+        stored_key,
+        hmac.new(stored_key, auth_message, h).digest(),
+        hmac.new(server_key, auth_message, h).digest(),
+    )
+
+
+nonce_chars = st.text(
+    st.characters(min_codepoint=0x21, max_codepoint=0x7E, exclude_characters=","), min_size=1
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    mech=st.sampled_from(sorted(sasl.SCRAM_HASHES)),
+    user=st.text(min_size=1, max_size=20),
+    password=st.text(max_size=30),
+    client_nonce=nonce_chars,
+    server_nonce=nonce_chars,
+    salt=st.binary(min_size=1, max_size=32),
+    iterations=st.integers(4096, 4200),
+)
+@example(
+    mech="SCRAM-SHA-256",
+    user="user",
+    password="pencil",
+    client_nonce="rOprNGfwEbeRWgbNEkqO",
+    server_nonce="%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0",
+    salt=base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ=="),
+    iterations=4096,
+)
+def test_scram_client_proves_the_password_and_checks_the_server(
+    mech, user, password, client_nonce, server_nonce, salt, iterations
+):
+    client = sasl.ScramClient(mech, user, password, nonce=client_nonce)
+    first = client.first_message().decode()
+    escaped = sasl.escape_username(user)
+    assert first == f"n,,n={escaped},r={client_nonce}"
+    assert "," not in escaped and sasl.unescape_username(escaped) == user
+    server_first = f"r={client_nonce}{server_nonce},s={base64.b64encode(salt).decode()},i={iterations}"
+    final = client.final_message(server_first.encode()).decode()
+    without_proof, _, proof_attr = final.rpartition(",p=")
+    assert without_proof == f"c=biws,r={client_nonce}{server_nonce}"
+    auth_message = f"{first[3:]},{server_first},{without_proof}".encode()
+    stored_key, client_signature, server_signature = _server_side(
+        mech, password, salt, iterations, auth_message
+    )
+    # The server recovers ClientKey from the proof and checks it against StoredKey.
+    client_key = bytes(a ^ b for a, b in zip(base64.b64decode(proof_attr), client_signature, strict=True))
+    assert hashlib.new(sasl.SCRAM_HASHES[mech], client_key).digest() == stored_key
+    client.verify_server_final(b"v=" + base64.b64encode(server_signature))
+    if (
+        mech == "SCRAM-SHA-256"
+        and user == "user"
+        and password == "pencil"
+        and salt == base64.b64decode("W22ZaJ0SNY7soEsUEjb6gQ==")
+    ):
+        assert final.encode() == RFC7677["client_final"]
+    # A server that does not know the password cannot produce the signature.
+    _, _, forged = _server_side(mech, password + "x", salt, iterations, auth_message)
+    with pytest.raises(sasl.ScramError):
+        client.verify_server_final(b"v=" + base64.b64encode(forged))
+
+
+def test_scram_refuses_weak_or_foreign_server_messages():
+    client = sasl.ScramClient("SCRAM-SHA-512", "u", "p", nonce="abc")
+    with pytest.raises(sasl.ScramError, match="nonce"):
+        client.final_message(b"r=zzz123,s=AAAA,i=4096")
+    with pytest.raises(sasl.ScramError, match="iteration"):
+        client.final_message(b"r=abcdef,s=AAAA,i=1")
+    with pytest.raises(sasl.ScramError, match="refused"):
+        client.final_message(b"e=unknown-user")
+
+
+# -- codec ----------------------------------------------------------------------------------------
+_INTS = {"int8": 8, "int16": 16, "int32": 32, "int64": 64}
+
+
+def _value(f: Field, version: int) -> st.SearchStrategy[Any]:
+    t = f.type
+    if t in _INTS:
+        bits = _INTS[t]
+        base: st.SearchStrategy[Any] = st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    elif t == "bool":
+        base = st.booleans()
+    elif t == "uuid":
+        base = st.binary(min_size=16, max_size=16).map(codec.uuid_to_str)
+    elif t == "string":
+        base = st.text(max_size=12)
+    elif t == "bytes":
+        base = st.binary(max_size=12)
+    elif t.startswith("[]"):
+        base = st.lists(_value(Field(f.name, t[2:], fields=f.fields), version), max_size=3)
+    else:
+        base = _fields(f.fields, version)
+    return st.none() | base if f.nullable_in(version) else base
+
+
+def _fields(fields: tuple[Field, ...], version: int) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({f.key: _value(f, version) for f in fields if f.present_in(version)})
+
+
+CASES = [(api, v) for api in ALL_APIS for v in range(api.min_version, api.max_version + 1)]
+
+
+@pytest.mark.parametrize(("api", "version"), CASES, ids=[f"{a.name}-v{v}" for a, v in CASES])
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_requests_and_responses_round_trip(api: Api, version: int, data):
+    request = data.draw(_fields(api.request, version))
+    cid = data.draw(st.integers(0, 2**31 - 1))
+    client_id = data.draw(st.none() | st.text(max_size=10))
+    frame = codec.encode_request(api, version, cid, client_id, request)
+    assert codec.decode_request(api, frame) == (version, cid, client_id, request)
+    response = data.draw(_fields(api.response, version))
+    frame = codec.encode_response(api, version, cid, response)
+    assert codec.response_correlation_id(frame) == cid
+    assert codec.decode_response(api, version, frame) == response
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200), st.sampled_from(CASES))
+def test_arbitrary_bytes_fail_cleanly(raw, case):
+    api, version = case
+    with contextlib.suppress(ProtocolDecodeError):  # anything else fails the test
+        codec.decode_response(api, version, b"\0\0\0\1" + raw)
+
+
+def _kafka_json(name: str) -> dict | None:
+    from collectors.embedded_kafka.jars import jars_dir, kafka_version
+
+    jar = jars_dir() / f"kafka-clients-{kafka_version()}.jar"
+    if not jar.exists():
+        return None
+    with zipfile.ZipFile(jar) as z:
+        text = z.read(f"common/message/{name}.json").decode()
+    return json.loads(re.sub(r"^\s*//.*$", "", text, flags=re.M))
+
+
+def _shape(fields: list[dict], common: dict[str, list[dict]], version: int) -> list[tuple]:
+    """(key, type, nullable, sub-fields) of the untagged fields Kafka's JSON gives a version."""
+    out = []
+    for f in fields:
+        if "tag" in f or not in_versions(f["versions"], version):
+            continue
+        sub = f.get("fields") or common.get(f["type"].removeprefix("[]"), [])
+        out.append(
+            (
+                snake(f["name"]),
+                f["type"],
+                in_versions(f.get("nullableVersions"), version),
+                tuple(_shape(sub, common, version)),
+            )
+        )
+    return out
+
+
+def _our_shape(fields: tuple[Field, ...], version: int) -> list[tuple]:
+    return [
+        (f.key, f.type, f.nullable_in(version), tuple(_our_shape(f.fields, version)))
+        for f in fields
+        if f.present_in(version)
+    ]
+
+
+@pytest.mark.parametrize("api", ALL_APIS, ids=[a.name for a in ALL_APIS])
+def test_schemas_match_kafkas_json(api: Api):
+    for side, ours in (("Request", api.request), ("Response", api.response)):
+        spec = _kafka_json(api.name + side)
+        if spec is None:
+            pytest.skip("Kafka's jars are not in the cache (the broker fixture fetches them)")
+        assert spec["apiKey"] == api.key
+        common = {c["name"]: c["fields"] for c in spec.get("commonStructs", [])}
+        for v in range(api.min_version, api.max_version + 1):
+            assert in_versions(spec["validVersions"], v)
+            assert in_versions(spec["flexibleVersions"], v) == api.is_flexible(v), (side, v)
+            assert _our_shape(ours, v) == _shape(spec["fields"], common, v), (side, v)
+
+
+# -- settings, timeouts -----------------------------------------------------------------------------
+def test_settings_read_librdkafka_keys_and_hide_secrets():
+    s = ClientSettings.from_conf(
+        {
+            "bootstrap.servers": "SASL_SSL://b1:9093, [::1]:9094,b3",
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanisms": "SCRAM-SHA-512",
+            "sasl.username": "u",
+            "sasl.password": WRONG_PASSWORD,
+            "ssl.endpoint.identification.algorithm": "none",
+            "linger.ms": 5,  # unknown to this client: ignored
+        }
+    )
+    assert s.bootstrap == (("b1", 9093), ("::1", 9094), ("b3", 9092))
+    assert (s.security_protocol, s.sasl_mechanism, s.verify_hostname) == ("SASL_SSL", "SCRAM-SHA-512", False)
+    assert WRONG_PASSWORD not in repr(s)
+    with pytest.raises(Exception, match="GSSAPI is not supported"):
+        ClientSettings.from_conf({"bootstrap.servers": "b:1", "security.protocol": "SASL_PLAINTEXT"})
+
+
+def test_a_silent_broker_times_out_within_the_deadline():
+    """A listener that accepts connections and never answers: the call ends at its timeout."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(4)
+        t0 = time.monotonic()
+        with pytest.raises(KafkaConnectionError, match="timed out"):
+            describe_consumer_groups_kip848(
+                {"bootstrap.servers": f"127.0.0.1:{silent.getsockname()[1]}"}, ["g"], timeout_s=1.0
+            )
+        assert time.monotonic() - t0 < 3
+
+
+# -- against the real broker ----------------------------------------------------------------------
+@dataclass
+class Kip848Group:
+    group: str
+    topic: str
+    consumers: list[Any]
+    bootstrap: str
+
+
+def _members_by_id(description: Any) -> dict[str, dict[str, Any]]:
+    """confluent-kafka's view of a group's members, in the broker block's terms."""
+
+    def tps(assignment: Any) -> list[list[Any]]:
+        return sorted([tp.topic, tp.partition] for tp in getattr(assignment, "topic_partitions", None) or [])
+
+    return {
+        m.member_id: {
+            "client_id": m.client_id,
+            "instance_id": m.group_instance_id,
+            "assignment": tps(m.assignment),
+            "target_assignment": tps(m.target_assignment),
+        }
+        for m in description.members
+    }
+
+
+def _describe_stable(admin: Any, g: Kip848Group, timeout_s: float = 60.0) -> Any:
+    """Poll the members until confluent-kafka describes the group Stable with 3 partitions each."""
+    from confluent_kafka import ConsumerGroupState
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for c in g.consumers:
+            c.poll(0.1)
+        if all(len(c.assignment()) == TOPIC_PARTITIONS // 2 for c in g.consumers):
+            d = admin.describe_consumer_groups([g.group], request_timeout=10)[g.group].result(15)
+            members = _members_by_id(d)
+            if (
+                d.state == ConsumerGroupState.STABLE
+                and len(members) == 2
+                and all(
+                    m["assignment"] == m["target_assignment"] and len(m["assignment"]) == 3
+                    for m in members.values()
+                )
+            ):
+                return d
+    raise AssertionError(f"group {g.group} did not become stable in {timeout_s} s")
+
+
+@pytest.fixture(scope="module")
+def kip848_group(kafka_broker):
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewTopic,
+        ResourceType,
+    )
+
+    suffix = time.time_ns()
+    bs = kafka_broker.bootstrap_servers
+    g = Kip848Group(f"kip848-{suffix}", f"kip848-data-{suffix}", [], bs)
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(g.topic, TOPIC_PARTITIONS, 1)])[g.topic].result(15)
+    # Heartbeats every 0.5 s (the harness broker's minimum) instead of 5 s: the members learn their
+    # revocations and assignments in a second, not in 20.
+    heartbeat = ConfigEntry(
+        "consumer.heartbeat.interval.ms", "500", incremental_operation=AlterConfigOpType.SET
+    )
+    resource = ConfigResource(ResourceType.GROUP, g.group, incremental_configs=[heartbeat])
+    admin.incremental_alter_configs([resource])[resource].result(15)
+    for i in range(2):
+        c = Consumer(
+            {
+                "bootstrap.servers": bs,
+                "group.id": g.group,
+                "group.protocol": "consumer",
+                "client.id": f"member-{i}",
+                "auto.offset.reset": "earliest",
+            }
+        )
+        c.subscribe([g.topic])
+        g.consumers.append(c)
+    _describe_stable(admin, g)
+    yield g
+    for c in g.consumers:
+        c.close()
+
+
+def _coordinator_epochs(kafka_broker, group: str, timeout_s: float = 15.0) -> tuple[int, int]:
+    """(last group epoch bumped, last target-assignment epoch) in the broker's coordinator log."""
+    bumped = re.compile(rf"\[GroupId {re.escape(group)}\] Bumped group epoch to (\d+)")
+    target = re.compile(rf"\[GroupId {re.escape(group)}\] Computed a new target assignment for epoch (\d+)")
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = kafka_broker.coordinator_lines()
+        epochs = [int(m.group(1)) for line in lines if (m := bumped.search(line))]
+        targets = [int(m.group(1)) for line in lines if (m := target.search(line))]
+        if (epochs and targets) or time.monotonic() > deadline:
+            return (epochs or [-1])[-1], (targets or [-1])[-1]
+        time.sleep(0.2)
+
+
+def _assert_matches_the_broker(block: dict, g: Kip848Group, kafka_broker) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": g.bootstrap})
+    d = _describe_stable(admin, g)
+    theirs = _members_by_id(d)
+    # epochs: consistent with each other and with what the coordinator logged
+    assert block["state"] == "Stable"
+    assert 0 < block["assignment_epoch"] <= block["group_epoch"]
+    assert (block["group_epoch"], block["assignment_epoch"]) == _coordinator_epochs(kafka_broker, g.group)
+    assert block["assignor"] == d.partition_assignor == "uniform"
+    # members: the same ids, clients and assignments as confluent-kafka's describe and the consumers
+    assert [m["member_id"] for m in block["members"]] == sorted(theirs)
+    assert sorted(c.memberid() for c in g.consumers) == sorted(theirs)
+    own = {c.memberid(): sorted([tp.topic, tp.partition] for tp in c.assignment()) for c in g.consumers}
+    owned: list[list[Any]] = []
+    for m in block["members"]:
+        other = theirs[m["member_id"]]
+        assert m["member_epoch"] == block["group_epoch"]  # a stable member has caught up
+        assert m["member_type"] == 1  # a consumer-protocol member
+        assert (m["client_id"], m["instance_id"]) == (other["client_id"], other["instance_id"])
+        assert m["assignment"] == other["assignment"] == own[m["member_id"]]
+        assert m["target_assignment"] == other["target_assignment"]
+        assert m["subscribed"] == [g.topic]
+        owned += m["assignment"]
+    assert sorted(owned) == [[g.topic, p] for p in range(TOPIC_PARTITIONS)]
+
+
+@pytest.mark.servers
+def test_describes_a_real_kip848_group_as_the_broker_does(kafka_broker, kip848_group):
+    blocks = describe_consumer_groups_kip848(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers}, [kip848_group.group], 15
+    )
+    assert set(blocks) == {kip848_group.group}
+    _assert_matches_the_broker(blocks[kip848_group.group], kip848_group, kafka_broker)
+
+
+@pytest.mark.servers
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256"])
+def test_same_answer_over_sasl_scram(kafka_broker, kip848_group, mechanism, caplog):
+    caplog.set_level(logging.DEBUG)
+    conf = {
+        "bootstrap.servers": kafka_broker.sasl_bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": "groupscope",
+        "sasl.password": SASL_USERS["groupscope"],
+    }
+    blocks = describe_consumer_groups_kip848(conf, [kip848_group.group], 15)
+    _assert_matches_the_broker(blocks[kip848_group.group], kip848_group, kafka_broker)
+    plain = describe_consumer_groups_kip848(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers}, [kip848_group.group], 15
+    )
+    assert blocks == plain
+    assert f"{mechanism} as groupscope" in caplog.text  # it did authenticate, as that user
+    assert SASL_USERS["groupscope"] not in caplog.text
+
+
+@pytest.mark.servers
+def test_same_answer_over_ssl(kafka_broker, kip848_group):
+    conf = {
+        "bootstrap.servers": kafka_broker.ssl_bootstrap_servers,
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(kafka_broker.tls.ca_pem),
+        "ssl.endpoint.identification.algorithm": "https",
+    }
+    blocks = describe_consumer_groups_kip848(conf, [kip848_group.group], 15)
+    _assert_matches_the_broker(blocks[kip848_group.group], kip848_group, kafka_broker)
+    # Without the test CA the broker's certificate is not trusted.
+    with pytest.raises(KafkaConnectionError, match="certificate verify failed"):
+        describe_consumer_groups_kip848({**conf, "ssl.ca.location": None}, [kip848_group.group], 15)
+
+
+@pytest.mark.servers
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
+def test_wrong_password_is_one_clear_error_without_the_password(kafka_broker, mechanism, caplog):
+    caplog.set_level(logging.DEBUG)
+    conf = {
+        "bootstrap.servers": kafka_broker.sasl_bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": "groupscope",
+        "sasl.password": WRONG_PASSWORD,
+    }
+    with pytest.raises(AuthenticationError) as info:
+        describe_consumer_groups_kip848(conf, ["any-group"], 15)
+    text = str(info.value)
+    assert f"SASL {mechanism} authentication of user 'groupscope'" in text
+    if mechanism == "PLAIN":  # the harness's SASL listener enables SCRAM only
+        assert "does not enable PLAIN" in text and "SCRAM-SHA-256" in text
+    else:
+        assert "wrong user name or password" in text and "SASL_AUTHENTICATION_FAILED" in text
+    everything = "".join(traceback.format_exception(info.value)) + repr(info.value) + caplog.text
+    assert WRONG_PASSWORD not in everything
+    assert info.value.__cause__ is None and info.value.__context__ is None  # one error, not a chain
+
+
+@pytest.mark.servers
+def test_unknown_and_classic_groups_are_reported_per_group(kafka_broker, kip848_group):
+    from confluent_kafka import Consumer, TopicPartition
+
+    classic = f"classic-{time.time_ns()}"
+    c = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": classic})
+    c.commit(offsets=[TopicPartition(kip848_group.topic, 0, 1)], asynchronous=False)  # a simple classic group
+    c.close()
+    unknown = f"no-such-group-{time.time_ns()}"
+    blocks = describe_consumer_groups_kip848(
+        {"bootstrap.servers": kafka_broker.bootstrap_servers}, [unknown, classic, kip848_group.group, ""], 15
+    )
+    assert blocks[unknown]["error"] == "GROUP_ID_NOT_FOUND" and blocks[unknown]["error_code"] == 69
+    assert blocks[classic]["error"] == "GROUP_ID_NOT_FOUND"
+    assert "not a consumer group" in blocks[classic]["error_message"]
+    assert blocks[""]["error"] == "INVALID_GROUP_ID"
+    _assert_matches_the_broker(blocks[kip848_group.group], kip848_group, kafka_broker)
+
+
+@pytest.mark.servers
+def test_one_client_reuses_its_connections(kafka_broker, kip848_group):
+    with KafkaProtocolClient({"bootstrap.servers": kafka_broker.bootstrap_servers}, timeout_s=15) as client:
+        first = client.describe_kip848([kip848_group.group])
+        second = client.describe_kip848([kip848_group.group])
+        assert len(client._conns) == 1  # a single broker: bootstrap and coordinator are one connection
+    assert first == second
+
+
+def _admin_lines(bs: str, admin_topic: str, group: str) -> list[dict]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    reader = Consumer(
+        {"bootstrap.servers": bs, "group.id": f"r-{time.time_ns()}", "enable.partition.eof": True}
+    )
+    reader.assign([TopicPartition(admin_topic, 0, 0)])
+    lines, deadline = [], time.monotonic() + 20
+    while time.monotonic() < deadline:
+        m = reader.poll(1.0)
+        if m is None:
+            continue
+        if m.error():
+            if lines:
+                break
+            continue
+        if m.key() == group.encode():
+            lines.append(json.loads(m.value()))
+    reader.close()
+    return lines
+
+
+@pytest.mark.servers
+def test_admin_poller_adds_the_broker_block_to_kip848_groups(kafka_broker, kip848_group, monkeypatch, caplog):
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    import collectors.kafka_protocol
+    from collectors.pipeline.admin_poller import AdminPoller
+    from collectors.pipeline.decode import decode_one
+    from collectors.pipeline.job import PipelineConfig
+
+    bs = kafka_broker.bootstrap_servers
+    admin_topic = f"admin-{time.time_ns()}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(admin_topic, 1, 1)])[admin_topic].result(15)
+    cfg = PipelineConfig(
+        redis_url="redis://unused",
+        checkpoint_dir="/tmp",
+        kafka={"bootstrap.servers": bs},
+        admin_topic=admin_topic,
+    )
+    poller = AdminPoller(cfg, store=None)
+    producer = Producer({"bootstrap.servers": bs})
+    _describe_stable(admin, kip848_group)
+    assert poller.poll_once(admin, producer) >= 1
+    described = [x for x in _admin_lines(bs, admin_topic, kip848_group.group) if "members" in x]
+    assert len(described) == 1 and described[0]["type"] == "consumer"
+    block = described[0]["broker"]
+    _assert_matches_the_broker(block, kip848_group, kafka_broker)
+    # the librdkafka part of the line and the broker block describe the same members
+    assert {m["member_id"]: m["assignment"] for m in described[0]["members"]} == {
+        m["member_id"]: m["assignment"] for m in block["members"]
+    }
+    [(_, _, _, ev)] = decode_one("admin", admin_topic, 0, 0, 0, b"k", json.dumps(described[0]).encode())
+    assert (ev.group_epoch, ev.assignment_epoch, ev.broker_state) == (
+        block["group_epoch"],
+        block["assignment_epoch"],
+        "Stable",
+    )
+    assert {m.member_id: m.member_epoch for m in ev.members} == {
+        m["member_id"]: m["member_epoch"] for m in block["members"]
+    }
+
+    # The extra call failing: the lines go out without the block, one warning for repeated failures.
+    def unreachable(*_a: Any, **_k: Any) -> dict:
+        raise KafkaConnectionError("no bootstrap server reachable: connect to 10.255.255.1:9092: timed out")
+
+    monkeypatch.setattr(collectors.kafka_protocol, "describe_consumer_groups_kip848", unreachable)
+    caplog.set_level(logging.WARNING, logger="groupscope.admin")
+    admin_topic2 = f"admin-{time.time_ns()}"
+    admin.create_topics([NewTopic(admin_topic2, 1, 1)])[admin_topic2].result(15)
+    poller.cfg = PipelineConfig(
+        redis_url="redis://unused",
+        checkpoint_dir="/tmp",
+        kafka={"bootstrap.servers": bs},
+        admin_topic=admin_topic2,
+    )
+    assert poller.poll_once(admin, producer) >= 1
+    assert poller.poll_once(admin, producer) >= 1
+    warnings = [
+        r
+        for r in caplog.records
+        if "ConsumerGroupDescribe" in r.getMessage() and r.levelno == logging.WARNING
+    ]
+    assert len(warnings) == 1
+    described = [x for x in _admin_lines(bs, admin_topic2, kip848_group.group) if "members" in x]
+    assert len(described) == 2 and all("broker" not in x for x in described)
