@@ -17,6 +17,7 @@ from __future__ import annotations
 import base64
 import contextlib
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -28,6 +29,9 @@ from collectors.embedded_kafka.jars import classpath, kafka_version, major
 from collectors.local_servers import ServerError, _Proc, free_port, wait_for_port
 
 COORDINATOR_LOGGERS = ("org.apache.kafka.coordinator.group", "kafka.coordinator.group")
+# "Finished loading of metadata from __consumer_offsets-7 ..." (4.x); 3.x: "Finished loading offsets
+# and group metadata from __consumer_offsets-7 ...".
+_LOADED = re.compile(r"Finished loading .*?__consumer_offsets-(\d+)")
 
 
 @dataclass(frozen=True)
@@ -271,29 +275,43 @@ class KafkaBroker(_Proc):
     def _create_offsets_topic(self, timeout: float) -> None:
         """Have the coordinator create and load `__consumer_offsets` now, as on a cluster that has run
         for a while: the first group request otherwise waits on its creation, and librdkafka's admin
-        calls (AlterConsumerGroupOffsets) time out instead of retrying. An OffsetFetch for a group that
-        does not exist writes nothing."""
-        from confluent_kafka import ConsumerGroupTopicPartitions
-        from confluent_kafka.admin import AdminClient
+        calls (AlterConsumerGroupOffsets) time out instead of retrying, or crash (an OffsetFetch
+        answered while the topic loads: librdkafka issue 5040). A FindCoordinator creates the topic and
+        writes nothing; the coordinator log says when each of its partitions is loaded."""
+        from collectors.kafka_protocol import KafkaProtocolClient
 
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers})
+        partitions = int(self.properties().get("offsets.topic.num.partitions", "50"))
         deadline = time.monotonic() + timeout
-        last: Exception | None = None
-        while time.monotonic() < deadline:
-            try:
-                req = [ConsumerGroupTopicPartitions("groupscope-embedded-broker-warm-up")]
-                admin.list_consumer_group_offsets(req, request_timeout=5)[req[0].group_id].result(10)
-                return
-            except Exception as e:  # COORDINATOR_NOT_AVAILABLE / timeout while the topic loads
-                last = e
+        last: object = None
+        with KafkaProtocolClient({"bootstrap.servers": self.bootstrap_servers}, timeout_s=5) as client:
+            while time.monotonic() < deadline:
+                try:
+                    nodes, errors = client.find_coordinators(["groupscope-embedded-broker-warm-up"])
+                    if nodes:
+                        break
+                    last = errors
+                except Exception as e:  # the broker still starting its listeners
+                    last = e
                 time.sleep(0.2)
+        while time.monotonic() < deadline:
+            # The loading lines come from the coordinator runtime's logger, which writes to server.log.
+            lines = [*self.coordinator_lines(), *_read_lines(self.server_log)]
+            loaded = {m.group(1) for m in map(_LOADED.search, lines) if m}
+            if len(loaded) >= partitions:
+                return
+            last = f"{len(loaded)} of {partitions} partitions loaded"
+            time.sleep(0.1)
         raise ServerError(f"__consumer_offsets was not ready within {timeout:.0f} s ({last})")
 
     def coordinator_lines(self) -> list[str]:
-        try:
-            return self.coordinator_log.read_text(errors="replace").splitlines()
-        except OSError:
-            return []
+        return _read_lines(self.coordinator_log)
+
+
+def _read_lines(path: Path) -> list[str]:
+    try:
+        return path.read_text(errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def _new_cluster_id() -> str:
