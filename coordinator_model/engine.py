@@ -809,6 +809,8 @@ class GroupEngine:
 
     def _on_offset_commit(self, ev: OffsetCommit) -> None:
         self.type = self.type or "classic"
+        if ev.topic_id is not None and ev.topic_id not in self.topic_names:
+            self._learn_topic_id(ev.topic_id, ev.topic)
         tp = (ev.topic, ev.partition)
         if ev.offset is None:
             cur = self.offsets.get(tp)
@@ -897,6 +899,13 @@ class GroupEngine:
         if old is None or ev.epoch > old:
             self._epoch_bump(ev.epoch, ev.ts, inferred=False)
         self._k848_state(ev.ts)
+
+    def _learn_topic_id(self, topic_id: str, name: str) -> None:
+        """A topic id's name from the cluster itself (a commit's topicId, the broker's describe):
+        exact, so it replaces whatever was guessed, and the members' assignments are named again."""
+        self.topic_names[topic_id] = name
+        if self.type == "consumer":
+            self._k848_names()
 
     def _on_cg_topics(self, ev: ConsumerGroupTopics) -> None:
         self._k848()
@@ -1668,6 +1677,9 @@ class GroupEngine:
 
     def _on_describe_k848(self, ev: DescribeSnapshot) -> None:
         self._k848("describe_broker" if _k848_details(ev) else "describe")
+        for tid, name in ev.topic_ids:
+            if self.topic_names.get(tid) != name:
+                self._learn_topic_id(tid, name)
         if ev.assignor and self._names_a_member(ev.assignor):
             self._conflict(
                 "assignor", ev.ts, f"the Admin API's assignor field is a member id ({ev.assignor})"

@@ -61,6 +61,7 @@ class OffsetCommit:
     metadata: str = ""
     expire_timestamp: int = -1
     log_offset: int = -1  # position of the record in __consumer_offsets (newer record wins)
+    topic_id: str | None = None  # OffsetCommitValue v4's tagged topicId (Kafka 4.1+)
     source = "offsets"
 
 
@@ -228,6 +229,7 @@ class DescribeSnapshot:
     broker_state: str | None = None  # KIP-848: ConsumerGroupDescribe state, group and assignment epochs
     group_epoch: int | None = None
     assignment_epoch: int | None = None
+    topic_ids: tuple[tuple[str, str], ...] = ()  # (topic id, name) the broker's describe resolved
     source = "describe"
 
 
@@ -333,6 +335,7 @@ def from_offsets_record(rec: Any) -> Evidence:
             leader_epoch=value.leader_epoch,
             metadata=value.metadata or "",
             expire_timestamp=value.expire_timestamp,
+            topic_id=_topic_id(getattr(value, "topic_id", None)),
             log_offset=log_offset,
         )
     if kind == "GroupMetadataKey":
@@ -454,6 +457,20 @@ def _described_member(m: dict, broker_members: dict[str, dict]) -> DescribedMemb
     )
 
 
+_ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
+
+def _topic_id(value: object) -> str | None:
+    return value if isinstance(value, str) and value and value != _ZERO_UUID else None
+
+
+def _topic_ids(broker: dict | None) -> tuple[tuple[str, str], ...]:
+    ids = (broker or {}).get("topic_ids")
+    if not isinstance(ids, dict):
+        return ()
+    return tuple(sorted((str(k), str(v)) for k, v in ids.items() if isinstance(v, str)))
+
+
 def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot:
     """One describe.jsonl line: a group description, or {'ts', 'group', 'committed': [[t, p, o], ...]}."""
     if not isinstance(obj, dict):
@@ -487,6 +504,7 @@ def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot:
         broker_state=broker.get("state") if broker else None,
         group_epoch=_int(broker, "group_epoch", False) if broker else None,
         assignment_epoch=_int(broker, "assignment_epoch", False) if broker else None,
+        topic_ids=_topic_ids(broker),
     )
 
 

@@ -359,3 +359,52 @@ def test_admin_snapshots_alone_see_rebalances_between_polls() -> None:
     assert gens[-1]["start"] == 2500 and {"start", "cause", "stable"} <= set(gens[-1]["inferred"])
     eng.apply(snap(4000, ("a2", "ia", (("t", 0),)), ("b", None, (("t", 1),))))  # static restart: no rebalance
     assert len(eng.document()["generations"]) == len(gens)
+
+
+# -- KIP-848 topic ids --------------------------------------------------------------------------------
+def _k848_group_with_two_lookalike_topics() -> GroupEngine:
+    """Records name topics by id only (Kafka 4.1+ writes no ConsumerGroupPartitionMetadata), and the
+    two subscribed topics have the same partition count, so no guess can tell them apart."""
+    from coordinator_model.evidence import (
+        ConsumerGroupEpoch,
+        ConsumerMemberAssignment,
+        ConsumerMemberSubscription,
+        ConsumerTargetAssignment,
+    )
+
+    e = GroupEngine("k")
+    e.apply(ConsumerMemberSubscription(1000, "k", "m1", False, client_id="c", subscribed_topics=("a", "b")))
+    e.apply(ConsumerGroupEpoch(1001, "k", 2))
+    e.apply(ConsumerTargetAssignment(1002, "k", 2))
+    assigned = (("ID-A", 0), ("ID-A", 1), ("ID-B", 0), ("ID-B", 1))
+    e.apply(ConsumerMemberAssignment(1003, "k", "m1", False, member_epoch=2, assigned=assigned))
+    return e
+
+
+def _assignment(e: GroupEngine) -> list:
+    return sorted(tuple(tp) for m in e.document()["members"] for tp in m["assignment"])
+
+
+def test_a_commits_topic_id_names_a_kip848_assignment() -> None:
+    e = _k848_group_with_two_lookalike_topics()
+    assert {t for t, _ in _assignment(e)} == {"ID-A", "ID-B"}  # nothing says which is which yet
+    e.apply(OffsetCommit(1100, "k", "a", 0, 5, commit_timestamp=1100, topic_id="ID-A", log_offset=10))
+    e.apply(OffsetCommit(1101, "k", "b", 1, 5, commit_timestamp=1101, topic_id="ID-B", log_offset=11))
+    assert _assignment(e) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+
+
+def test_the_brokers_describe_names_a_kip848_assignment() -> None:
+    e = _k848_group_with_two_lookalike_topics()
+    line = {
+        "ts": 1200, "group": "k", "type": "consumer", "state": "Stable", "assignor": "uniform",
+        "members": [{"member_id": "m1", "client_id": "c", "host": "/h",
+                     "assignment": [["a", 0], ["a", 1], ["b", 0], ["b", 1]]}],
+        "broker": {"state": "Stable", "group_epoch": 2, "assignment_epoch": 2, "assignor": "uniform",
+                   "members": [{"member_id": "m1", "member_epoch": 2, "subscribed": ["a", "b"]}],
+                   "topic_ids": {"ID-A": "a", "ID-B": "b"}},
+    }  # fmt: skip
+    ev = from_describe_json(line)
+    assert ev.topic_ids == (("ID-A", "a"), ("ID-B", "b"))
+    e.apply(ev)
+    assert e.topic_names == {"ID-A": "a", "ID-B": "b"}
+    assert _assignment(e) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]

@@ -271,12 +271,21 @@ def broker_block(group: Mapping[str, Any], names: Mapping[str, str]) -> dict[str
         }
         for m in group["members"]
     ]
+    ids = {
+        tp["topic_id"]
+        for m in group["members"]
+        for a in (m["assignment"], m["target_assignment"])
+        for tp in (a or {}).get("topic_partitions", [])
+    }
     return {
         "state": group["group_state"],
         "group_epoch": group["group_epoch"],
         "assignment_epoch": group["assignment_epoch"],
         "assignor": group["assignor_name"],
         "members": sorted(members, key=lambda m: m["member_id"]),
+        # The group's records name topics by id only (Kafka 4.1+ no longer writes the
+        # ConsumerGroupPartitionMetadata record that held the names): the model learns them here.
+        "topic_ids": {tid: names[tid] for tid in sorted(ids) if tid in names},
     }
 
 
