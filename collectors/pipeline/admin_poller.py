@@ -28,7 +28,17 @@ import threading
 import time
 from typing import Any
 
+from collectors.kafka_clients import (
+    ErrorWatch,
+    OncePerMinute,
+    client_config,
+    describe_auth_failure,
+    describe_tls_failure,
+)
+
 log = logging.getLogger("groupscope.admin")
+_failures_log = logging.getLogger("groupscope.admin.failures")
+_failures_log.addFilter(OncePerMinute())
 
 STATE_NAMES = {
     "UNKNOWN": "Unknown",
@@ -57,7 +67,8 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
 
     from collectors.pipeline.job import BROKER_LOG_TOPIC
 
-    admin = AdminClient(dict(cfg.kafka))
+    watch = ErrorWatch()
+    admin = AdminClient(client_config(cfg.kafka, watch))
     now = _now_ms()
     internal = [cfg.admin_topic] if cfg.admin_enabled else []
     log_topic = cfg.broker_log_topic
@@ -71,11 +82,13 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
             md = admin.list_topics(timeout=timeout_s)
             break
         except KafkaException as e:
-            log.warning("cannot list topics (attempt %d): %s", attempt + 1, e)
+            admin.poll(0)  # serve the client's error callback and log lines
+            if attempt == 0 or not (watch.auth_failed or watch.tls_failed):
+                log.warning("%s (attempt %d)", connect_failure(cfg.kafka, watch, e), attempt + 1)
             time.sleep(delay)
             delay *= 2
     if md is None:
-        store.set_source_status("kafka", False, "broker unreachable at start; retrying", now)
+        store.set_source_status("kafka", False, connect_failure(cfg.kafka, watch, None), now)
         # Subscribe anyway: the source reads missing topics as empty and picks them up later.
         topics = [cfg.heartbeat_topic, *internal] + ([cfg.broker_log_topic] if cfg.broker_log_topic else [])
         return sorted(set(topics)), False
@@ -122,6 +135,17 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
     if cfg.broker_log_topic:
         topics.append(cfg.broker_log_topic)
     return sorted(set(topics)), ok
+
+
+def connect_failure(conf: Any, watch: ErrorWatch, exc: Exception | None) -> str:
+    """Why the cluster cannot be used, in one sentence without secrets: a failed login or TLS
+    handshake said as such, anything else as unreachable."""
+    if watch.auth_failed:
+        return describe_auth_failure(conf, watch.last.str() if watch.last is not None else "")
+    if watch.tls_failed:
+        return describe_tls_failure(conf, watch.last.str() if watch.last is not None else "")
+    detail = f": {exc}" if exc is not None else ""
+    return f"broker unreachable at {conf.get('bootstrap.servers', '?')}{detail}; retrying"
 
 
 class _Loop(threading.Thread):
@@ -184,12 +208,16 @@ class AdminPoller(_Loop):
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient(dict(self.cfg.kafka))
-        producer = Producer({**self.cfg.kafka, "linger.ms": 20, "message.timeout.ms": 30000})
+        watch = ErrorWatch()
+        admin = AdminClient(client_config(self.cfg.kafka, watch))
+        producer = Producer(
+            client_config(self.cfg.kafka, watch, **{"linger.ms": 20, "message.timeout.ms": 30000})
+        )
         delay = self.cfg.admin_poll_interval_s
         while not self._stop_evt.is_set():
             t0 = time.monotonic()
             try:
+                admin.poll(0)  # serve its log lines and error callbacks (they queue until polled)
                 n = self.poll_once(admin, producer)
                 self.polls += 1
                 delay = self.cfg.admin_poll_interval_s
@@ -198,9 +226,13 @@ class AdminPoller(_Loop):
             except Exception as e:
                 self.failures += 1
                 delay = min(max(delay, 1.0) * 2, 60.0)  # backoff while the broker is unreachable
-                log.warning("admin poll failed (next try in %.0f s): %s", delay, e)
                 with contextlib.suppress(Exception):
-                    self.store.set_source_status("admin", False, f"broker unreachable: {e}"[:300], _now_ms())
+                    admin.poll(0)  # serve the error callback before saying why
+                why = connect_failure(self.cfg.kafka, watch, e)
+                # the same reason once a minute at most (OncePerMinute), with the next try's delay
+                _failures_log.warning("admin poll failed (next try in %.0f s): %s", delay, why)
+                with contextlib.suppress(Exception):
+                    self.store.set_source_status("admin", False, why[:600], _now_ms())
             self._stop_evt.wait(max(0.0, delay - (time.monotonic() - t0)))
         with contextlib.suppress(Exception):
             producer.flush(5)
@@ -353,7 +385,7 @@ class BrokerLogShipper(_Loop):
     def run(self) -> None:
         from confluent_kafka import Producer
 
-        producer = Producer({**self.cfg.kafka, "linger.ms": 20})
+        producer = Producer(client_config(self.cfg.kafka, ErrorWatch(), **{"linger.ms": 20}))
         pos = self._load()
         while not self._stop_evt.is_set():
             changed = False

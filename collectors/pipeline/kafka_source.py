@@ -102,7 +102,10 @@ class Watermarks:
         if self._admin is None:
             from confluent_kafka.admin import AdminClient
 
-            self._admin = AdminClient(dict(self.conf))
+            from collectors.kafka_clients import client_config
+
+            self._admin = AdminClient(client_config(self.conf))
+        self._admin.poll(0)  # serve its log lines and error callbacks (they queue until polled)
         return self._admin
 
     def partitions(self, topics: list[str]) -> dict[str, list[int]]:
@@ -296,11 +299,12 @@ def read_partition(
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+    from collectors.kafka_clients import client_config
     from collectors.pipeline.decode import arrow_schema
 
     c = Consumer(
         {
-            **conf,
+            **client_config(conf),
             "group.id": f"groupscope-reader-{uuid.uuid4()}",  # never used for commits
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,

@@ -1,0 +1,198 @@
+"""Security against real listeners of the harness's Apache Kafka broker: the collector and its Admin
+poller with SASL/SCRAM credentials from the config file, and with TLS settings from GROUPSCOPE_KAFKA__*
+environment variables; a wrong password is one clear error and a retry, and no secret appears in any
+log line, in Redis (what every page shows) or in the collector's output."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from conftest import SASL_USERS
+
+from collectors.config import load_settings
+from collectors.pipeline.admin_poller import AdminPoller, check_topics
+from collectors.pipeline.job import PipelineConfig, run_pipeline
+from collectors.redis_store import RedisStore
+
+pytestmark = [pytest.mark.servers, pytest.mark.slow]
+
+WRONG = "not-the-Password-42"
+
+
+def wait_until(cond: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = cond()
+        if v:
+            return v
+        time.sleep(0.3)
+    raise AssertionError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def make_group(bootstrap: str, group: str, topic: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for f in admin.create_topics([NewTopic(topic, 3, 1)]).values():
+        f.result(30)
+    req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, 10 + p) for p in range(3)])
+    admin.alter_consumer_group_offsets([req])[group].result(30)
+
+
+def settings_for(monkeypatch, tmp_path: Path, yaml_text: str = "", env: dict[str, str] | None = None):
+    cfg = tmp_path / "groupscope.yaml"
+    cfg.write_text(yaml_text)
+    monkeypatch.setenv("GROUPSCOPE_CONFIG", str(cfg))
+    for k, v in (env or {}).items():
+        monkeypatch.setenv(k, v)
+    return load_settings()
+
+
+def run_collector(spark: Any, cfg: PipelineConfig) -> tuple[threading.Event, threading.Thread, list]:
+    stop, errors = threading.Event(), []
+
+    def body() -> None:
+        try:
+            run_pipeline(cfg, spark, progress=False, stop_event=stop)
+        except BaseException as e:  # surfaced by the test
+            errors.append(e)
+
+    t = threading.Thread(target=body, daemon=True)
+    t.start()
+    return stop, t, errors
+
+
+def test_collector_over_sasl_from_the_config_file_and_tls_from_the_environment(
+    spark, kafka_broker, redis_server, monkeypatch, tmp_path: Path, caplog
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="groupscope")
+    bs = kafka_broker.bootstrap_servers
+    make_group(bs, "sec-sasl-group", "sec-sasl-topic")
+    make_group(bs, "sec-tls-group", "sec-tls-topic")
+    password = SASL_USERS["groupscope"]
+    sasl = settings_for(
+        monkeypatch,
+        tmp_path,
+        f"bootstrap_servers: {kafka_broker.sasl_bootstrap_servers}\n"
+        "kafka:\n  security.protocol: SASL_PLAINTEXT\n  sasl.mechanism: SCRAM-SHA-512\n"
+        f"  sasl.username: groupscope\n  sasl.password: {password}\n",
+    )
+    assert sasl.kafka["sasl.password"] == password
+    tls = settings_for(
+        monkeypatch,
+        tmp_path,
+        "",
+        {
+            "GROUPSCOPE_BOOTSTRAP_SERVERS": kafka_broker.ssl_bootstrap_servers,
+            "GROUPSCOPE_KAFKA__SECURITY.PROTOCOL": "SSL",
+            "GROUPSCOPE_KAFKA__SSL.CA.LOCATION": str(kafka_broker.tls.ca_pem),
+        },
+    )
+    assert tls.kafka == {"security.protocol": "SSL", "ssl.ca.location": str(kafka_broker.tls.ca_pem)}
+    runs = []
+    # Two collectors side by side: the second in a session of its own (an active query's name is
+    # unique per session), each with its own checkpoint, admin topic and Redis DB.
+    for name, s, db, session in (("sasl", sasl, 3, spark), ("tls", tls, 4, spark.newSession())):
+        url = redis_server.url.rsplit("/", 1)[0] + f"/{db}"
+        RedisStore.from_url(url).r.flushdb()
+        cfg = PipelineConfig(
+            redis_url=url,
+            checkpoint_dir=str(tmp_path / f"ckpt-{name}"),
+            kafka=s.kafka_config(),
+            admin_poll_interval_s=1.0,
+            admin_topic=f"groupscope.admin.sec-{name}",
+        )
+        runs.append((name, RedisStore.from_url(url), run_collector(session, cfg)))
+    try:
+        for name, store, (_stop, _t, errors) in runs:
+            group = f"sec-{name}-group"
+            # the offsets topic (committed offsets) and the Admin poller (describe: Empty, no members)
+            doc = wait_until(
+                lambda store=store, group=group, errors=errors: (
+                    errors
+                    or ((d := store.get_group(group)) and {"offsets", "describe"} <= set(d["sources"]) and d)
+                ),
+                240,
+                f"{group} over {name} with offsets and describe",
+            )
+            assert not errors, errors
+            assert sorted((o["topic"], o["partition"], o["offset"]) for o in doc["offsets"]) == [
+                (f"sec-{name}-topic", p, 10 + p) for p in range(3)
+            ]
+            assert doc["state"] == "Empty"
+            sources = store.freshness()["sources"]
+            assert sources["__consumer_offsets"]["ok"] and sources["admin"]["ok"], sources
+    finally:
+        for _name, _store, (stop, t, _errors) in runs:
+            stop.set()
+            t.join(60)
+    text = caplog.text
+    assert password not in text
+
+
+def test_a_wrong_password_is_one_clear_error_and_a_retry(kafka_broker, redis_client, caplog) -> None:
+    caplog.set_level(logging.DEBUG, logger="groupscope")
+    conf = {
+        "bootstrap.servers": kafka_broker.sasl_bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.username": "groupscope",
+        "sasl.password": WRONG,
+    }
+    store = RedisStore(redis_client)
+    cfg = PipelineConfig(
+        redis_url="", checkpoint_dir="", kafka=conf, admin_poll_interval_s=0.5, metadata_timeout_s=2
+    )
+    _topics, offsets_ok = check_topics(cfg, store, timeout_s=2)
+    assert not offsets_ok
+    said = [r for r in caplog.records if "cannot authenticate" in r.getMessage()]
+    assert len(said) == 1, [r.getMessage() for r in said]  # one clear error, not one per attempt
+    msg = said[0].getMessage()
+    assert "user 'groupscope' (SCRAM-SHA-256)" in msg and kafka_broker.sasl_bootstrap_servers in msg
+    status = store.freshness()["sources"]["kafka"]
+    assert not status["ok"] and "cannot authenticate" in status["detail"]
+
+    poller = AdminPoller(cfg, store)
+    poller.start()
+    try:
+        wait_until(lambda: poller.failures >= 3, 90, "three retries of the Admin poller")
+    finally:
+        poller.stop()
+        poller.join(30)
+    admin = store.freshness()["sources"]["admin"]
+    assert not admin["ok"] and "cannot authenticate" in admin["detail"]
+    retries = [r for r in caplog.records if "admin poll failed" in r.getMessage()]
+    assert len(retries) == 1  # the same reason once a minute, not at every retry
+    everything = caplog.text + str(redis_client.hgetall("gs:sources"))
+    assert WRONG not in everything
+
+
+def test_collect_with_a_wrong_password_says_so_once_and_leaks_nothing(
+    kafka_broker, redis_server, tmp_path: Path
+) -> None:
+    """The real command, its whole output read: librdkafka's own lines go through our logger."""
+    cfg = tmp_path / "groupscope.yaml"
+    cfg.write_text(
+        f"bootstrap_servers: {kafka_broker.sasl_bootstrap_servers}\n"
+        "kafka:\n  security.protocol: SASL_PLAINTEXT\n  sasl.mechanism: SCRAM-SHA-512\n"
+        f"  sasl.username: groupscope\n  sasl.password: {WRONG}\n"
+        f"redis_url: {redis_server.url.rsplit('/', 1)[0]}/5\ncheckpoint_dir: {tmp_path / 'ckpt'}\n"
+    )
+    env = {**os.environ, "GROUPSCOPE_CONFIG": str(cfg), "SPARK_LOCAL_IP": "127.0.0.1"}
+    cmd = [sys.executable, "-m", "collectors.cli.main", "collect", "--no-progress", "--master", "local[1]"]
+    proc = subprocess.run([*cmd, "--duration", "20"], env=env, capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-3000:]
+    assert WRONG not in out
+    assert out.count("cannot authenticate to Kafka") == 1, out[-3000:]
+    librdkafka = [line for line in out.splitlines() if "SASL authentication error" in line]
+    assert len(librdkafka) <= 3, "librdkafka's own lines are not repeated at every reconnect"
