@@ -1040,9 +1040,12 @@ class GroupEngine:
             g.cause = pending.get("cause") or g.cause
             self._epoch_pending = {"joined": [], "left": [], "cause": None}
             if g.cause == "unknown":
+                # A new group's first epoch: 1 up to Kafka 4.0; from 4.1 the coordinator's first bump
+                # is to 2 ("Bumped group epoch to 2"), with no epoch-1 record. Epoch 2 with an earlier
+                # epoch known is an ordinary bump.
                 g.cause = (
                     "group_created"
-                    if epoch == 1
+                    if epoch == 1 or (epoch == 2 and not prev)
                     else "member_left"
                     if g.left
                     else "member_joined"

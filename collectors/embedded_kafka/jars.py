@@ -90,7 +90,7 @@ def classpath(version: str | None = None) -> str:
 
 
 def main() -> None:
-    """`python -m collectors.embedded_kafka.jars`: fetch the jars (make test and make demo call it)."""
+    """Fetch the jars and print their folder (`python -m collectors.embedded_kafka`)."""
     print(ensure_jars())
 
 

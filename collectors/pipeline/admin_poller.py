@@ -105,7 +105,9 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
     ok, detail = True, "readable"
     tm = md.topics.get(cfg.offsets_topic)
     if tm is None:
-        ok, detail = False, f"topic {cfg.offsets_topic} does not exist on this cluster"
+        # Kafka creates it at the first group request: a new cluster has none yet. Subscribe anyway
+        # (the source reads a missing topic as empty and picks it up once it exists).
+        ok, detail = True, f"topic {cfg.offsets_topic} not created yet (no group has used the cluster)"
     elif tm.error is not None:
         ok, detail = False, f"topic {cfg.offsets_topic}: {tm.error.str()}"
     else:
