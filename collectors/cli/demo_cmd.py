@@ -1,15 +1,21 @@
 """`groupscope demo` (what `make demo` runs): a live cluster with real rebalances on one machine.
 
-With no arguments it starts its own Redis and Kafka-protocol broker (Tansu, the ones the tests use),
-creates the topics, runs the scenario workload (collectors/demo/scenarios.py: real producer and probed
-consumer processes), and starts the collector, the Celery worker and the dashboard as child processes.
-Ctrl-C (or --duration) stops every process it started, workload first, servers last.
+With no arguments it starts its own Redis and Apache Kafka broker (the embedded KRaft broker of
+collectors/embedded_kafka, the one the tests use), creates the topics, runs the scenario workload
+(collectors/demo/scenarios.py: real producer and probed consumer processes), and starts the collector,
+the Celery worker and the dashboard as child processes. The collector reads the broker's
+`__consumer_offsets`, the probes' heartbeat topic, the Admin API and the broker's group-coordinator
+log file (`broker_log_files`), so each rebalance's reason is the one Kafka logged. Against your own
+cluster (--bootstrap-servers), set GROUPSCOPE_BROKER_LOG_FILES to ship its coordinator log too.
+Ctrl-C (or --duration) stops every process it started: workload, children, broker, Redis.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import shutil
 import signal
 import sys
 import tempfile
@@ -40,6 +46,27 @@ def _create_topics(bootstrap: str, kafka_conf: dict[str, Any], topics: list[tupl
         except KafkaException as e:
             if e.args[0].code() != KafkaError.TOPIC_ALREADY_EXISTS:
                 raise click.ClickException(f"cannot create topic {topic}: {e.args[0].str()}") from e
+
+
+def _ensure_offsets_topic(bootstrap: str, kafka_conf: dict[str, Any], timeout: float = 30.0) -> bool:
+    """Have the cluster create `__consumer_offsets` if it has none yet; True once it is listed.
+
+    Kafka creates it on the first group request, but the collector decides at start whether it can
+    read it, so a fresh broker must have it first. Describing a group that does not exist is such a
+    request (FindCoordinator) and writes nothing."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({**kafka_conf, "bootstrap.servers": bootstrap})
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):  # COORDINATOR_NOT_AVAILABLE while it is being created
+            topic = admin.list_topics(timeout=5).topics.get("__consumer_offsets")
+            if topic is not None and topic.error is None and topic.partitions:
+                return True
+            for f in admin.describe_consumer_groups(["groupscope-demo"], request_timeout=5).values():
+                f.exception(10)
+        time.sleep(0.5)
+    return False
 
 
 def _port_free(host: str, port: int) -> bool:
@@ -96,7 +123,8 @@ def demo(
     """
     from collectors.demo.scenarios import Workload
     from collectors.demo.supervisor import DEMO_ID_ENV, Supervisor
-    from collectors.local_servers import RedisServer, ServerError, TansuBroker, free_port
+    from collectors.embedded_kafka import JarsError, KafkaBroker
+    from collectors.local_servers import RedisServer, ServerError, free_port
 
     settings = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url)
     if duration is not None and duration <= 0:
@@ -118,7 +146,7 @@ def demo(
     signal.signal(signal.SIGTERM, _on_signal)
 
     redis_srv: RedisServer | None = None
-    broker: TansuBroker | None = None
+    broker: KafkaBroker | None = None
     supervisor = Supervisor(run_dir, demo_id, say=_say)
     workload: Workload | None = None
     try:
@@ -126,16 +154,28 @@ def demo(
             redis_srv = RedisServer().start()
             settings.redis_url = redis_srv.url
             _say(f"started redis-server on {redis_srv.url}")
+        log_files = list(settings.broker_log_files)
         if bootstrap_servers is None:
-            broker = TansuBroker().start()
+            # Its folder is in the run's logs, so coordinator.log and server.log stay for a look
+            # after the demo; the data goes when it stops (below). A folder left by an earlier run
+            # in the same --logs-dir goes first: its log would be shipped again, its data refused.
+            kafka_dir = run_dir / "kafka"
+            shutil.rmtree(kafka_dir, ignore_errors=True)
+            kafka_dir.mkdir(parents=True)
+            broker = KafkaBroker(workdir=kafka_dir)
+            _say(f"starting Apache Kafka {broker.version} (KRaft) ...")
+            broker.start()
             settings.bootstrap_servers = broker.bootstrap_servers
-            _say(f"started the Tansu broker on {broker.bootstrap_servers}")
+            log_files.append(str(broker.coordinator_log))
+            _say(f"started Apache Kafka {broker.version} on {broker.bootstrap_servers}")
         bootstrap = str(settings.bootstrap_servers)
         if stop.is_set():
             return
 
         workload = Workload(supervisor, bootstrap, settings.heartbeat_topic)
         _create_topics(bootstrap, settings.kafka, [(settings.heartbeat_topic, 3), *workload.topics()])
+        if not _ensure_offsets_topic(bootstrap, settings.kafka):
+            _say("__consumer_offsets is not there; the collector will run on the other sources")
         _say(f"topics ready: {settings.heartbeat_topic}, " + ", ".join(t for t, _ in workload.topics()))
 
         host = settings.dashboard_host
@@ -148,6 +188,8 @@ def demo(
             "GROUPSCOPE_HEARTBEAT_TOPIC": settings.heartbeat_topic,
             # A fresh checkpoint per demo: an old one would point at offsets of a broker long gone.
             "GROUPSCOPE_CHECKPOINT_DIR": str(run_dir / "checkpoints"),
+            # The coordinator's own account of each rebalance (reason, expiry, KIP-848 epochs).
+            "GROUPSCOPE_BROKER_LOG_FILES": json.dumps(log_files),
             "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
         }
         cli = [sys.executable, "-m", "collectors.cli.main"]
@@ -178,7 +220,7 @@ def demo(
         stop.wait(duration)
         if not stop.is_set():
             _say(f"--duration {duration:g} s reached: stopping everything")
-    except ServerError as e:
+    except (ServerError, JarsError) as e:
         raise click.ClickException(str(e)) from e
     finally:
         stop.set()
@@ -189,5 +231,7 @@ def demo(
         for srv in (broker, redis_srv):
             if srv is not None:
                 srv.stop()
+        if broker is not None:
+            shutil.rmtree(broker.data_dir, ignore_errors=True)
         supervisor.sweep()
         _say(f"stopped every process it started in {time.monotonic() - started:.1f} s")

@@ -1,13 +1,17 @@
 """The demo's scripted scenarios: each one a consumer group doing one thing worth seeing, on a loop.
 
-A scenario is data: its group, topic, member settings and a script of (seconds, action, member) steps.
+A scenario is data: its group, topics, member settings and a script of (seconds, action, member) steps.
 All scenarios run side by side, each on its own thread; when a scenario's script reaches its period,
-every member it started is closed and the script starts again (same group, new generations).
+every member it started is closed, the group is left to go Empty for `rest` seconds, and the script
+starts again (same group, new generations).
 
-Adapted to Tansu (docs/testing.md, "Tansu, the test broker"): joins take ~3 s, so a flapper closes 3 s
-after subscribing (~2 s as a member) and a new one comes every 4.5 s; cooperative-sticky joins are
-spaced 20 s apart because Tansu holds new members in SyncGroup for up to ~15 s; a restarted static
-member causes a rebalance on Tansu (none on Kafka).
+The paces are those of the real Apache Kafka 4.0 captures (tests/fixtures/real-kafka-4.0/*/README.md):
+members join 10 s apart (a classic rebalance takes about a heartbeat interval, 1 s here; a KIP-848
+member reconciles on its next heartbeats, 5 s by the broker's default); the storm's flapper stays ~2 s
+and a new one comes every 3 s, as in `rebalance-storm`; a stall lasts twice max.poll.interval.ms, as in
+`poll-timeout`; a static member restarted within its session timeout takes its place again without a
+rebalance (a new member id, the same generation), and one that stays away longer is expired, as in
+`static-membership`.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Literal
 from collectors.demo.supervisor import Child, Supervisor
 
 Action = Literal["start", "stop", "kill", "flap"]
+Protocol = Literal["classic", "consumer"]
 
 
 @dataclass(frozen=True)
@@ -35,6 +40,8 @@ class Member:
     stall_after: float = 0.0
     stall_for: float = 0.0
     run_for: float = 0.0
+    resubscribe_after: float = 0.0  # seconds after its start, the member subscribes again ...
+    add_topics: tuple[str, ...] = ()  # ... to the scenario's topic and these
 
 
 @dataclass(frozen=True)
@@ -52,9 +59,13 @@ class Scenario:
     members: tuple[Member, ...]
     steps: tuple[Step, ...]
     period: float = 0.0  # 0: run the script once and keep the members to the end
-    produce_rate: float = 5.0  # messages/s into the topic
+    rest: float = 5.0  # seconds between cycles, for the group to go Empty
+    produce_rate: float = 5.0  # messages/s into each of the scenario's topics
+    extra_topics: tuple[tuple[str, int], ...] = ()  # (topic, partitions) a member subscribes to later
+    protocol: Protocol = "classic"  # group.protocol; "consumer" is KIP-848
+    # classic: partition.assignment.strategy; consumer: the broker's assignor (group.remote.assignor)
     strategy: str = "range"
-    session_timeout_ms: int = 6000
+    session_timeout_ms: int = 6000  # classic only: a KIP-848 session timeout is the broker's
     max_poll_interval_ms: int = 30000
     flap_every: float = 4.0  # "flap": a new member every this many seconds ...
     flap_until: float = 0.0  # ... until this second of the cycle
@@ -73,7 +84,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         6,
         (Member("steady-1"), Member("steady-2")),
         (Step(0, "start", "steady-1"), Step(1, "start", "steady-2")),
-        what="two members, no changes: one generation, Stable",
+        what="two members, no changes: Stable, no rebalance after they joined",
     ),
     Scenario(
         "scaleout",
@@ -82,12 +93,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         (Member("scale-1"), Member("scale-2"), Member("scale-3")),
         (
             Step(0, "start", "scale-1"),
-            Step(15, "start", "scale-2"),
-            Step(30, "start", "scale-3"),
-            Step(80, "stop", "scale-3"),
+            Step(10, "start", "scale-2"),
+            Step(20, "start", "scale-3"),
+            Step(60, "stop", "scale-3"),
         ),
         period=100,
-        what="members join one at a time: a generation per join",
+        what="members join 10 s apart, one leaves: a generation per change (member_joined, member_left)",
     ),
     Scenario(
         "crash",
@@ -98,10 +109,10 @@ SCENARIOS: tuple[Scenario, ...] = (
             Step(0, "start", "crash-1"),
             Step(0, "start", "crash-2"),
             Step(20, "kill", "crash-2"),
-            Step(55, "start", "crash-2"),
+            Step(40, "start", "crash-2"),
         ),
         period=100,
-        what="SIGKILL of a member: no LeaveGroup, the session (6 s) times out",
+        what="SIGKILL of a member: no LeaveGroup, its session (6 s) expires (session_timeout)",
     ),
     Scenario(
         "stall",
@@ -111,7 +122,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         (Step(0, "start", "stall-1"), Step(0, "start", "stall-2")),
         period=100,
         max_poll_interval_ms=10000,
-        what="a member stops polling for 20 s: poll_stall at 5 s, max.poll.interval.ms (10 s) exceeded",
+        what="a member stops polling for 20 s: poll_stall at 5 s, max.poll.interval.ms (10 s) exceeded "
+        "(poll_timeout), then it rejoins with a new member id",
     ),
     Scenario(
         "storm",
@@ -120,10 +132,10 @@ SCENARIOS: tuple[Scenario, ...] = (
         (Member("storm-1"), Member("storm-2")),
         (Step(0, "start", "storm-1"), Step(0, "start", "storm-2"), Step(10, "flap", "flap")),
         period=100,
-        flap_every=4.5,
+        flap_every=3.0,
         flap_until=70,
-        flap_stay=3.0,
-        what="a flapping member (new process, stays ~3 s, leaves): many generations in a short time",
+        flap_stay=2.0,
+        what="a flapping member (a new process every 3 s, stays ~2 s, leaves): a rebalance storm",
     ),
     Scenario(
         "static",
@@ -135,10 +147,14 @@ SCENARIOS: tuple[Scenario, ...] = (
             Step(2, "start", "static-2"),
             Step(30, "stop", "static-1"),
             Step(35, "start", "static-1"),
+            Step(50, "stop", "static-2"),
+            Step(75, "start", "static-2"),
         ),
         period=100,
-        session_timeout_ms=15000,
-        what="static members (group.instance.id); one restarts within its session timeout",
+        rest=15,  # static members send no LeaveGroup: they are expired after the 10 s session
+        session_timeout_ms=10000,
+        what="static members (group.instance.id): one restarts within its 10 s session (no rebalance, "
+        "a new member id), the other stays away 25 s (expired: session_timeout)",
     ),
     Scenario(
         "coop",
@@ -147,22 +163,44 @@ SCENARIOS: tuple[Scenario, ...] = (
         (Member("coop-1"), Member("coop-2"), Member("coop-3")),
         (
             Step(0, "start", "coop-1"),
-            Step(20, "start", "coop-2"),
-            Step(40, "start", "coop-3"),
-            Step(75, "stop", "coop-1"),
+            Step(10, "start", "coop-2"),
+            Step(20, "start", "coop-3"),
+            Step(45, "stop", "coop-1"),
         ),
         period=100,
         strategy="cooperative-sticky",
         what="cooperative-sticky: incremental rebalances, two generations per join",
     ),
     Scenario(
+        "kip848",
+        "demo-k848",
+        6,
+        (
+            Member("k848-1"),
+            Member("k848-2"),
+            Member("k848-3", resubscribe_after=15, add_topics=("demo-k848-audit",)),
+        ),
+        (
+            Step(0, "start", "k848-1"),
+            Step(10, "start", "k848-2"),
+            Step(20, "start", "k848-3"),
+            Step(55, "stop", "k848-1"),
+        ),
+        period=100,
+        extra_topics=(("demo-k848-audit", 4),),
+        protocol="consumer",
+        strategy="range",
+        what="KIP-848 (group.protocol=consumer, server-side range assignor): joins, a subscription "
+        "change at 35 s, a leave; a group epoch per change, no group-wide barrier",
+    ),
+    Scenario(
         "slow",
         "demo-slow",
         4,
-        (Member("slow-1", rate=10, slow_for=45, fast_for=40),),
+        (Member("slow-1", rate=10, slow_for=120, fast_for=30),),
         (Step(0, "start", "slow-1"),),
         produce_rate=40,
-        what="consumes 10 msg/s of 40 for 45 s (lag grows), then unlimited for 40 s (lag drains)",
+        what="consumes 10 msg/s of 40 for 120 s (lag grows), then unlimited for 30 s (lag drains)",
     ),
 )
 
@@ -179,7 +217,7 @@ class Workload:
     _threads: list[threading.Thread] = field(default_factory=list)
 
     def topics(self) -> list[tuple[str, int]]:
-        return [(s.topic, s.partitions) for s in self.scenarios]
+        return [t for s in self.scenarios for t in ((s.topic, s.partitions), *s.extra_topics)]
 
     def start(self) -> None:
         argv = [
@@ -191,7 +229,8 @@ class Workload:
             self.bootstrap,
         ]
         for s in self.scenarios:
-            argv += ["--topic", f"{s.topic}:{s.produce_rate}"]
+            for topic in (s.topic, *(t for t, _ in s.extra_topics)):
+                argv += ["--topic", f"{topic}:{s.produce_rate}"]
         self.supervisor.spawn("producer", argv, service=True)
         for s in self.scenarios:
             t = threading.Thread(target=self._run, args=(s,), name=f"scenario-{s.name}", daemon=True)
@@ -205,11 +244,14 @@ class Workload:
             "--group", s.group,
             "--topic", s.topic,
             "--client-id", client_id,
-            "--strategy", s.strategy,
-            "--session-timeout-ms", str(s.session_timeout_ms),
+            "--group-protocol", s.protocol,
             "--max-poll-interval-ms", str(s.max_poll_interval_ms),
             "--heartbeat-topic", self.heartbeat_topic,
         ]  # fmt: skip
+        if s.protocol == "consumer":
+            argv += ["--remote-assignor", s.strategy]
+        else:
+            argv += ["--strategy", s.strategy, "--session-timeout-ms", str(s.session_timeout_ms)]
         if m.instance_id:
             argv += ["--instance-id", m.instance_id]
         for flag, value in (
@@ -219,9 +261,12 @@ class Workload:
             ("--stall-after", m.stall_after),
             ("--stall-for", m.stall_for),
             ("--run-for", m.run_for),
+            ("--resubscribe-after", m.resubscribe_after),
         ):
             if value:
                 argv += [flag, str(value)]
+        for topic in m.add_topics:
+            argv += ["--add-topic", topic]
         return argv
 
     def _run(self, s: Scenario) -> None:
@@ -254,7 +299,7 @@ class Workload:
             for child in live.values():
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     child.proc.wait(15)
-            if self.stop.wait(5.0):  # let the group go Empty between cycles
+            if self.stop.wait(s.rest):  # let the group go Empty between cycles
                 return
 
     def _flap(self, s: Scenario, prefix: str, t0: float) -> None:

@@ -2,8 +2,15 @@
 
 Each member of a demo group is its own OS process, so a SIGKILL is a real crash (the broker only notices
 when the session times out) and a stall is a real stall (librdkafka keeps heartbeating from its own
-thread). SIGTERM/SIGINT close the consumer gracefully (LeaveGroup). A worker also exits when the process
-that started it is gone, so a killed demo leaves no consumers behind.
+thread). SIGTERM/SIGINT close the consumer gracefully (LeaveGroup; a static member sends none, as
+KIP-345 says). A worker also exits when the process that started it is gone, so a killed demo leaves no
+consumers behind.
+
+`--group-protocol consumer` makes a KIP-848 member: librdkafka then refuses session.timeout.ms,
+heartbeat.interval.ms and partition.assignment.strategy (the broker owns them), so they are left out and
+the server-side assignor is asked for with group.remote.assignor. `--resubscribe-after S --add-topic T`
+changes the subscription while the member runs (a new subscription is a new group epoch on KIP-848, a
+rebalance on the classic protocol).
 """
 
 from __future__ import annotations
@@ -56,7 +63,8 @@ def _cluster_conf() -> dict[str, Any]:
         return {}
 
 
-def run_consumer(a: argparse.Namespace) -> int:
+def consumer_conf(a: argparse.Namespace) -> dict[str, Any]:
+    """The member's librdkafka settings (probe settings included), for its group protocol."""
     conf: dict[str, Any] = {
         **_cluster_conf(),
         "bootstrap.servers": a.bootstrap_servers,
@@ -65,15 +73,28 @@ def run_consumer(a: argparse.Namespace) -> int:
         "auto.offset.reset": "earliest",
         "enable.auto.commit": True,
         "auto.commit.interval.ms": 1000,
-        "session.timeout.ms": a.session_timeout_ms,
-        "heartbeat.interval.ms": a.heartbeat_interval_ms,
         "max.poll.interval.ms": a.max_poll_interval_ms,
-        "partition.assignment.strategy": a.strategy,
         "groupscope.heartbeat.topic": a.heartbeat_topic,
     }
+    if a.group_protocol == "consumer":
+        # KIP-848: session timeout and heartbeat interval are the broker's (group.consumer.*), and
+        # librdkafka fails to create the consumer if they are set here.
+        conf["group.protocol"] = "consumer"
+        if a.remote_assignor:
+            conf["group.remote.assignor"] = a.remote_assignor
+    else:
+        conf |= {
+            "session.timeout.ms": a.session_timeout_ms,
+            "heartbeat.interval.ms": a.heartbeat_interval_ms,
+            "partition.assignment.strategy": a.strategy,
+        }
     if a.instance_id:
         conf["group.instance.id"] = a.instance_id
-    consumer = ProbedConsumer(conf)
+    return conf
+
+
+def run_consumer(a: argparse.Namespace) -> int:
+    consumer = ProbedConsumer(consumer_conf(a))
 
     def on_assign(_c: Any, parts: list) -> None:
         _say(event="assigned", member=a.client_id, partitions=[[p.topic, p.partition] for p in parts])
@@ -84,14 +105,23 @@ def run_consumer(a: argparse.Namespace) -> int:
     def on_lost(_c: Any, parts: list) -> None:
         _say(event="lost", member=a.client_id, partitions=[[p.topic, p.partition] for p in parts])
 
-    consumer.subscribe([a.topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_lost)
+    topics = [a.topic]
+    callbacks = {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_lost}
+    consumer.subscribe(topics, **callbacks)
     start = time.monotonic()
     stalled = False
+    resubscribed = not (a.resubscribe_after and a.add_topic)
     consumed = 0
     while not _stop.is_set():
         elapsed = time.monotonic() - start
         if a.run_for and elapsed >= a.run_for:
             break
+        if not resubscribed and elapsed >= a.resubscribe_after:
+            # subscribe() replaces the subscription: the old topic stays, the new one is added.
+            resubscribed = True
+            topics = [a.topic, *a.add_topic]
+            _say(event="resubscribe", member=a.client_id, topics=topics)
+            consumer.subscribe(topics, **callbacks)
         if a.stall_after and not stalled and elapsed >= a.stall_after:
             # Stop calling poll() while staying alive: the probe reports a poll stall at half of
             # max.poll.interval.ms and librdkafka leaves the group at the full interval.
@@ -124,11 +154,7 @@ def _rate(a: argparse.Namespace, elapsed: float) -> float:
 
 
 def run_producer(a: argparse.Namespace) -> int:
-    # One message per batch: Tansu's ListOffsets answers the base offset of the last batch + 1, so
-    # multi-record batches would make end offsets (and so lag) look smaller than they are.
-    p = Producer(
-        {**_cluster_conf(), "bootstrap.servers": a.bootstrap_servers, "batch.num.messages": 1, "linger.ms": 0}
-    )
+    p = Producer({**_cluster_conf(), "bootstrap.servers": a.bootstrap_servers})
     rates: dict[str, float] = {}
     for spec in a.topic:
         topic, _, rate = spec.partition(":")
@@ -162,7 +188,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     c.add_argument("--topic", required=True)
     c.add_argument("--client-id", required=True)
     c.add_argument("--instance-id", default=None)
-    c.add_argument("--strategy", default="range")
+    c.add_argument("--group-protocol", choices=("classic", "consumer"), default="classic")
+    c.add_argument("--strategy", default="range", help="classic: partition.assignment.strategy")
+    c.add_argument("--remote-assignor", default=None, help="consumer (KIP-848): group.remote.assignor")
     c.add_argument("--session-timeout-ms", type=int, default=6000)
     c.add_argument("--heartbeat-interval-ms", type=int, default=1000)
     c.add_argument("--max-poll-interval-ms", type=int, default=30000)
@@ -173,6 +201,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     c.add_argument("--stall-after", type=float, default=0.0)
     c.add_argument("--stall-for", type=float, default=0.0)
     c.add_argument("--run-for", type=float, default=0.0, help="close after this many seconds (0: run)")
+    c.add_argument("--resubscribe-after", type=float, default=0.0, help="seconds, then subscribe again ...")
+    c.add_argument("--add-topic", action="append", default=[], help="... to --topic and this, repeatable")
     p = sub.add_parser("producer")
     p.add_argument("--bootstrap-servers", required=True)
     p.add_argument("--topic", action="append", default=[], help="TOPIC[:MESSAGES_PER_S], repeatable")
