@@ -1,4 +1,4 @@
-"""`python -m collectors.embedded_kafka`: fetch the broker's jars once (make test, make demo and make bench call it)."""
+"""`python -m collectors.embedded_kafka`: fetch the broker's jars once (make test, demo and bench)."""
 
 from collectors.embedded_kafka.jars import main
 

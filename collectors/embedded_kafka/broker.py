@@ -241,11 +241,14 @@ class KafkaBroker(_Proc):
             "kafka.Kafka",
             str(props_file),
         ]
+        # A restart on the same workdir appends to the logs: the warm-up must count only the loading
+        # lines of this start, or it returns before the coordinator has loaded anything.
+        marks = {path: _size(path) for path in (self.coordinator_log, self.server_log)}
         self._spawn(argv, "kafka")
         try:
             wait_for_port(self.host, self.port, timeout, self.proc)
             self._wait_ready(timeout)
-            self._create_offsets_topic(timeout)
+            self._create_offsets_topic(timeout, marks)
         except ServerError as e:
             tail = self.log_tail()
             with contextlib.suppress(OSError):
@@ -272,7 +275,7 @@ class KafkaBroker(_Proc):
             time.sleep(0.1)
         raise ServerError(f"the broker did not answer metadata within {timeout:.0f} s ({last})")
 
-    def _create_offsets_topic(self, timeout: float) -> None:
+    def _create_offsets_topic(self, timeout: float, since: dict[Path, int] | None = None) -> None:
         """Have the coordinator create and load `__consumer_offsets` now, as on a cluster that has run
         for a while: the first group request otherwise waits on its creation, and librdkafka's admin
         calls (AlterConsumerGroupOffsets) time out instead of retrying, or crash (an OffsetFetch
@@ -293,9 +296,13 @@ class KafkaBroker(_Proc):
                 except Exception as e:  # the broker still starting its listeners
                     last = e
                 time.sleep(0.2)
+        since = since or {}
         while time.monotonic() < deadline:
             # The loading lines come from the coordinator runtime's logger, which writes to server.log.
-            lines = [*self.coordinator_lines(), *_read_lines(self.server_log)]
+            lines = [
+                *_read_lines(self.coordinator_log, since.get(self.coordinator_log, 0)),
+                *_read_lines(self.server_log, since.get(self.server_log, 0)),
+            ]
             loaded = {m.group(1) for m in map(_LOADED.search, lines) if m}
             if len(loaded) >= partitions:
                 return
@@ -307,11 +314,21 @@ class KafkaBroker(_Proc):
         return _read_lines(self.coordinator_log)
 
 
-def _read_lines(path: Path) -> list[str]:
+def _read_lines(path: Path, start: int = 0) -> list[str]:
+    """The file's lines from byte `start` on (none when it does not exist)."""
     try:
-        return path.read_text(errors="replace").splitlines()
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read().decode(errors="replace").splitlines()
     except OSError:
         return []
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _new_cluster_id() -> str:
