@@ -1,7 +1,8 @@
-"""The coordinator model on evidence from a broker that is not Apache Kafka: client heartbeat events plus
-Admin API answers that contradict them (tests/fixtures/tansu-demo, a real `groupscope demo` run on Tansu),
-and the same weighing on Kafka-shaped evidence (a snapshot taken mid-rebalance, a describe that comes
-before the clients' events)."""
+"""The coordinator model on evidence that contradicts itself: client heartbeat events plus Admin API
+answers that contradict them, from a Kafka-protocol broker that is not Apache Kafka
+(tests/fixtures/tansu-demo, a real `groupscope demo` run on Tansu), and the same weighing on
+Kafka-shaped evidence (a snapshot taken mid-rebalance, a describe that comes before the clients'
+events)."""
 
 from __future__ import annotations
 
