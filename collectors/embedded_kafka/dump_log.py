@@ -14,14 +14,21 @@ from pathlib import Path
 from typing import Any
 
 from collectors.embedded_kafka.broker import java_binary
-from collectors.embedded_kafka.jars import classpath, kafka_version, major
+from collectors.embedded_kafka.jars import classpath, ensure_jars, kafka_version
 
 _OFFSET = re.compile(r"^\| offset: (\d+) ")
 
 
 def dump_main_class(version: str) -> str:
-    # 4.x moved the tool from core's Scala kafka.tools to Java in kafka-tools.
-    return "org.apache.kafka.tools.DumpLogSegments" if major(version) >= 4 else "kafka.tools.DumpLogSegments"
+    """kafka-dump-log's class: Java in kafka-tools from 4.1, Scala in the broker's core before."""
+    import zipfile
+
+    java_class = "org/apache/kafka/tools/DumpLogSegments.class"
+    for jar in ensure_jars(version).glob("kafka-tools-*.jar"):
+        with zipfile.ZipFile(jar) as z:
+            if java_class in z.namelist():
+                return "org.apache.kafka.tools.DumpLogSegments"
+    return "kafka.tools.DumpLogSegments"
 
 
 def offsets_segments(data_dir: Path, topic: str = "__consumer_offsets") -> list[tuple[int, Path]]:
