@@ -1620,8 +1620,9 @@ class GroupEngine:
         """Why a snapshot cannot be right, or None. Kafka lists every member of a group that is not
         Empty, so a live state without members is self-contradictory: when client events follow the
         group, they are believed instead. An Empty snapshot is believed unless members heartbeated
-        within half their session timeout. A state the model does not know (Tansu answers UNKNOWN
-        during a rebalance) says nothing about the members: with client events, it is not believed."""
+        within half their session timeout. A state the model does not know (some Kafka-protocol
+        brokers answer UNKNOWN during a rebalance) says nothing about the members: with client
+        events, it is not believed."""
         if ev.members:
             return None
         if ev.state not in _LIVE_OR_EMPTY:

@@ -1,4 +1,4 @@
-"""The heartbeat probe against the harness's real broker (Tansu): what a consumer's life emits, the
+"""The heartbeat probe against the harness's real Apache Kafka broker: what a consumer's life emits, the
 application's callbacks, and a telemetry broker that is down."""
 
 from __future__ import annotations
