@@ -1,11 +1,13 @@
 """Admin poller benchmark: one poll (list, describe, committed offsets, log-end offsets) over a fleet
-of N groups, each with committed offsets on a few partitions.
+of N groups, each with committed offsets on a few partitions, and the committed-offsets step alone
+(OffsetFetch v8+ through collectors.kafka_protocol, up to 500 groups a request).
 
-    .venv/bin/python benchmarks/admin_poll.py                 # 2,000 groups on its own Apache Kafka broker
+    .venv/bin/python benchmarks/admin_poll.py              # 2,000 then 10,000 groups, its own Kafka broker
+    .venv/bin/python benchmarks/admin_poll.py --groups 2000
     .venv/bin/python benchmarks/admin_poll.py --groups 10000 --bootstrap-servers host:9092
 
-The poll must finish well within its interval (default 5 s) for the clock and the lag to stay fresh.
-Figures go to stdout.
+The fleet grows from one size to the next on the same broker. The poll must finish well within its
+interval (default 5 s) for the clock and the lag to stay fresh. Figures go to stdout.
 """
 
 from __future__ import annotations
@@ -27,9 +29,13 @@ class _NoStore:
         pass
 
 
-def make_groups(bootstrap: str, groups: int, topic: str) -> float:
-    """Commit offsets for `groups` groups without any member (AlterConsumerGroupOffsets, many requests
-    in flight): each group becomes an Empty group with one committed partition."""
+def group_name(i: int) -> str:
+    return f"poll-bench-{i:05d}"
+
+
+def make_groups(bootstrap: str, groups: int, topic: str, start: int = 0) -> float:
+    """Commit offsets for groups `start` to `groups` - 1 without any member (AlterConsumerGroupOffsets,
+    many requests in flight): each group becomes an Empty group with one committed partition."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -38,8 +44,8 @@ def make_groups(bootstrap: str, groups: int, topic: str) -> float:
         admin.create_topics([NewTopic(topic, 8, 1)])[topic].result(30)
     t0 = time.monotonic()
     pending = []
-    for i in range(groups):
-        g = f"poll-bench-{i:05d}"
+    for i in range(start, groups):
+        g = group_name(i)
         req = ConsumerGroupTopicPartitions(g, [TopicPartition(topic, i % 8, 10 + i)])
         pending.append(admin.alter_consumer_group_offsets([req], request_timeout=30)[g])
         if len(pending) >= 200:
@@ -49,33 +55,57 @@ def make_groups(bootstrap: str, groups: int, topic: str) -> float:
     return time.monotonic() - t0
 
 
+def committed_alone(bootstrap: str, groups: int, topic: str) -> None:
+    """The committed-offsets step of a poll on its own, checked against what make_groups committed."""
+    from collectors.kafka_protocol import KafkaProtocolClient
+    from collectors.kafka_protocol.client import CHUNK_GROUPS
+
+    names = [group_name(i) for i in range(groups)]
+    with KafkaProtocolClient({"bootstrap.servers": bootstrap}, timeout_s=60) as client:
+        client.fetch_committed(names[:1])  # connections and version negotiation out of the timing
+        t0 = time.monotonic()
+        got = client.fetch_committed(names)
+        dt = time.monotonic() - t0
+    wrong = [g for i, g in enumerate(names) if got.get(g) != [(topic, i % 8, 10 + i)]]
+    requests = -(-groups // CHUNK_GROUPS)
+    print(
+        f"committed offsets alone (OffsetFetch, {requests} requests): {groups:,} groups in {dt:.2f} s"
+        + (f"; {len(wrong)} WRONG, e.g. {wrong[0]}: {got.get(wrong[0])}" if wrong else "")
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--groups", type=int, default=2000)
+    ap.add_argument("--groups", type=int, nargs="+", default=[2000, 10000], help="fleet sizes, in turn")
     ap.add_argument("--bootstrap-servers", default=None)
-    ap.add_argument("--in-flight", type=int, nargs="*", default=[200, 1, 200])
+    ap.add_argument("--in-flight", type=int, nargs="*", default=[200, 200], help="describe groups in flight")
     args = ap.parse_args()
+    topic = "poll-bench-topic"
     broker = None
     try:
         bootstrap = args.bootstrap_servers
         if not bootstrap:
             broker = KafkaBroker().start()
             bootstrap = broker.bootstrap_servers
-        dt = make_groups(bootstrap, args.groups, "poll-bench-topic")
-        print(f"{args.groups:,} groups with committed offsets, made in {dt:.1f} s")
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
         admin = AdminClient({"bootstrap.servers": bootstrap})
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
         cfg = SimpleNamespace(admin_topic="groupscope.admin", kafka={"bootstrap.servers": bootstrap})
-        for n in args.in_flight:
-            poller = AdminPoller(cfg, _NoStore(), offsets_in_flight=n)
-            t0 = time.monotonic()
-            found = poller.poll_once(admin, producer, timeout_s=30)
-            print(
-                f"one poll, {n} offsets requests in flight: {found:,} groups in {time.monotonic() - t0:.2f} s"
-            )
+        made = 0
+        for size in sorted(args.groups):
+            dt = make_groups(bootstrap, size, topic, start=made)
+            print(f"{size:,} groups with committed offsets ({max(0, size - made):,} made in {dt:.1f} s)")
+            made = max(made, size)
+            for n in args.in_flight:
+                poller = AdminPoller(cfg, _NoStore(), offsets_in_flight=n)
+                t0 = time.monotonic()
+                found = poller.poll_once(admin, producer, timeout_s=30)
+                dt = time.monotonic() - t0
+                print(f"one poll ({n} describe groups in flight): {found:,} groups in {dt:.2f} s")
+                poller.stop()  # closes its protocol client
+            committed_alone(bootstrap, size, topic)
     finally:
         if broker:
             broker.stop()

@@ -4,8 +4,11 @@ Against the real broker of the harness (Apache Kafka 4.3, PLAINTEXT, SASL_PLAINT
 and SSL listeners): a two-member KIP-848 group described by the client is compared with what
 confluent-kafka's describe_consumer_groups, the members themselves and the broker's coordinator log
 say about it, over every listener; a wrong password, an unknown and a classic group; and the Admin
-poller's describe line. Without servers: the SCRAM client against RFC 7677's example and an
-independent server-side computation, the codec's round trips, and the schemas against Kafka's JSON.
+poller's describe line. Committed offsets (OffsetFetch v8+) of several real groups in one call, the
+same as librdkafka's list_consumer_group_offsets, over PLAINTEXT and SASL; a NOT_COORDINATOR answer
+retried; the poller's committed lines over its kept client. Without servers: the SCRAM client
+against RFC 7677's example and an independent server-side computation, the codec's round trips, the
+schemas against Kafka's JSON, and fake brokers whose coordinators move, load and go away.
 """
 
 from __future__ import annotations
@@ -18,11 +21,13 @@ import json
 import logging
 import re
 import socket
+import struct
+import threading
 import time
 import traceback
 import zipfile
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from conftest import SASL_USERS
@@ -32,14 +37,26 @@ from hypothesis import strategies as st
 from collectors.kafka_protocol import (
     AuthenticationError,
     ClientSettings,
+    GroupError,
     KafkaConnectionError,
     KafkaProtocolClient,
+    UnsupportedVersionError,
     codec,
     describe_consumer_groups_kip848,
     sasl,
 )
+from collectors.kafka_protocol.connection import Deadline
 from collectors.kafka_protocol.errors import ProtocolDecodeError
-from collectors.kafka_protocol.messages import ALL_APIS, Api, Field, in_versions, snake
+from collectors.kafka_protocol.messages import (
+    ALL_APIS,
+    API_VERSIONS,
+    FIND_COORDINATOR,
+    OFFSET_FETCH,
+    Api,
+    Field,
+    in_versions,
+    snake,
+)
 
 TOPIC_PARTITIONS = 6
 WRONG_PASSWORD = "Not-The-Password-7f3a9c"
@@ -499,8 +516,11 @@ def test_unknown_and_classic_groups_are_reported_per_group(kafka_broker, kip848_
         {"bootstrap.servers": kafka_broker.bootstrap_servers}, [unknown, classic, kip848_group.group, ""], 15
     )
     assert blocks[unknown]["error"] == "GROUP_ID_NOT_FOUND" and blocks[unknown]["error_code"] == 69
-    assert blocks[classic]["error"] == "GROUP_ID_NOT_FOUND"
-    assert "not a consumer group" in blocks[classic]["error_message"]
+    if tuple(int(x) for x in kafka_broker.version.split(".")[:2]) >= (4, 1):
+        assert blocks[classic]["error"] == "GROUP_ID_NOT_FOUND"
+        assert "not a consumer group" in blocks[classic]["error_message"]
+    else:  # Kafka 4.0 answers a classic group's ConsumerGroupDescribe with UNKNOWN_SERVER_ERROR
+        assert blocks[classic]["error"] in ("GROUP_ID_NOT_FOUND", "UNKNOWN_SERVER_ERROR")
     assert blocks[""]["error"] == "INVALID_GROUP_ID"
     _assert_matches_the_broker(blocks[kip848_group.group], kip848_group, kafka_broker)
 
@@ -602,3 +622,447 @@ def test_admin_poller_adds_the_broker_block_to_kip848_groups(kafka_broker, kip84
     assert len(warnings) == 1
     described = [x for x in _admin_lines(bs, admin_topic2, kip848_group.group) if "members" in x]
     assert len(described) == 2 and all("broker" not in x for x in described)
+
+
+# -- committed offsets (OffsetFetch v8+) ----------------------------------------------------------
+NOT_COORDINATOR, LOADING, GROUP_AUTHORIZATION_FAILED = 16, 14, 30
+
+
+class FakeBroker:
+    """A loopback listener that speaks just ApiVersions, FindCoordinator and OffsetFetch, answering
+    from `handler(broker, api, body)` (None closes the connection): the client's real socket path
+    against coordinators that move, load or go away, which one real broker cannot be made to do on
+    cue. Requests are decoded and answers encoded with the codec under test's own schemas."""
+
+    APIS: ClassVar[dict[int, Api]] = {a.key: a for a in (API_VERSIONS, FIND_COORDINATOR, OFFSET_FETCH)}
+
+    def __init__(self, node_id: int, handler: Any, offset_fetch_max: int = 9) -> None:
+        self.node_id, self.handler, self.offset_fetch_max = node_id, handler, offset_fetch_max
+        self.requests: list[tuple[str, int, dict]] = []  # (api name, version, body)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept(): no longer listening
+        self._listener.close()
+
+    def _accept(self) -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                conn, _ = self._listener.accept()
+                threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    @staticmethod
+    def _read(conn: socket.socket, n: int) -> bytes:
+        buf = b""
+        while len(buf) < n:
+            chunk = conn.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError
+            buf += chunk
+        return buf
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn, contextlib.suppress(OSError):
+            while True:
+                frame = self._read(conn, struct.unpack(">i", self._read(conn, 4))[0])
+                api = self.APIS[struct.unpack_from(">h", frame)[0]]
+                version, cid, _, body = codec.decode_request(api, frame)
+                self.requests.append((api.name, version, body))
+                if api is API_VERSIONS:
+                    keys = [(18, 0, 4), (10, 0, 6), (9, 1, self.offset_fetch_max)]
+                    answer: dict | None = {
+                        "error_code": 0,
+                        "api_keys": [
+                            {"api_key": k, "min_version": lo, "max_version": hi} for k, lo, hi in keys
+                        ],
+                        "throttle_time_ms": 0,
+                    }
+                else:
+                    answer = self.handler(self, api, body)
+                if answer is None:
+                    return
+                out = codec.encode_response(api, version, cid, answer)
+                conn.sendall(struct.pack(">i", len(out)) + out)
+
+    def fetches(self) -> list[list[str]]:
+        return [[g["group_id"] for g in b["groups"]] for name, _, b in self.requests if name == "OffsetFetch"]
+
+
+def _partition(p: int, offset: int, error: int = 0) -> dict:
+    return {
+        "partition_index": p,
+        "committed_offset": offset,
+        "committed_leader_epoch": -1,
+        "metadata": "",
+        "error_code": error,
+    }
+
+
+class FakeCluster:
+    """Two fake brokers and the script of a coordinator move: `owner` is where each group lives;
+    the first FindCoordinator answers from `stale` (what a broker believed before the move);
+    `loading[g]` answers COORDINATOR_LOAD_IN_PROGRESS that many times (-1: forever); a group in
+    `drop` makes its coordinator close the connection the first time it is asked for it, and move."""
+
+    def __init__(self, offset_fetch_max: int = 9) -> None:
+        self.owner: dict[str, int] = {}
+        self.stale: dict[str, int] = {}
+        self.loading: dict[str, int] = {}
+        self.drop: dict[str, int] = {}  # group -> where it moves when its coordinator drops the connection
+        self.offsets: dict[str, list[dict]] = {}
+        self.errors: dict[str, int] = {}
+        self.finds: list[list[str]] = []
+        self.gone_after_finds: int | None = None  # then every broker goes away (at a FindCoordinator)
+        self.brokers = {n: FakeBroker(n, self.handle, offset_fetch_max) for n in (1, 2)}
+
+    @property
+    def conf(self) -> dict[str, str]:
+        return {"bootstrap.servers": f"127.0.0.1:{self.brokers[1].port}"}
+
+    def close(self) -> None:
+        for b in self.brokers.values():
+            b.close()
+
+    def handle(self, broker: FakeBroker, api: Api, body: dict) -> dict | None:
+        if api is FIND_COORDINATOR:
+            keys = body["coordinator_keys"]
+            if self.gone_after_finds is not None and len(self.finds) >= self.gone_after_finds:
+                self.close()
+                return None
+            where = {**self.owner, **(self.stale if not self.finds else {})}
+            self.finds.append(keys)
+            return {
+                "throttle_time_ms": 0,
+                "coordinators": [
+                    {
+                        "key": k,
+                        "node_id": where[k],
+                        "host": "127.0.0.1",
+                        "port": self.brokers[where[k]].port,
+                        "error_code": 0,
+                        "error_message": None,
+                    }
+                    for k in keys
+                ],
+            }
+        groups = []
+        for g in (x["group_id"] for x in body["groups"]):
+            if g in self.drop and self.owner[g] == broker.node_id:
+                self.owner[g] = self.drop.pop(g)
+                return None
+            code, topics = 0, self.offsets.get(g, [])
+            if self.owner[g] != broker.node_id:
+                code = NOT_COORDINATOR
+            elif self.loading.get(g):
+                code = LOADING
+                self.loading[g] -= 1
+            elif g in self.errors:
+                code = self.errors[g]
+            groups.append({"group_id": g, "topics": [] if code else topics, "error_code": code})
+        return {"throttle_time_ms": 0, "groups": groups}
+
+
+@pytest.fixture()
+def fake_cluster():
+    cluster = FakeCluster()
+    yield cluster
+    cluster.close()
+
+
+def test_fetch_committed_follows_coordinator_moves_and_loading(fake_cluster):
+    c = fake_cluster
+    t = "orders"
+    c.owner = {"g1": 1, "moved": 2, "loading": 1, "denied": 1, "dropped": 2, "empty": 2}
+    c.stale = {"moved": 1}  # the first FindCoordinator still points at the old coordinator
+    c.loading = {"loading": 2}
+    c.drop = {"dropped": 1}  # its coordinator goes away mid-request; it comes back on broker 1
+    c.errors = {"denied": GROUP_AUTHORIZATION_FAILED}
+    c.offsets = {
+        "g1": [{"name": t, "partitions": [_partition(1, 7), _partition(0, 5), _partition(2, -1)]}],
+        "moved": [
+            {"name": "b", "partitions": [_partition(0, 1)]},
+            {"name": "a", "partitions": [_partition(3, 9)]},
+        ],
+        "loading": [{"name": t, "partitions": [_partition(0, 11), _partition(1, 0, error=3)]}],
+        "dropped": [{"name": t, "partitions": [_partition(5, 50)]}],
+    }
+    with KafkaProtocolClient(c.conf, timeout_s=10) as client:
+        got = client.fetch_committed(["g1", "moved", "loading", "denied", "dropped", "empty", "g1"])
+    assert got == {
+        "g1": [(t, 0, 5), (t, 1, 7)],  # offset -1 left out, sorted
+        "moved": [("a", 3, 9), ("b", 0, 1)],
+        "loading": [(t, 0, 11)],  # a partition with an error left out
+        "denied": GroupError(GROUP_AUTHORIZATION_FAILED, None),  # reported, the others unaffected
+        "dropped": [(t, 5, 50)],
+        "empty": [],
+    }
+    # One FindCoordinator for all, then only for the groups still to place; one OffsetFetch per
+    # coordinator and round, each with all of that coordinator's groups. Round 1: "moved" answered
+    # NOT_COORDINATOR by its old coordinator, "loading" loading, broker 2 gone with "dropped" and
+    # "empty" in flight; round 2: those four placed again (broker 2 reconnected); round 3: "loading".
+    assert c.finds == [
+        ["denied", "dropped", "empty", "g1", "loading", "moved"],
+        ["dropped", "empty", "loading", "moved"],
+        ["loading"],
+    ]
+    assert c.brokers[1].fetches() == [
+        ["denied", "g1", "loading", "moved"],
+        ["dropped", "loading"],
+        ["loading"],
+    ]
+    assert c.brokers[2].fetches() == [["dropped", "empty"], ["empty", "moved"]]
+    _, version, body = next(r for r in c.brokers[1].requests if r[0] == "OffsetFetch")
+    assert version == 9 and body["require_stable"] is False
+    assert body["groups"][0] == {"group_id": "denied", "member_id": None, "member_epoch": -1, "topics": None}
+
+
+def test_fetch_committed_gives_up_at_the_deadline_per_group(fake_cluster):
+    c = fake_cluster
+    c.owner = {"stuck": 1, "fine": 1}
+    c.loading = {"stuck": -1}  # loads forever
+    c.offsets = {"fine": [{"name": "t", "partitions": [_partition(0, 3)]}]}
+    t0 = time.monotonic()
+    with KafkaProtocolClient(c.conf) as client:
+        got = client.fetch_committed(["stuck", "fine"], Deadline(1.5))
+    assert time.monotonic() - t0 < 2.5
+    assert got == {"stuck": GroupError(LOADING, None), "fine": [("t", 0, 3)]}
+    assert len(c.finds) >= 3  # it did go round again while it had time
+
+
+def test_fetch_committed_keeps_what_it_got_when_a_retry_round_fails(fake_cluster):
+    c = fake_cluster
+    c.owner = {"stuck": 1, "fine": 1}
+    c.loading = {"stuck": -1}
+    c.offsets = {"fine": [{"name": "t", "partitions": [_partition(0, 3)]}]}
+    c.gone_after_finds = 1  # the cluster goes away before the retry round's FindCoordinator
+    with KafkaProtocolClient(c.conf) as client:
+        got = client.fetch_committed(["stuck", "fine"], Deadline(10))
+        assert got["fine"] == [("t", 0, 3)]
+        assert got["stuck"].code == 13 and "FindCoordinator" in (got["stuck"].message or "")
+        with pytest.raises(KafkaConnectionError, match="no bootstrap server reachable"):
+            client.fetch_committed(["fine"])  # a first round failing is the whole call failing
+
+
+@pytest.mark.parametrize("max_version", [8, 7])
+def test_fetch_committed_version_negotiation(max_version):
+    cluster = FakeCluster(offset_fetch_max=max_version)
+    try:
+        cluster.owner = {f"g{i}": 1 for i in range(5)}
+        with KafkaProtocolClient(cluster.conf) as client:
+            if max_version < OFFSET_FETCH.min_version:  # before Kafka 3.0: no multi-group OffsetFetch
+                with pytest.raises(UnsupportedVersionError, match="OffsetFetch"):
+                    client.fetch_committed(["g0"])
+                return
+            got = client.fetch_committed(cluster.owner, chunk=2)
+        assert got == {g: [] for g in cluster.owner}
+        assert cluster.brokers[1].fetches() == [["g0", "g1"], ["g2", "g3"], ["g4"]]  # chunks of 2
+        assert {v for name, v, _ in cluster.brokers[1].requests if name == "OffsetFetch"} == {8}
+    finally:
+        cluster.close()
+
+
+def _librdkafka_committed(admin: Any, group: str) -> list[tuple[str, int, int]]:
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    res = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)], request_timeout=15)
+    tps = res[group].result(20).topic_partitions or []
+    return sorted((tp.topic, tp.partition, tp.offset) for tp in tps if tp.offset >= 0)
+
+
+@dataclass
+class CommittedGroups:
+    offsets: dict[str, list[tuple[str, int, int]]]  # what was committed, per group
+    member: str  # a classic group with a live member that committed what it consumed
+    no_offsets: str  # a group with a live member that never committed
+    unknown: str
+
+
+@pytest.fixture(scope="module")
+def committed_groups(kafka_broker):
+    from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bs = kafka_broker.bootstrap_servers
+    suffix = time.time_ns()
+    t1, t2 = f"committed-a-{suffix}", f"committed-b-{suffix}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    for f in admin.create_topics([NewTopic(t1, 4, 1), NewTopic(t2, 2, 1)]).values():
+        f.result(15)
+    offsets = {
+        f"offsets-1-{suffix}": [(t1, 0, 5), (t1, 3, 17)],
+        f"offsets-2-{suffix}": [(t1, 1, 0), (t2, 0, 42), (t2, 1, 7)],
+        f"offsets-3-{suffix}": [(t2, 1, 123_456_789_012)],
+    }
+    for g, tps in offsets.items():
+        req = ConsumerGroupTopicPartitions(g, [TopicPartition(t, p, o) for t, p, o in tps])
+        admin.alter_consumer_group_offsets([req], request_timeout=15)[g].result(20)
+    p = Producer({"bootstrap.servers": bs})
+    for i in range(12):
+        p.produce(t1, value=b"x", partition=i % 4)
+    p.flush(15)
+    groups = CommittedGroups(offsets, f"member-{suffix}", f"no-commit-{suffix}", f"unknown-{suffix}")
+    consumers = []
+    for g, topic in ((groups.member, t1), (groups.no_offsets, t2)):
+        c = Consumer(
+            {
+                "bootstrap.servers": bs,
+                "group.id": g,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
+        c.subscribe([topic])
+        consumers.append(c)
+    deadline, n = time.monotonic() + 60, 0
+    while time.monotonic() < deadline and (n < 12 or not consumers[1].assignment()):
+        for c in consumers:
+            m = c.poll(0.2)
+            n += bool(c is consumers[0] and m is not None and not m.error())
+    assert n == 12 and consumers[1].assignment()
+    consumers[0].commit(asynchronous=False)
+    yield groups
+    for c in consumers:
+        c.close()
+
+
+def _all_committed_groups(g: CommittedGroups) -> list[str]:
+    return [*g.offsets, g.member, g.no_offsets, g.unknown]
+
+
+@pytest.mark.servers
+def test_fetch_committed_matches_librdkafka_on_a_real_broker(kafka_broker, committed_groups, kip848_group):
+    from confluent_kafka.admin import AdminClient
+
+    g = committed_groups
+    names = [*_all_committed_groups(g), kip848_group.group]
+    with KafkaProtocolClient({"bootstrap.servers": kafka_broker.bootstrap_servers}, timeout_s=15) as client:
+        got = client.fetch_committed(names)
+    admin = AdminClient({"bootstrap.servers": kafka_broker.bootstrap_servers})
+    assert got == {name: _librdkafka_committed(admin, name) for name in names}
+    for name, tps in g.offsets.items():
+        assert got[name] == sorted(tps)
+    topic = next(iter(g.offsets.values()))[0][0]
+    assert got[g.member] == [(topic, p, 3) for p in range(4)]  # 12 messages over 4 partitions, all consumed
+    assert got[g.no_offsets] == [] and got[g.unknown] == []
+
+
+@pytest.mark.servers
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256"])
+def test_fetch_committed_over_sasl_scram(kafka_broker, committed_groups, mechanism):
+    names = _all_committed_groups(committed_groups)
+    conf = {
+        "bootstrap.servers": kafka_broker.sasl_bootstrap_servers,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": "groupscope",
+        "sasl.password": SASL_USERS["groupscope"],
+    }
+    with KafkaProtocolClient(conf, timeout_s=15) as client:
+        over_sasl = client.fetch_committed(names)
+    with KafkaProtocolClient({"bootstrap.servers": kafka_broker.bootstrap_servers}, timeout_s=15) as client:
+        plain = client.fetch_committed(names)
+    assert over_sasl == plain
+    assert over_sasl[next(iter(committed_groups.offsets))]  # not trivially equal: offsets came back
+
+
+@pytest.mark.servers
+def test_fetch_committed_retries_a_not_coordinator_group_on_a_real_broker(
+    kafka_broker, committed_groups, monkeypatch
+):
+    """The real broker's first answer, with one group's part replaced by NOT_COORDINATOR (what a
+    coordinator says right after its partition moved): that group alone is placed and asked again."""
+    from collectors.kafka_protocol.connection import BrokerConnection
+
+    names = _all_committed_groups(committed_groups)
+    victim = names[1]
+    receive = BrokerConnection.receive
+    finds: list[list[str]] = []
+
+    def first_answer_says_moved(self, api, version, cid, deadline):
+        answer = receive(self, api, version, cid, deadline)
+        if api is OFFSET_FETCH and len(finds) == 1:
+            for group in answer["groups"]:
+                if group["group_id"] == victim:
+                    group["error_code"], group["topics"] = NOT_COORDINATOR, []
+        return answer
+
+    find = KafkaProtocolClient.find_coordinators
+
+    def counted_find(self, group_ids, deadline=None):
+        finds.append(sorted(group_ids))
+        return find(self, group_ids, deadline)
+
+    monkeypatch.setattr(BrokerConnection, "receive", first_answer_says_moved)
+    monkeypatch.setattr(KafkaProtocolClient, "find_coordinators", counted_find)
+    with KafkaProtocolClient({"bootstrap.servers": kafka_broker.bootstrap_servers}, timeout_s=15) as client:
+        got = client.fetch_committed(names)
+    assert finds == [sorted(names), [victim]]
+    assert got[victim] == sorted(committed_groups.offsets[victim])
+    monkeypatch.undo()
+    with KafkaProtocolClient({"bootstrap.servers": kafka_broker.bootstrap_servers}, timeout_s=15) as client:
+        assert got == client.fetch_committed(names)
+
+
+@pytest.mark.servers
+def test_admin_poller_committed_lines_over_a_kept_client(kafka_broker, committed_groups, caplog):
+    """The poller's committed lines come from OffsetFetch, over one protocol client kept across polls;
+    dead connections and a failing call are survived (reconnect), and stop() closes it."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from collectors.pipeline.admin_poller import AdminPoller
+    from collectors.pipeline.job import PipelineConfig
+
+    bs = kafka_broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bs})
+    producer = Producer({"bootstrap.servers": bs})
+    g = next(iter(committed_groups.offsets))
+
+    def config() -> PipelineConfig:
+        admin_topic = f"admin-{time.time_ns()}"
+        admin.create_topics([NewTopic(admin_topic, 1, 1)])[admin_topic].result(15)
+        return PipelineConfig(
+            redis_url="redis://unused",
+            checkpoint_dir="/tmp",
+            kafka={"bootstrap.servers": bs},
+            admin_topic=admin_topic,
+        )
+
+    def committed_lines(cfg: PipelineConfig, group: str) -> list[dict]:
+        return [x for x in _admin_lines(bs, cfg.admin_topic, group) if "committed" in x]
+
+    poller = AdminPoller(config(), store=None)
+    assert poller.poll_once(admin, producer) >= 1
+    client = poller._protocol
+    assert client is not None
+    # Its connections die under it (a broker restart): the next poll reconnects on its own.
+    for conn in client._conns.values():
+        conn._sock.shutdown(socket.SHUT_RDWR)
+    assert poller.poll_once(admin, producer) >= 1
+    assert poller._protocol is client
+    lines = committed_lines(poller.cfg, g)
+    assert [x["committed"] for x in lines] == [[list(tp) for tp in sorted(committed_groups.offsets[g])]] * 2
+    assert set(lines[0]) == {"ts", "group", "committed"}
+    assert [x["committed"] for x in committed_lines(poller.cfg, committed_groups.no_offsets)] == [[], []]
+    # The whole call failing: the poll goes on without committed lines, warned once, then recovers.
+    caplog.set_level(logging.WARNING, logger="groupscope.admin")
+    poller.cfg = config()
+    good = poller.cfg.kafka
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        poller.cfg.kafka = {"bootstrap.servers": f"127.0.0.1:{closed.getsockname()[1]}"}  # nobody listens
+        assert poller.poll_once(admin, producer) >= 1
+        assert poller.poll_once(admin, producer) >= 1
+    assert poller._protocol is None  # dropped after the failure: the next poll starts afresh
+    assert len([r for r in caplog.records if "OffsetFetch" in r.getMessage()]) == 1
+    poller.cfg.kafka = good
+    assert poller.poll_once(admin, producer) >= 1
+    assert [x["committed"] for x in committed_lines(poller.cfg, g)] == [
+        [list(tp) for tp in sorted(committed_groups.offsets[g])]
+    ]
+    kept = poller._protocol
+    poller.stop()
+    assert poller._protocol is None and kept is not None and not kept._conns

@@ -1,10 +1,13 @@
 """A small Kafka protocol client over a plain socket, for the few APIs librdkafka lacks: it describes
-KIP-848 consumer groups with their epochs (ConsumerGroupDescribe, API key 69).
+KIP-848 consumer groups with their epochs (ConsumerGroupDescribe, API key 69), and fetches the
+committed offsets of many groups per request (OffsetFetch v8+, API key 9: librdkafka asks one group
+a request, and its answer to a coordinator move crashes librdkafka 2.16, confluentinc/librdkafka#5040).
 
 It connects the way the rest of groupscope does, from the same librdkafka-style config dict
 (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
 
 - `client.py`: `describe_consumer_groups_kip848(conf, group_ids, timeout_s)`, `KafkaProtocolClient`
+  (`.fetch_committed(group_ids)`, `.describe_kip848(group_ids)`)
 - `connection.py`: socket, TLS, framing, ApiVersions, SASL exchange; the settings (`ClientSettings`)
 - `sasl.py`: PLAIN and SCRAM client messages
 - `messages.py`: the request/response schemas (transcribed from Kafka's JSON); `codec.py` reads
@@ -13,6 +16,7 @@ It connects the way the rest of groupscope does, from the same librdkafka-style 
 """
 
 from collectors.kafka_protocol.client import (
+    Committed,
     GroupError,
     KafkaProtocolClient,
     Node,
@@ -34,6 +38,7 @@ __all__ = [
     "AuthenticationError",
     "BrokerError",
     "ClientSettings",
+    "Committed",
     "ConfigError",
     "GroupError",
     "KafkaConnectionError",

@@ -1,5 +1,7 @@
-"""The public calls: find group coordinators, resolve topic ids, and describe KIP-848 groups with
-ConsumerGroupDescribe, which librdkafka does not expose with its epochs.
+"""The public calls: find group coordinators, resolve topic ids, describe KIP-848 groups with
+ConsumerGroupDescribe, which librdkafka does not expose with its epochs, and fetch many groups'
+committed offsets per request (OffsetFetch v8+), which librdkafka does one group a request, and
+which crashes librdkafka 2.16 when a coordinator moves or loads (confluentinc/librdkafka#5040).
 
 `describe_consumer_groups_kip848(conf, group_ids, timeout_s)` returns, per group, the `"broker"`
 block of a describe.jsonl line (see coordinator_model/evidence.py `from_describe_json`):
@@ -20,13 +22,20 @@ password, a broker without ConsumerGroupDescribe) raise a KafkaProtocolError.
 One FindCoordinator (v4+, all groups at once) and then one ConsumerGroupDescribe per coordinator,
 all coordinators' requests in flight together; topic names come from one Metadata request by topic
 id (v12+), falling back to the names the coordinator put in its answer.
+
+`KafkaProtocolClient.fetch_committed(group_ids)` returns, per group, its committed offsets
+[(topic, partition, offset), ...] (sorted, offset -1 left out) or its GroupError, the same way: one
+FindCoordinator, then OffsetFetch requests of up to 500 groups to each coordinator; groups answered
+NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE (or whose coordinator
+could not be reached) find their coordinator again and are asked again until the call's deadline.
 """
 
 from __future__ import annotations
 
+import collections
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +47,7 @@ from collectors.kafka_protocol.errors import (
     BrokerError,
     ConfigError,
     KafkaConnectionError,
+    KafkaTimeoutError,
     UnsupportedVersionError,
     error_name,
 )
@@ -46,11 +56,21 @@ from collectors.kafka_protocol.messages import (
     FIND_COORDINATOR,
     KEY_TYPE_GROUP,
     METADATA,
+    OFFSET_FETCH,
+    Api,
 )
 
 log = logging.getLogger("groupscope.kafka_protocol")
 
 MAX_ROUNDS = 5  # FindCoordinator + describe rounds for groups whose coordinator moved or is loading
+CHUNK_GROUPS = 500  # groups per request: a response stays a few hundred kB even for busy groups
+# Requests outstanding on one connection. Kafka serves a connection's requests one at a time, so more
+# only hides the round trip; and a client that writes many requests without reading the answers can
+# deadlock with a broker that stops reading while its answer does not fit in the socket buffers.
+IN_FLIGHT_PER_BROKER = 2
+MAX_BACKOFF_S = 1.0  # between retry rounds (a coordinator loading its partition takes seconds)
+
+Committed = list[tuple[str, int, int]]  # (topic, partition, committed offset), sorted
 
 
 @dataclass(frozen=True)
@@ -123,10 +143,22 @@ class KafkaProtocolClient:
         keys = sorted(set(group_ids))
         if not keys:
             return {}, {}
-        conn = self.any_broker(deadline)
-        answer = conn.request(
-            FIND_COORDINATOR, {"key_type": KEY_TYPE_GROUP, "coordinator_keys": keys}, deadline
-        )
+        body = {"key_type": KEY_TYPE_GROUP, "coordinator_keys": keys}
+        # A connection kept from an earlier call may lead to a broker that restarted since: it fails
+        # (and closes itself) on first use, and the next one, or a new bootstrap connection, is tried.
+        # Each failure closes a kept connection, so this ends with a new one, whose failure is final.
+        while True:
+            kept = [c for c in self._conns.values() if c.is_open]
+            conn = self.any_broker(deadline)
+            try:
+                answer = conn.request(FIND_COORDINATOR, body, deadline)
+                break
+            except KafkaTimeoutError:
+                raise
+            except KafkaConnectionError as exc:
+                if conn not in kept or conn.is_open:
+                    raise
+                log.debug("FindCoordinator via %s failed, trying another broker: %s", conn.address, exc)
         nodes: dict[str, Node] = {}
         errors: dict[str, GroupError] = {}
         for c in answer["coordinators"]:
@@ -159,68 +191,185 @@ class KafkaProtocolClient:
             raise BrokerError("Metadata", answer["error_code"])
         return {t["topic_id"]: t["name"] for t in answer["topics"] if not t["error_code"] and t["name"]}
 
-    # -- ConsumerGroupDescribe ---------------------------------------------------------------------
-    def consumer_group_describe(
-        self, group_ids: Iterable[str], deadline: Deadline | None = None
-    ) -> dict[str, dict[str, Any] | GroupError]:
-        """Each group's DescribedGroup (the decoded response struct), or its error."""
-        deadline = deadline or Deadline(self.timeout_s)
-        results: dict[str, dict[str, Any] | GroupError] = {}
+    # -- requests to group coordinators -----------------------------------------------------------
+    def _per_coordinator(
+        self,
+        api: Api,
+        group_ids: Iterable[str],
+        body_of: Callable[[list[str]], dict[str, Any]],
+        groups_of: Callable[[dict[str, Any]], Iterable[tuple[str, int, str | None, Any]]],
+        deadline: Deadline,
+        max_rounds: int | None = None,
+        chunk: int = CHUNK_GROUPS,
+    ) -> dict[str, Any | GroupError]:
+        """Send `api` to each group's coordinator, `chunk` groups a request, and return what
+        `groups_of(answer)` says of each group: (group, error code, error message, value).
+
+        One FindCoordinator for all groups, then every coordinator's requests at once (up to
+        IN_FLIGHT_PER_BROKER each). Groups whose coordinator moved, is loading or could not be
+        reached go round again (FindCoordinator, request) until `max_rounds` or the deadline, when
+        they keep their last error. Whole-call failures raise: no broker reachable, authentication,
+        a broker without the API."""
+        results: dict[str, Any | GroupError] = {}
         todo = sorted(set(group_ids))
         backoff = 0.05
-        for round_no in range(1, MAX_ROUNDS + 1):
+        round_no = 0
+        while todo:
+            round_no += 1
             retry: dict[str, GroupError] = {}
-            nodes, errors = self.find_coordinators(todo, deadline)
+            try:
+                nodes, errors = self.find_coordinators(todo, deadline)
+            except KafkaConnectionError as exc:
+                if round_no == 1:
+                    raise  # nothing answered at all: the whole call failed
+                # A retry round out of time or out of brokers: what earlier rounds got still stands.
+                results.update(dict.fromkeys(todo, GroupError(NETWORK_EXCEPTION, f"FindCoordinator: {exc}")))
+                break
             for g, err in errors.items():
                 (retry if err.code in RETRIABLE_GROUP_ERRORS else results)[g] = err
             by_node: dict[Node, list[str]] = {}
             for g, node in nodes.items():
                 by_node.setdefault(node, []).append(g)
-            # Send to every coordinator first, then read: the requests run in parallel.
-            in_flight = []
+            queues: dict[BrokerConnection, collections.deque[list[str]]] = {}
             for node, groups in sorted(by_node.items(), key=lambda kv: kv[0].node_id):
                 try:
                     conn = self._connect(node.host, node.port, deadline, node.node_id)
-                    body = {"group_ids": groups, "include_authorized_operations": False}
-                    in_flight.append((groups, conn, *conn.send(CONSUMER_GROUP_DESCRIBE, body, deadline)))
-                except (AuthenticationError, UnsupportedVersionError):
+                except (AuthenticationError, ConfigError, UnsupportedVersionError):
                     raise
-                except KafkaConnectionError as exc:
-                    failed = GroupError(NETWORK_EXCEPTION, f"coordinator {node.node_id}: {exc}")
-                    results.update(dict.fromkeys(groups, failed))
-            for groups, conn, cid, version in in_flight:
-                try:
-                    answer = conn.receive(CONSUMER_GROUP_DESCRIBE, version, cid, deadline)
-                except KafkaConnectionError as exc:
-                    results.update(dict.fromkeys(groups, GroupError(NETWORK_EXCEPTION, str(exc))))
+                except KafkaConnectionError as exc:  # e.g. the coordinator just went down: find it again
+                    retry.update(
+                        dict.fromkeys(
+                            groups, GroupError(NETWORK_EXCEPTION, f"coordinator {node.node_id}: {exc}")
+                        )
+                    )
                     continue
-                seen = set()
-                for group in answer["groups"]:
-                    g, code = group["group_id"], group["error_code"]
-                    seen.add(g)
-                    if code in RETRIABLE_GROUP_ERRORS:
-                        retry[g] = GroupError(code, group["error_message"])
-                    elif code:
-                        results[g] = GroupError(code, group["error_message"])
-                    else:
-                        results[g] = group
-                for g in groups:
-                    if g not in seen:
-                        results[g] = GroupError(-1, "missing from the ConsumerGroupDescribe response")
+                chunks = queues.setdefault(conn, collections.deque())
+                chunks.extend(groups[i : i + chunk] for i in range(0, len(groups), chunk))
+            for g, value in self._exchange(api, queues, body_of, groups_of, deadline, retry):
+                results[g] = value
             if not retry:
                 break
-            if round_no == MAX_ROUNDS or deadline.end - time.monotonic() < 2 * backoff:
+            out_of_time = deadline.end - time.monotonic() < 2 * backoff
+            if (max_rounds is not None and round_no >= max_rounds) or out_of_time:
                 results.update(retry)  # give up: report the last error of each
                 break
             log.debug(
-                "ConsumerGroupDescribe: %d group(s) to retry (%s)",
+                "%s: %d group(s) to retry (%s)",
+                api.name,
                 len(retry),
                 error_name(next(iter(retry.values())).code),
             )
             time.sleep(backoff)
-            backoff *= 2
+            backoff = min(backoff * 2, MAX_BACKOFF_S)
             todo = sorted(retry)
         return results
+
+    def _exchange(
+        self,
+        api: Api,
+        queues: dict[BrokerConnection, collections.deque[list[str]]],
+        body_of: Callable[[list[str]], dict[str, Any]],
+        groups_of: Callable[[dict[str, Any]], Iterable[tuple[str, int, str | None, Any]]],
+        deadline: Deadline,
+        retry: dict[str, GroupError],
+    ) -> Iterator[tuple[str, Any | GroupError]]:
+        """Every chunk of `queues` sent on its connection and answered: (group, value or final
+        error); groups to go round again are added to `retry`."""
+        in_flight: collections.deque[tuple[BrokerConnection, list[str], int, int]] = collections.deque()
+
+        def lost(conn: BrokerConnection, groups: list[str], exc: Exception) -> None:
+            # The connection is closed now: what was queued or in flight on it goes round again.
+            err = GroupError(NETWORK_EXCEPTION, f"coordinator at {conn.address}: {exc}")
+            gone = [groups, *queues.pop(conn, ())]
+            gone += [gs for c, gs, *_ in in_flight if c is conn]
+            in_flight_left = [x for x in in_flight if x[0] is not conn]
+            in_flight.clear()
+            in_flight.extend(in_flight_left)
+            for gs in gone:
+                retry.update(dict.fromkeys(gs, err))
+
+        def send_next(conn: BrokerConnection) -> None:
+            groups = queues[conn].popleft()
+            try:
+                in_flight.append((conn, groups, *conn.send(api, body_of(groups), deadline)))
+            except KafkaConnectionError as exc:
+                lost(conn, groups, exc)
+
+        for conn in list(queues):
+            for _ in range(IN_FLIGHT_PER_BROKER):
+                if queues.get(conn):
+                    send_next(conn)
+        # Oldest first: that keeps each connection's answers in the order its requests went out.
+        while in_flight:
+            conn, groups, cid, version = in_flight.popleft()
+            try:
+                answer = conn.receive(api, version, cid, deadline)
+            except KafkaConnectionError as exc:
+                lost(conn, groups, exc)
+                continue
+            if queues.get(conn):
+                send_next(conn)
+            seen = set()
+            for g, code, message, value in groups_of(answer):
+                seen.add(g)
+                if code in RETRIABLE_GROUP_ERRORS:
+                    retry[g] = GroupError(code, message)
+                elif code:
+                    yield g, GroupError(code, message)
+                else:
+                    yield g, value
+            for g in groups:
+                if g not in seen:
+                    yield g, GroupError(-1, f"missing from the {api.name} response")
+
+    # -- ConsumerGroupDescribe ---------------------------------------------------------------------
+    def consumer_group_describe(
+        self, group_ids: Iterable[str], deadline: Deadline | None = None
+    ) -> dict[str, dict[str, Any] | GroupError]:
+        """Each group's DescribedGroup (the decoded response struct), or its error."""
+
+        def answers(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
+            for group in answer["groups"]:
+                yield group["group_id"], group["error_code"], group["error_message"], group
+
+        return self._per_coordinator(
+            CONSUMER_GROUP_DESCRIBE,
+            group_ids,
+            lambda groups: {"group_ids": groups, "include_authorized_operations": False},
+            answers,
+            deadline or Deadline(self.timeout_s),
+            max_rounds=MAX_ROUNDS,
+        )
+
+    # -- OffsetFetch -------------------------------------------------------------------------------
+    def fetch_committed(
+        self, group_ids: Iterable[str], deadline: Deadline | None = None, chunk: int = CHUNK_GROUPS
+    ) -> dict[str, Committed | GroupError]:
+        """Each group's committed offsets, [(topic, partition, offset), ...] sorted, partitions without
+        one (offset -1) left out; an empty list for a group that has none (or that does not exist: Kafka
+        answers both alike). Or the group's error (GROUP_AUTHORIZATION_FAILED, ...; NOT_COORDINATOR and
+        the like only when retrying until the deadline did not get past them).
+
+        OffsetFetch v8-9 (KIP-709), `chunk` groups a request to their coordinator, all topics of each
+        group (Topics null), RequireStable false: offsets of open transactions are not waited for, as
+        librdkafka's list_consumer_group_offsets does by default."""
+
+        def body(groups: list[str]) -> dict[str, Any]:
+            return {
+                "groups": [
+                    {"group_id": g, "member_id": None, "member_epoch": -1, "topics": None} for g in groups
+                ],
+                "require_stable": False,
+            }
+
+        def answers(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
+            for group in answer["groups"]:
+                yield group["group_id"], group["error_code"], None, group
+
+        fetched = self._per_coordinator(
+            OFFSET_FETCH, group_ids, body, answers, deadline or Deadline(self.timeout_s), chunk=max(1, chunk)
+        )
+        return {g: v if isinstance(v, GroupError) else _committed(v) for g, v in fetched.items()}
 
     def describe_kip848(self, group_ids: Iterable[str], deadline: Deadline | None = None) -> dict[str, dict]:
         """The `"broker"` block (or error block) of each group: see the module docstring."""
@@ -244,6 +393,23 @@ class KafkaProtocolClient:
             g: d.as_block() if isinstance(d, GroupError) else broker_block(d, names)
             for g, d in described.items()
         }
+
+
+def _committed(group: Mapping[str, Any]) -> Committed:
+    out = []
+    for t in group["topics"]:
+        for p in t["partitions"]:
+            if p["error_code"]:  # none expected with RequireStable false and all topics asked for
+                log.debug(
+                    "OffsetFetch %s %s-%d: %s",
+                    group["group_id"],
+                    t["name"],
+                    p["partition_index"],
+                    error_name(p["error_code"]),
+                )
+            elif p["committed_offset"] >= 0:
+                out.append((t["name"], p["partition_index"], p["committed_offset"]))
+    return sorted(out)
 
 
 def _partitions(assignment: dict[str, Any], names: Mapping[str, str]) -> list[list[Any]]:

@@ -106,9 +106,8 @@ def _write_value(out: bytearray, f: Field, version: int, flexible: bool, v: Any)
         out += v or b""
     elif t.startswith("[]"):
         _write_length(out, None if v is None else len(v), flexible, _I32)
-        item = Field(f.name + "[]", t[2:], fields=f.fields)
         for x in v or ():
-            _write_value(out, item, version, flexible, x)
+            _write_value(out, f.item, version, flexible, x)
     elif f.fields:  # a struct
         write_fields(out, f.fields, version, flexible, v)
     else:
@@ -184,7 +183,7 @@ def _read_value(r: Reader, f: Field, version: int, flexible: bool) -> Any:
             return r.take(n, f.name)
         if n > r.left():  # every element takes at least one byte: refuse absurd counts before looping
             raise ProtocolDecodeError(f"{f.name}: {n} elements announced, {r.left()} bytes left")
-        item = Field(f.name + "[]", t[2:], fields=f.fields)
+        item = f.item
         return [_read_value(r, item, version, flexible) for _ in range(n)]
     if f.fields:
         return read_fields(r, f.fields, version, flexible)

@@ -9,15 +9,21 @@ checks every schema here against the JSON files in the Kafka jar.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
+# Memoized: the codec asks these for every field of every struct it reads, and an OffsetFetch answer
+# holds tens of thousands of structs (one per group, topic and partition).
 
+
+@functools.cache
 def snake(name: str) -> str:
     """Kafka's JSON name -> the dict key: "GroupIds" -> "group_ids", "TopicId" -> "topic_id"."""
     return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
 
 
+@functools.cache
 def _range(spec: str | None) -> tuple[int, int] | None:
     if spec is None or spec == "none":
         return None
@@ -46,6 +52,11 @@ class Field:
     @property
     def key(self) -> str:
         return snake(self.name)
+
+    @functools.cached_property
+    def item(self) -> Field:
+        """An array field's element as a field of its own: "[]Member" -> a "Member" struct."""
+        return Field(self.name + "[]", self.type[2:], fields=self.fields)
 
     def present_in(self, version: int) -> bool:
         return in_versions(self.versions, version)
@@ -254,6 +265,74 @@ CONSUMER_GROUP_DESCRIBE = Api(
     ),
 )
 
+# v8-9 only: the first versions with many groups in one request (KIP-709), and the last that name
+# topics. v10 names them by id, which would take a Metadata round trip to map back and loses the
+# offsets of a deleted topic (no id left to name it by), which librdkafka's call does return.
+OFFSET_FETCH = Api(
+    9,
+    "OffsetFetch",
+    8,
+    9,
+    "6+",
+    request=(
+        F(
+            "Groups",
+            "[]OffsetFetchRequestGroup",
+            "8+",
+            fields=(
+                F("GroupId", "string", "8+"),
+                F("MemberId", "string", "9+", nullable="9+"),
+                F("MemberEpoch", "int32", "9+"),
+                F(
+                    "Topics",
+                    "[]OffsetFetchRequestTopics",
+                    "8+",
+                    nullable="8+",
+                    fields=(
+                        F("Name", "string", "8-9"),
+                        F("TopicId", "uuid", "10+"),
+                        F("PartitionIndexes", "[]int32", "8+"),
+                    ),
+                ),
+            ),
+        ),
+        F("RequireStable", "bool", "7+"),
+    ),
+    response=(
+        F("ThrottleTimeMs", "int32", "3+"),
+        F(
+            "Groups",
+            "[]OffsetFetchResponseGroup",
+            "8+",
+            fields=(
+                F("GroupId", "string", "8+"),
+                F(
+                    "Topics",
+                    "[]OffsetFetchResponseTopics",
+                    "8+",
+                    fields=(
+                        F("Name", "string", "8-9"),
+                        F("TopicId", "uuid", "10+"),
+                        F(
+                            "Partitions",
+                            "[]OffsetFetchResponsePartitions",
+                            "8+",
+                            fields=(
+                                F("PartitionIndex", "int32", "8+"),
+                                F("CommittedOffset", "int64", "8+"),
+                                F("CommittedLeaderEpoch", "int32", "8+"),
+                                F("Metadata", "string", "8+", nullable="8+"),
+                                F("ErrorCode", "int16", "8+"),
+                            ),
+                        ),
+                    ),
+                ),
+                F("ErrorCode", "int16", "8+"),
+            ),
+        ),
+    ),
+)
+
 ALL_APIS = (
     API_VERSIONS,
     SASL_HANDSHAKE,
@@ -261,4 +340,5 @@ ALL_APIS = (
     FIND_COORDINATOR,
     METADATA,
     CONSUMER_GROUP_DESCRIBE,
+    OFFSET_FETCH,
 )

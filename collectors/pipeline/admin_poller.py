@@ -2,15 +2,19 @@
 broker-log file shipper. Both threads turn what they see into evidence records on a Kafka topic, so
 their output goes through the same checkpointed stream as everything else (ordered, replayable).
 
-- `check_topics`: which source topics can be read. When `__consumer_offsets` is missing (the Tansu
-  test broker has none) or not readable (no permission on a managed cluster), it says so once, in the
-  log and in Redis (`gs:sources`), and the pipeline runs on the other sources.
+- `check_topics`: which source topics can be read. When `__consumer_offsets` is not readable (no
+  permission on a managed cluster, a Kafka-protocol broker without one), it says so once, in the log
+  and in Redis (`gs:sources`), and the pipeline runs on the other sources; one not created yet is
+  subscribed to all the same.
 - `AdminPoller`: every `admin_poll_interval_s` (default 5 s) lists the groups, describes them, reads
   their committed offsets and the log-end offsets of every partition they commit to or are assigned,
   and produces describe / committed / end-offset JSON lines (the shapes of a capture's describe.jsonl
   and end_offsets.jsonl; end offsets keyed by the group they serve) to the internal admin topic.
   KIP-848 groups' describe lines also carry the broker's ConsumerGroupDescribe as their "broker"
-  block (epochs, subscriptions, target assignments: collectors.kafka_protocol).
+  block (epochs, subscriptions, target assignments: collectors.kafka_protocol). Committed offsets
+  come from collectors.kafka_protocol too (OffsetFetch v8+, hundreds of groups a request), not from
+  librdkafka's list_consumer_group_offsets: one group a request, and librdkafka 2.16 crashes the
+  process when a coordinator moves or loads during that call (confluentinc/librdkafka#5040).
   Broker unreachable: it retries with backoff, records the failure in `gs:sources`, and groups keep
   their last refresh time, so the UI shows how stale they are.
 - `BrokerLogShipper`: tails broker log files (when no log-shipper topic is configured) into a topic,
@@ -26,7 +30,7 @@ import logging
 import os
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors.kafka_clients import (
     ErrorWatch,
@@ -35,6 +39,9 @@ from collectors.kafka_clients import (
     describe_auth_failure,
     describe_tls_failure,
 )
+
+if TYPE_CHECKING:
+    from collectors.kafka_protocol import KafkaProtocolClient
 
 log = logging.getLogger("groupscope.admin")
 _failures_log = logging.getLogger("groupscope.admin.failures")
@@ -205,6 +212,16 @@ class AdminPoller(_Loop):
         self.polls = 0
         self.failures = 0
         self._kip848_failing = False  # ConsumerGroupDescribe failed last time (warned once already)
+        # Kept across polls (its connections too); made again when it failed or cfg.kafka changed.
+        self._protocol: KafkaProtocolClient | None = None
+        self._protocol_conf: dict[str, Any] | None = None
+        self._offsets_failing = False  # OffsetFetch failed last time (warned once already)
+        self._protocol_unusable = False  # settings it cannot use: librdkafka fetches the offsets
+
+    def stop(self) -> None:
+        super().stop()
+        if not self.is_alive():  # never started (poll_once called directly): nobody else will close it
+            self._close_protocol()
 
     def run(self) -> None:
         from confluent_kafka import Producer
@@ -236,11 +253,12 @@ class AdminPoller(_Loop):
                 with contextlib.suppress(Exception):
                     self.store.set_source_status("admin", False, why[:600], _now_ms())
             self._stop_evt.wait(max(0.0, delay - (time.monotonic() - t0)))
+        self._close_protocol()
         with contextlib.suppress(Exception):
             producer.flush(5)
 
     def poll_once(self, admin: Any, producer: Any, timeout_s: float = 10.0) -> int:
-        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+        from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
         # Raises when no broker answers (list_consumer_groups itself would just return nothing).
@@ -281,40 +299,14 @@ class AdminPoller(_Loop):
         self._add_broker_blocks(kip848, timeout_s)
         for doc in kip848:
             producer.produce(topic, key=doc["group"].encode(), value=json.dumps(doc).encode())
-        # The Admin API takes one group per offsets request: keep up to `offsets_in_flight` requests
-        # outstanding instead of waiting for each in turn (tens of thousands of groups per poll).
-        pending: collections.deque[tuple[str, Any]] = collections.deque()
-
-        def collect(g: str, fut: Any) -> None:
-            try:
-                res = fut.result(timeout_s + 5)
-            except Exception as e:  # one group's error never stops the poll
-                log.debug("offsets of %s: %s", g, e)
-                return
-            committed = sorted(
-                [tp.topic, tp.partition, tp.offset] for tp in res.topic_partitions or [] if tp.offset >= 0
-            )
+        for g, committed in self._fetch_committed(admin, groups, timeout_s).items():
             producer.produce(
                 topic,
                 key=g.encode(),
                 value=json.dumps({"ts": ts, "group": g, "committed": committed}).encode(),
             )
             wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
-
-        for g in groups:
-            try:
-                fut = admin.list_consumer_group_offsets(
-                    [ConsumerGroupTopicPartitions(g)], request_timeout=timeout_s
-                )[g]
-            except Exception as e:
-                log.debug("offsets of %s: %s", g, e)
-                continue
-            pending.append((g, fut))
-            if len(pending) >= self.offsets_in_flight:
-                collect(*pending.popleft())
-                producer.poll(0)
-        for g, fut in pending:
-            collect(g, fut)
+            producer.poll(0)
         all_tps = sorted({tp for s in wanted.values() for tp in s})
         ends: dict[tuple[str, int], int] = {}
         if all_tps:
@@ -337,6 +329,54 @@ class AdminPoller(_Loop):
         if left:
             raise RuntimeError(f"{left} admin records not delivered to {topic}")
         return len(groups)
+
+    def _fetch_committed(
+        self, admin: Any, groups: list[str], timeout_s: float
+    ) -> dict[str, list[tuple[str, int, int]]]:
+        """Each group's committed offsets, sorted, in `groups` order (OffsetFetch v8+ through the
+        protocol client kept on the poller). A group the broker answered with an error is left out, as
+        is every group when the call fails: the poll goes on with what else it has (warned once,
+        until a call succeeds again), and the next poll starts over with new connections. Settings
+        the protocol client cannot use (SASL GSSAPI or OAUTHBEARER, as on AWS MSK IAM) fall back to
+        librdkafka, one group a request."""
+        from collectors.kafka_protocol import ConfigError, GroupError, KafkaProtocolClient
+        from collectors.kafka_protocol.connection import Deadline
+
+        if self._protocol_unusable:
+            return _committed_through_librdkafka(admin, groups, timeout_s, self.offsets_in_flight)
+        try:
+            if self._protocol is None or self._protocol_conf != dict(self.cfg.kafka):
+                self._close_protocol()
+                self._protocol_conf = dict(self.cfg.kafka)
+                self._protocol = KafkaProtocolClient(self._protocol_conf, timeout_s)
+            fetched = self._protocol.fetch_committed(groups, Deadline(timeout_s))
+        except ConfigError as e:
+            log.warning("committed offsets through librdkafka (the protocol client cannot: %s)", e)
+            self._protocol_unusable = True
+            return _committed_through_librdkafka(admin, groups, timeout_s, self.offsets_in_flight)
+        except Exception as e:
+            if not self._offsets_failing:
+                log.warning("committed offsets not available (OffsetFetch): %s", e)
+            else:
+                log.debug("OffsetFetch still failing: %s", e)
+            self._offsets_failing = True
+            self._close_protocol()  # a broker restart or a half-read answer: reconnect next time
+            return {}
+        self._offsets_failing = False
+        out = {}
+        for g in groups:
+            got = fetched.get(g)
+            if isinstance(got, GroupError):  # one group's error never stops the poll
+                log.debug("offsets of %s: %s", g, got.as_block()["error"])
+            elif got is not None:
+                out[g] = got
+        return out
+
+    def _close_protocol(self) -> None:
+        client, self._protocol = self._protocol, None
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close()
 
     def _add_broker_blocks(self, docs: list[dict[str, Any]], timeout_s: float) -> None:
         """KIP-848 epochs, which librdkafka does not return: one ConsumerGroupDescribe per coordinator
@@ -363,6 +403,40 @@ class AdminPoller(_Loop):
                 doc["broker"] = block
             elif block is not None:  # e.g. the group went away between the two describes
                 log.debug("ConsumerGroupDescribe %s: %s", doc["group"], block["error"])
+
+
+def _committed_through_librdkafka(
+    admin: Any, groups: list[str], timeout_s: float, in_flight: int
+) -> dict[str, list[tuple[str, int, int]]]:
+    """The fallback: librdkafka's list_consumer_group_offsets, one group a request, `in_flight` at a
+    time. Only for settings the protocol client cannot use: librdkafka 2.16 can crash the process in
+    this call when a coordinator moves (confluentinc/librdkafka#5040)."""
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    pending: collections.deque[tuple[str, Any]] = collections.deque()
+
+    def collect(g: str, fut: Any) -> None:
+        try:
+            res = fut.result(timeout_s + 5)
+        except Exception as e:  # one group's error never stops the poll
+            log.debug("offsets of %s: %s", g, e)
+            return
+        out[g] = sorted(
+            (tp.topic, tp.partition, tp.offset) for tp in res.topic_partitions or [] if tp.offset >= 0
+        )
+
+    for g in groups:
+        try:
+            req = [ConsumerGroupTopicPartitions(g)]
+            pending.append((g, admin.list_consumer_group_offsets(req, request_timeout=timeout_s)[g]))
+        except Exception as e:
+            log.debug("offsets of %s: %s", g, e)
+        if len(pending) >= in_flight:
+            collect(*pending.popleft())
+    for g, fut in pending:
+        collect(g, fut)
+    return out
 
 
 class BrokerLogShipper(_Loop):
