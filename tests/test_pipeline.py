@@ -271,7 +271,11 @@ def test_broker_log_shipper_sends_each_line_once(kafka_broker, tmp_path):
         f.write(lines[10][20:] + "\n" + "\n".join(lines[11:20]) + "\n")
     run_once()  # a restart: resumes from the saved position
     c = Consumer(
-        {"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "t", "enable.partition.eof": True}
+        {
+            "bootstrap.servers": kafka_broker.bootstrap_servers,
+            "group.id": f"reader-{topic}",  # assign() only: never joins or commits
+            "enable.partition.eof": True,
+        }
     )
     c.assign([TopicPartition(topic, 0, 0)])
     got: list[str] = []
