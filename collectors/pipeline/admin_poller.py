@@ -9,7 +9,9 @@ their output goes through the same checkpointed stream as everything else (order
 - `AdminPoller`: every `admin_poll_interval_s` (default 5 s) lists the groups, describes them, reads
   their committed offsets and the log-end offsets of every partition they commit to or are assigned,
   and produces describe / committed / end-offset JSON lines (the shapes of a capture's describe.jsonl
-  and end_offsets.jsonl; end offsets keyed by the group they serve) to the internal admin topic.
+  and end_offsets.jsonl; end offsets keyed by the group they serve) to the internal admin topic:
+  each only when it changed since it was last sent, or is `admin_resend_s` old (admin_changes.py),
+  so an idle fleet of 10,000 groups is not a million lines every poll.
   KIP-848 groups' describe lines also carry the broker's ConsumerGroupDescribe as their "broker"
   block (epochs, subscriptions, target assignments: collectors.kafka_protocol). Committed offsets
   come from collectors.kafka_protocol too (OffsetFetch v8+, hundreds of groups a request), not from
@@ -43,7 +45,11 @@ from collectors.kafka_clients import (
 if TYPE_CHECKING:
     from collectors.kafka_protocol import KafkaProtocolClient
 
+from collectors.pipeline.admin_changes import ChangeFilter
+
 log = logging.getLogger("groupscope.admin")
+# A group's describe is sent at every poll for this long after it changed (admin_changes.py: "hot").
+DESCRIBE_HOT_MS = 30_000
 _failures_log = logging.getLogger("groupscope.admin.failures")
 _failures_log.addFilter(OncePerMinute())
 
@@ -217,6 +223,10 @@ class AdminPoller(_Loop):
         self._protocol_conf: dict[str, Any] | None = None
         self._offsets_failing = False  # OffsetFetch failed last time (warned once already)
         self._protocol_unusable = False  # settings it cannot use: librdkafka fetches the offsets
+        # Answers are sent on when they changed, and again every admin_resend_s (admin_changes.py).
+        self.changes = ChangeFilter(int(getattr(cfg, "admin_resend_s", 60.0) * 1000))
+        self.sent = 0  # admin lines produced, and held back as unchanged (benchmarks read them)
+        self.held = 0
 
     def stop(self) -> None:
         super().stop()
@@ -270,6 +280,16 @@ class AdminPoller(_Loop):
         ts = _now_ms()
         topic = self.cfg.admin_topic
         wanted: dict[str, set[tuple[str, int]]] = {}
+        polled: set[Any] = set()
+
+        def send(key: tuple, group: str, line: dict[str, Any], hot_ms: int = 0) -> None:
+            """Produce `line` when the change filter says it is due (admin_changes.py)."""
+            polled.add(key)
+            if self.changes.due(key, {k: v for k, v in line.items() if k != "ts"}, ts, hot_ms):
+                producer.produce(topic, key=group.encode(), value=json.dumps(line).encode())
+                self.sent += 1
+            else:
+                self.held += 1
 
         def described(futs: dict[str, Any]) -> None:
             for g, f in futs.items():
@@ -282,7 +302,7 @@ class AdminPoller(_Loop):
                 if doc["type"] == "consumer":
                     kip848.append(doc)  # produced below, with the broker's epochs added
                 else:
-                    producer.produce(topic, key=g.encode(), value=json.dumps(doc).encode())
+                    send(("describe", g), g, doc, DESCRIBE_HOT_MS)
                 wanted.setdefault(g, set()).update((t, p) for m in doc["members"] for t, p in m["assignment"])
             producer.poll(0)
 
@@ -298,13 +318,9 @@ class AdminPoller(_Loop):
             described(chunks.popleft())
         self._add_broker_blocks(kip848, timeout_s)
         for doc in kip848:
-            producer.produce(topic, key=doc["group"].encode(), value=json.dumps(doc).encode())
+            send(("describe", doc["group"]), doc["group"], doc, DESCRIBE_HOT_MS)
         for g, committed in self._fetch_committed(admin, groups, timeout_s).items():
-            producer.produce(
-                topic,
-                key=g.encode(),
-                value=json.dumps({"ts": ts, "group": g, "committed": committed}).encode(),
-            )
+            send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
             wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
             producer.poll(0)
         all_tps = sorted({tp for s in wanted.values() for tp in s})
@@ -320,8 +336,9 @@ class AdminPoller(_Loop):
             for t, p in sorted(tps):
                 if (t, p) in ends:
                     val = {"ts": ts, "topic": t, "partition": p, "end_offset": ends[(t, p)], "group": g}
-                    producer.produce(topic, key=g.encode(), value=json.dumps(val).encode())
+                    send(("end", g, t, p), g, val)
             producer.poll(0)
+        self.changes.forget(polled)  # groups and partitions gone since: their next answer is new
         # The stream's clock: one record per poll even when nothing changed, so the per-group timers
         # run at least every poll interval (the pipeline runs no empty micro-batches in between).
         producer.produce(topic, key=b"", value=json.dumps({"ts": ts, "clock": True}).encode())

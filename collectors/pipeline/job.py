@@ -40,6 +40,7 @@ class PipelineConfig:
     broker_log_files: list[str] = field(default_factory=list)
     admin_topic: str = ADMIN_TOPIC
     admin_poll_interval_s: float = 5.0
+    admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on again after this long
     admin_enabled: bool = True
     trigger_interval_s: float = 1.0
     available_now: bool = False  # read what is there now, then stop (a one-off catch-up)

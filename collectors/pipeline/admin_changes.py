@@ -1,0 +1,58 @@
+"""What the Admin poller sends on: only what changed since it was last sent, and everything again
+once it is `refresh_s` old.
+
+At 10,000 groups a poll describes every group, reads its committed offsets and the log-end offsets of
+its partitions: on the order of a million answers, nearly all the same as five seconds before. Sent
+on as they are, they made every live micro-batch rebuild and rewrite every group (a commit took a
+minute to reach Redis). The model needs an answer only when it differs from the last one it got; the
+periodic resend keeps each group's refresh stamp (the dashboard's "refreshed N s ago") and bounds what
+a lost record could cost. Resends are spread over the interval (a key's due time is offset by a hash
+of the key), so they do not all come in the same poll.
+
+A key that changed recently can be kept "hot" (`hot_ms`): sent at every poll for that long after its
+last change, because some conclusions need the same answer twice (an Empty describe is believed
+against a member's recent heartbeats only when it is repeated) and a group that just changed is the
+one likely to change again.
+
+Pure: the poller calls `due(key, value, now_ms)` for each answer and sends those that are due.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def _digest(value: Any) -> int:
+    return zlib.crc32(repr(value).encode())
+
+
+@dataclass
+class ChangeFilter:
+    refresh_ms: int = 60_000
+    # key -> (digest of the value last sent, when it was sent, when the value last changed)
+    _sent: dict[Any, tuple[int, int, int]] = field(default_factory=dict)
+
+    def due(self, key: Any, value: Any, now_ms: int, hot_ms: int = 0) -> bool:
+        """True (and remembered as sent) when `value` differs from what was last sent for `key`, when
+        it last changed less than `hot_ms` ago, or when it was sent at least `refresh_ms` ago (less a
+        per-key offset that spreads the resends)."""
+        digest = _digest(value)
+        last = self._sent.get(key)
+        changed_at = now_ms
+        if last is not None and last[0] == digest:
+            changed_at = last[2]
+            spread = _digest(key) % max(1, self.refresh_ms // 2)
+            if now_ms - changed_at >= hot_ms and now_ms - last[1] < self.refresh_ms - spread:
+                return False
+        self._sent[key] = (digest, now_ms, changed_at)
+        return True
+
+    def forget(self, keep: set[Any]) -> None:
+        """Drop keys no longer polled (deleted groups, partitions gone), so the table stays bounded."""
+        for key in [k for k in self._sent if k not in keep]:
+            del self._sent[key]
+
+    def __len__(self) -> int:
+        return len(self._sent)

@@ -1,0 +1,66 @@
+"""The Admin poller's change filter: an answer is sent on when it changed, or when what was sent is
+old enough to be sent again; the resends are spread, and forgotten keys come back as new."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from collectors.pipeline.admin_changes import ChangeFilter
+
+
+def test_same_answer_is_sent_once_until_it_changes_or_is_old() -> None:
+    f = ChangeFilter(refresh_ms=60_000)
+    assert f.due("g", {"state": "Stable"}, 0)
+    assert not f.due("g", {"state": "Stable"}, 5_000)
+    assert f.due("g", {"state": "PreparingRebalance"}, 10_000)  # changed: at once
+    assert not f.due("g", {"state": "PreparingRebalance"}, 15_000)
+    assert f.due("g", {"state": "PreparingRebalance"}, 10_000 + 60_000)  # old: sent again
+
+
+def test_a_hot_key_is_sent_at_every_poll_for_a_while_after_it_changed() -> None:
+    f = ChangeFilter(refresh_ms=60_000)
+    assert f.due("g", "Stable", 0, hot_ms=20_000)
+    assert f.due("g", "Empty", 100_000, hot_ms=20_000)  # changed
+    assert all(f.due("g", "Empty", t, hot_ms=20_000) for t in range(105_000, 120_000, 5_000))
+    assert not f.due("g", "Empty", 125_000, hot_ms=20_000)  # quiet for 25 s: back to the slow pace
+
+
+def test_forgotten_keys_are_new_again() -> None:
+    f = ChangeFilter()
+    assert f.due(("g", "t", 0), 10, 0) and f.due(("g", "t", 1), 10, 0)
+    f.forget({("g", "t", 0)})
+    assert len(f) == 1
+    assert not f.due(("g", "t", 0), 10, 1000)
+    assert f.due(("g", "t", 1), 10, 1000)
+
+
+@given(st.lists(st.tuples(st.integers(0, 20), st.integers(0, 3)), max_size=200))
+def test_no_change_goes_unsent_and_nothing_waits_longer_than_the_refresh(steps) -> None:
+    """Polls every second: each changed answer is sent at once, and an unchanged one is sent again
+    within `refresh_ms` of its last send, never earlier than half of it."""
+    f = ChangeFilter(refresh_ms=10_000)
+    last_value: dict[int, int] = {}
+    last_sent: dict[int, int] = {}
+    for i, (key, value) in enumerate(steps):
+        now = i * 1000
+        sent = f.due(key, value, now)
+        if last_value.get(key) != value:
+            assert sent
+        elif sent:
+            assert now - last_sent[key] >= 5_000
+        else:
+            assert now - last_sent[key] < 10_000
+        if sent:
+            last_sent[key] = now
+        last_value[key] = value
+
+
+def test_resends_are_spread_over_the_interval() -> None:
+    f = ChangeFilter(refresh_ms=60_000)
+    keys = [f"group-{i}" for i in range(10_000)]
+    for k in keys:
+        f.due(k, "same", 0)
+    per_poll = [sum(f.due(k, "same", t) for k in keys) for t in range(5_000, 65_000, 5_000)]
+    assert sum(per_poll) == len(keys)  # each resent once in the interval
+    assert max(per_poll) < len(keys) / 3  # not all in the same poll
