@@ -24,6 +24,8 @@ def test_a_hot_key_is_sent_at_every_poll_for_a_while_after_it_changed() -> None:
     assert f.due("g", "Empty", 100_000, hot_ms=20_000)  # changed
     assert all(f.due("g", "Empty", t, hot_ms=20_000) for t in range(105_000, 120_000, 5_000))
     assert not f.due("g", "Empty", 125_000, hot_ms=20_000)  # quiet for 25 s: back to the slow pace
+    assert f.due("h", "Stable", 0, hot_ms=20_000)
+    assert not f.due("h", "Stable", 5_000, hot_ms=20_000)  # first sight is news, not a change
 
 
 def test_forgotten_keys_are_new_again() -> None:

@@ -23,6 +23,8 @@ import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
+_NEVER = -(2**62)
+
 
 def _digest(value: Any) -> int:
     return zlib.crc32(repr(value).encode())
@@ -40,7 +42,8 @@ class ChangeFilter:
         per-key offset that spreads the resends)."""
         digest = _digest(value)
         last = self._sent.get(key)
-        changed_at = now_ms
+        # First sight is news but not a change: only a value that differs from the last makes a key hot.
+        changed_at = now_ms if last is not None else _NEVER
         if last is not None and last[0] == digest:
             changed_at = last[2]
             spread = _digest(key) % max(1, self.refresh_ms // 2)
