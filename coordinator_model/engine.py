@@ -552,6 +552,11 @@ class GroupEngine:
             elif (self.protocol and "cooperative" in self.protocol) or self.incremental:
                 # cooperative protocols rebalance twice: the leader rejoins to hand out revoked partitions
                 g.cause = "leader_rejoin"
+        if g.cause == "member_left" and g.left and all(self._went_silent(mid) for mid in g.left):
+            # The broker's record came before the session timer fired (the probe's last heartbeat
+            # event can trail the broker's last heartbeat by up to an interval): a member that sent
+            # no LeaveGroup and fell silent for most of its session was expired, it did not leave.
+            g.cause = "session_timeout"
         if g.cause == "member_left" and any(
             self._poll_stalled(mid, g.start, self.members.get(mid) or self._departed_members.get(mid))
             for mid in g.left
@@ -559,6 +564,16 @@ class GroupEngine:
             g.cause = "poll_timeout"
         g.inferred.add("cause")
         self._fill_gap(g)
+
+    def _went_silent(self, member_id: str) -> bool:
+        """Its heartbeat events stopped at least half its session timeout before it was removed. A
+        LeaveGroup's `leave` event counts as a heartbeat (its time is the leave's), so a member that
+        left cleanly never qualifies; nor does one the clients never reported on."""
+        m = self.members.get(member_id) or self._departed_members.get(member_id)
+        gone = self.departed.get(member_id)
+        if m is None or gone is None or m.last_heartbeat is None or not m.session_timeout_ms:
+            return False
+        return "heartbeats" in self.sources and gone - m.last_heartbeat >= m.session_timeout_ms // 2
 
     # ------------------------------------------------------------------------------------------
     # membership primitives

@@ -408,3 +408,43 @@ def test_the_brokers_describe_names_a_kip848_assignment() -> None:
     e.apply(ev)
     assert e.topic_names == {"ID-A": "a", "ID-B": "b"}
     assert _assignment(e) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+
+
+# -- a crash the broker's record reports before the session timer fires -----------------------------
+def _gm(ts: int, generation: int, members: list[str]) -> GroupMetadataSnapshot:
+    from coordinator_model.evidence import MemberSnapshot
+
+    snaps = tuple(
+        MemberSnapshot(m, None, "c", "/h", 6000, 30000, ("t",), (("t", i),)) for i, m in enumerate(members)
+    )
+    return GroupMetadataSnapshot(
+        ts, "g", False, "consumer", generation, "range", members[0], ts, snaps, log_offset=generation
+    )
+
+
+def _group_with_two_probed_members(until: int) -> GroupEngine:
+    """Both members heartbeat every second until 10 s; m1 goes on until `until`."""
+    e = GroupEngine("g")
+    e.apply(_gm(1000, 1, ["m1", "m2"]))
+    for t in range(1000, until + 1, 1000):
+        e.apply(hb(t, "m1"))
+        if t <= 10_000:
+            e.apply(hb(t, "m2"))
+    return e
+
+
+def test_a_member_silent_for_its_session_when_the_record_removes_it_was_expired() -> None:
+    """m2 crashed after its heartbeat event at 10 s; the broker expired it and wrote generation 2 at
+    15.5 s, before the model's own timer (16 s, the last event + 6 s) fired."""
+    e = _group_with_two_probed_members(until=15_000)
+    e.apply(_gm(15_500, 2, ["m1"]))
+    gen2 = next(g for g in e.document()["generations"] if g["generation"] == 2)
+    assert gen2["cause"] == "session_timeout" and gen2["members_left"] == ["m2"]
+
+
+def test_a_member_that_left_cleanly_left() -> None:
+    e = _group_with_two_probed_members(until=10_000)
+    e.apply(hb(10_500, "m2", "leave"))
+    e.apply(_gm(10_600, 2, ["m1"]))
+    gen2 = next(g for g in e.document()["generations"] if g["generation"] == 2)
+    assert gen2["cause"] == "member_left"
