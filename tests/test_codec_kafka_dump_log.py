@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaError, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from kafka_json import record_matches
 
 from collectors.cli.decode_cmd import decode_lines
 from collectors.embedded_kafka.dump_log import dump_offsets
@@ -26,25 +27,6 @@ from collectors.embedded_kafka.jars import major
 pytestmark = [pytest.mark.servers, pytest.mark.at_end]
 
 OFFSETS = "__consumer_offsets"
-
-
-def _norm(x):
-    """check_decode.py's rule: numeric strings compare as ints."""
-    if isinstance(x, dict):
-        return {k: _norm(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_norm(v) for v in x]
-    if isinstance(x, str) and x.lstrip("-").isdigit():
-        return int(x)
-    return x
-
-
-def _covers(got, exp) -> bool:
-    if isinstance(exp, dict):
-        return isinstance(got, dict) and all(k in got and _covers(got[k], v) for k, v in exp.items())
-    if isinstance(exp, list):
-        return isinstance(got, list) and len(got) == len(exp) and all(map(_covers, got, exp))
-    return got == exp
 
 
 def _some_activity(bs: str) -> None:
@@ -142,15 +124,7 @@ def test_groupscope_decode_equals_kafka_dump_log(kafka_broker, artifacts_dir: Pa
     wrong = []
     for k, exp in kafka.items():
         got = ours.get(k)
-        good = (
-            got is not None
-            and "error" not in got
-            and _covers(_norm(got.get("key")), _norm(exp["key"]))
-            and (
-                (exp["value"] is None and got.get("value") is None)
-                or _covers(_norm(got.get("value")), _norm(exp["value"]))
-            )
-        )
+        good = record_matches(got, exp)
         if not good:
             wrong.append(f"{k}: kafka {json.dumps(exp)[:400]}\n   groupscope {json.dumps(got)[:400]}")
     assert not wrong, f"{len(wrong)} of {len(kafka)} records differ:\n" + "\n".join(wrong[:10])
