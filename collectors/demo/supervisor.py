@@ -127,6 +127,16 @@ class Supervisor:
                 os.killpg(c.pid, signal.SIGKILL)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 c.proc.wait(5)
+        # SIGKILL is delivered at once but a loaded machine takes a moment to end the processes (and
+        # init to reap the orphans): wait until each group is empty, so "stopped" means gone.
+        deadline = time.monotonic() + 5.0
+        for c in children:
+            while time.monotonic() < deadline:
+                try:
+                    os.killpg(c.pid, 0)
+                except (ProcessLookupError, PermissionError):
+                    break
+                time.sleep(0.05)
 
     def sweep(self) -> list[int]:
         """SIGKILL any process still carrying this demo's mark (call once everything was stopped)."""
