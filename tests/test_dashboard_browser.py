@@ -99,8 +99,16 @@ def browser() -> Iterator[Any]:
 
 
 def text(driver: Any, css: str) -> str:
+    from selenium.common.exceptions import StaleElementReferenceException
     from selenium.webdriver.common.by import By
 
+    # Dash re-renders on every refresh: an element found a moment ago may be replaced before it is
+    # read. Find it again then (a few times), rather than fail on the page's own liveliness.
+    for _ in range(4):
+        try:
+            return driver.find_element(By.CSS_SELECTOR, css).text
+        except StaleElementReferenceException:
+            time.sleep(0.1)
     return driver.find_element(By.CSS_SELECTOR, css).text
 
 
