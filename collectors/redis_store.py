@@ -12,6 +12,10 @@ Design choices, and why:
   replayed after a failure rewrites the same fields and adds nothing.
 - Every write goes through a non-transactional pipeline; the caller decides when to execute it, so the
   sink can send ~1000 commands per round trip.
+- Next to each document the sink keeps compact summaries of it (collectors/alerts/summary.py): what
+  the alert rules read, already parsed, and what a Prometheus scrape reads, so neither parses 50,000
+  documents. They are derived from the document alone, written in the same pipeline, and removed
+  with the group.
 """
 
 from __future__ import annotations
@@ -19,14 +23,24 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from collectors.alerts import summary as _summary
+
+log = logging.getLogger(__name__)
+
 SCHEMA_VERSION = "1"
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 HOUR_MS = 3600 * 1000
+
+# The summary hashes (docs/redis-schema.md, "Summaries"), each `G` -> the group's summary, in the
+# order the sink writes them: a head before the facts that carry its key (a write cut short leaves
+# an old key, so the head is rebuilt next time, never a new key over an old head).
+SUMMARY_KEYS = ("rules", "facts", *(f"metrics:{family}" for family in _summary.GROUP_FAMILIES))
 
 SORT_KEYS = ("name", "state", "lag", "lag_seconds", "rebalance_rate", "members", "last_change")
 # Scores of the state index: alphabetical, so sorting by state reads like sorting the column's text.
@@ -205,6 +219,7 @@ class RedisStore:
         storm_rebalances_per_hour: int = 10,
         lagging_seconds: float = 60.0,
         dead_letter_max: int = 100_000,
+        summaries: bool = True,
     ) -> None:
         self.r = client
         self.p = prefix
@@ -212,6 +227,9 @@ class RedisStore:
         self.storm_rebalances_per_hour = storm_rebalances_per_hour
         self.lagging_seconds = lagging_seconds
         self.dead_letter_max = dead_letter_max
+        # Off only to measure or test the readers' document path: a writer without summaries removes
+        # the ones of the groups it writes, so a reader never takes an old summary for a new document.
+        self.summaries = summaries
         self._filter = client.register_script(_FILTER_SCRIPT)
         self._trim_series = client.register_script(_TRIM_SERIES_SCRIPT)
         self._dead_letter = client.register_script(_DEAD_LETTER_SCRIPT)
@@ -232,6 +250,10 @@ class RedisStore:
 
     def idx(self, sort: str, state: str | None = None) -> str:
         return self.k("idx", sort) if state is None else self.k("idx", sort, "state", state)
+
+    def sk(self, what: str) -> str:
+        """A summary hash: `rules`, `facts` or `metrics:FAMILY` (docs/redis-schema.md)."""
+        return self.k("summary", what)
 
     # ---- write side --------------------------------------------------------------------------------
     def pipeline(self) -> Any:
@@ -263,7 +285,9 @@ class RedisStore:
 
         The fleet-wide hashes and indexes get one command each for all the documents (a catch-up
         writes thousands of groups a batch, and per-group commands were most of the sink's time); a
-        group's timeline and generations are rewritten only when their digest changed."""
+        group's timeline and generations are rewritten only when their digest changed. The summaries
+        (collectors/alerts/summary.py) go to fleet-wide hashes the same way; a group's rule head
+        only when the key of what it is built from changed."""
         listed = list(items)
         given = list(texts) if texts is not None else [None] * len(listed)
         kept = [(item, t) for item, t in zip(listed, given, strict=True) if item[0].get("group") is not None]
@@ -273,10 +297,14 @@ class RedisStore:
         names = [str(d["group"]) for d, _, _ in items]
         # The previous state tells which per-state indexes to leave; the digest, whether the history
         # changed. (A document repeated in `items` is written in turn; the last one is what stays.)
+        # The old facts carry the key of each group's rule head: unchanged, the head is not rebuilt.
         with self.r.pipeline(transaction=False) as rp:
             rp.hmget(self.k("fleet", "state"), names)
             rp.hmget(self.k("fleet", "history"), names)
-            old_states, old_digests = rp.execute()
+            if self.summaries:
+                rp.hmget(self.sk("facts"), names)
+            old_states, old_digests, *old_facts = rp.execute()
+        old_facts = old_facts[0] if old_facts else [None] * len(names)
         own = pipe is None
         p = self.pipeline() if own else pipe
         n0 = len(p)
@@ -288,17 +316,21 @@ class RedisStore:
         scores: dict[str, dict[str, float]] = {}
         left: dict[str, set[str]] = {}  # name -> per-state indexes it leaves
         current: dict[str, str | None] = {}
-        for (doc, now_ms, ref), text, name, old, old_digest in zip(
-            items, (t for _, t in kept), names, old_states, old_digests, strict=True
+        summaries: dict[str, dict[str, str]] = {what: {} for what in SUMMARY_KEYS}
+        known_facts: dict[str, _summary.Facts | None] = {}
+        unsummarized: set[str] = set()
+        for (doc, now_ms, ref), text, name, old, old_digest, old_fact in zip(
+            items, (t for _, t in kept), names, old_states, old_digests, old_facts, strict=True
         ):
             row = fleet_row(doc, ref)
             row = FleetRow(**{**row.__dict__, "last_refreshed": int(now_ms)})
+            row_json = row.to_json()
             prev = current.get(name, old.decode() if old else None)
             if prev and prev != row.state:
                 left.setdefault(name, set()).add(prev)
             current[name] = row.state
             p.set(self.gk(name, "doc"), text if text is not None else _dumps(doc))
-            fleet[name] = _dumps(row.to_json())
+            fleet[name] = _dumps(row_json)
             states[name] = row.state
             types[name] = row.type or ""
             refreshed[name] = int(now_ms)
@@ -316,6 +348,20 @@ class RedisStore:
             if digest != known:
                 self._queue_history(p, name, doc)
                 digests[name] = digest
+            if self.summaries:
+                if name not in known_facts:
+                    known_facts[name] = _summary.decode_facts(old_fact)
+                self._summarize(doc, row_json, digest, name, summaries, known_facts, unsummarized)
+            else:
+                unsummarized.add(name)
+        # Summaries before the refresh stamps: a reader that sees a group's new stamp sees its new
+        # summaries too.
+        for what, values in summaries.items():
+            if values:
+                p.hset(self.sk(what), mapping=values)
+        if unsummarized:
+            for what in SUMMARY_KEYS:
+                p.hdel(self.sk(what), *unsummarized)
         p.hset(self.k("fleet"), mapping=fleet)
         p.hset(self.k("fleet", "state"), mapping=states)
         p.hset(self.k("fleet", "type"), mapping=types)
@@ -344,6 +390,40 @@ class RedisStore:
 
     def write_group(self, doc: Mapping[str, Any], now_ms: int, *, as_of_ms: int | None = None) -> None:
         self.write_groups([doc], now_ms, as_of_ms=as_of_ms)
+
+    def _summarize(
+        self,
+        doc: Mapping[str, Any],
+        row: Mapping[str, Any],
+        digest: str,
+        name: str,
+        out: dict[str, dict[str, str]],
+        known: dict[str, _summary.Facts | None],
+        unsummarized: set[str],
+    ) -> None:
+        """Queue the group's summaries into `out`; its rule head only when the head's key changed
+        since `known[name]`, the facts last written (in this batch, or stored)."""
+        try:
+            s = _summary.summarize(doc, row, digest, known[name])
+            facts = s.facts_text()
+        except Exception as e:  # a document the summaries cannot describe: its readers use the document
+            # A value JSON or orjson cannot hold exactly is expected now and then; anything else is a bug.
+            expected = isinstance(e, TypeError | ValueError | OverflowError)
+            log.warning(
+                "group %s: no summaries (%s); readers parse its document", name, e, exc_info=not expected
+            )
+            for values in out.values():
+                values.pop(name, None)
+            known[name] = None
+            unsummarized.add(name)
+            return
+        unsummarized.discard(name)
+        if s.head is not None:
+            out["rules"][name] = s.head
+        known[name] = s.facts
+        out["facts"][name] = facts
+        for family, lines in zip(_summary.GROUP_FAMILIES, s.metrics, strict=True):
+            out[f"metrics:{family}"][name] = lines
 
     def _queue_history(self, p: Any, name: str, doc: Mapping[str, Any]) -> None:
         # The timeline and generations are the document's own history (the model keeps it within the
@@ -492,6 +572,8 @@ class RedisStore:
                 p.zrem(self.idx(sort, st.decode()), name)
         for h in ("fleet", "fleet:state", "fleet:type", "fleet:history", "refreshed"):
             p.hdel(self.k(*h.split(":")), name)
+        for what in SUMMARY_KEYS:
+            p.hdel(self.sk(what), name)
         for what in ("doc", "timeline", "timeline:idx", "generations", "generations:idx", "lag", "lag:idx"):
             p.delete(self.gk(name, what))
         p.execute()

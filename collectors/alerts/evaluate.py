@@ -3,19 +3,27 @@
 Fast at fleet scale because a quiet group is not re-read: the collector stamps each group it writes
 in `gs:refreshed`; the evaluator remembers the stamp it judged (`gs:alerts:seen`) and re-reads only
 groups whose stamp moved, plus groups whose findings may change with time alone (a sliding window, a
-growing duration), which the rules announce through `recheck_at` (`gs:alerts:recheck`). Documents
-are fetched with pipelined GETs, 1,000 per round trip, and all writes of a chunk go in one pipeline.
+growing duration), which the rules announce through `recheck_at` (`gs:alerts:recheck`). Groups are
+read 1,000 per round trip, and all writes of a chunk go in one pipeline.
 
-A changed group is often only a lag refresh of a healthy group. Before reading its document the
-evaluator compares a small signature from the fleet row and the current generation's row (state,
-generation or epoch, start of the current state, member count, the current generation as stored)
-with the one it judged last; when that is unchanged, the group has no active alert, and its fleet
-row shows no lag a lag rule could fire on (total 0, or worst seconds below every configured
-threshold, and not Empty/Dead with messages waiting), the verdict cannot have changed and the
-document is not read.
+Live cycles read the sink's summaries (collectors/alerts/summary.py) instead of documents: the rule
+head (state, timeline, generations, already parsed) and facts about the rest. With the facts the
+rules that cannot return anything are left out; a group whose lag rules must look at its partitions
+(it lags, or it is Empty with messages waiting), or that has no summaries (written by an older
+collector), is judged from its document, read with one MGET per chunk.
 
-`at_ms` evaluates as of a past moment: every group is judged, with its generations and timeline
-cut at that moment and its lag taken from the lag history point in force then.
+A changed group is often only a lag refresh of a healthy group. Before judging it again the
+evaluator compares the signature of what its rebalance rules read (the rule head's key, from the
+facts; for a group without summaries, the fleet row and the current generation's row: state,
+generation or epoch, start of the current state, member count, the generation as stored) with the
+one it judged last; when that is unchanged, the group has no active alert, and no lag rule can count
+its lag (the facts, or for a group without summaries its fleet row: total 0, or worst seconds below
+every configured threshold, and not in a state group_empty alerts in with messages waiting), the
+verdict cannot have changed and the group is not judged again.
+
+`at_ms` evaluates as of a past moment: every group is judged from its document, with its
+generations and timeline cut at that moment and its lag taken from the lag history point in force
+then.
 """
 
 from __future__ import annotations
@@ -31,8 +39,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.alerts.store import Alert, AlertStore
+from collectors.alerts.summary import (
+    Facts,
+    PackedEvaluator,
+    decode_facts,
+    head_readable,
+    quiet_lag_seconds,
+    summaries_usable,
+)
 from collectors.redis_store import RedisStore
-from coordinator_model.alerting import AlertConfig, Finding, evaluate_group
+from coordinator_model.alerting import AlertConfig, Evaluation, Finding, evaluate_group
 from coordinator_model.alerting.docview import GONE_STATES
 
 log = logging.getLogger(__name__)
@@ -112,26 +128,13 @@ def lag_from_point(point: dict[str, Any]) -> dict[str, Any]:
     return {"partitions": rows, "as_of": point.get("ts")}
 
 
-def quiet_lag_seconds(config: AlertConfig) -> float:
-    """Worst-partition lag in seconds below which no lag rule of any group can fire (0: no bound).
+@dataclass
+class _Input:
+    """What one group is judged from: its summaries (facts and rule head), or its document."""
 
-    `lag` with match "all" and a seconds threshold needs at least that many seconds; `lag_retention`
-    needs its fraction of the shortest retention it knows."""
-    bounds: list[float] = []
-    param_sets = [config.rules] + [ov.rules for ov in config.overrides]
-    for rules in param_sets:
-        for name in ("lag", "lag_retention"):
-            p = {**config.rules.get(name, {}), **rules.get(name, {})}
-            if not p.get("enabled", True):
-                continue
-            if name == "lag":
-                if p.get("match") != "all" or p.get("min_seconds") is None:
-                    return 0.0
-                bounds.append(float(p["min_seconds"]))
-            else:
-                retentions = [p["default_retention_ms"], *(p.get("topics") or {}).values()]
-                bounds.append(float(p["fraction"]) * min(retentions) / 1000.0)
-    return min(bounds) if bounds else float("inf")
+    facts: Facts | None = None
+    head: bytes | None = None
+    doc: dict[str, Any] | None = None
 
 
 class Evaluator:
@@ -142,6 +145,7 @@ class Evaluator:
         prefix: str = "gs",
         chunk: int = 1000,
         history_retention_ms: int | None = 7 * 24 * 3600 * 1000,
+        summaries: bool = True,
     ) -> None:
         self.r = client
         self.history_retention_ms = history_retention_ms
@@ -150,6 +154,10 @@ class Evaluator:
         self.alerts = AlertStore(client, prefix=prefix)
         self.chunk = chunk
         self.quiet_seconds = quiet_lag_seconds(config)
+        # False reads every group's document (the path before summaries; benchmarks and tests
+        # compare the two). A configuration the summaries cannot serve reads documents too.
+        self.use_summaries = summaries and summaries_usable(config)
+        self.packed = PackedEvaluator(config)
         self._lock_ttl_ms = 60_000
 
     def _signatures(self, groups: list[str]) -> tuple[list[str | None], list[dict[str, Any] | None]]:
@@ -213,23 +221,46 @@ class Evaluator:
             return False  # messages wait for a group nobody consumes: group_empty may fire
         return float(row.get("lag_seconds") or 0.0) < self.quiet_seconds
 
-    def _skip_quiet(self, groups: list[str], refreshed: dict[str, str], result: CycleResult) -> list[str]:
+    def _facts_quiet(self, facts: Facts, now: int) -> bool:
+        """Whether a change of lag alone cannot change the verdict of a group with these facts: no
+        lag rule can count a row, and group_empty (which sums the lag waiting) cannot apply."""
+        silence = self.packed.silence
+        return silence.lag(facts) and (not facts.lagging or silence.empty(facts, now))
+
+    def _skip_quiet(
+        self, groups: list[str], refreshed: dict[str, str], result: CycleResult, now: int
+    ) -> list[str]:
         """Mark the quiet groups as judged and return the others (to be read and evaluated)."""
         out: list[str] = []
         for chunk in _chunks(groups, self.chunk):
-            old = self.r.hmget(self.alerts.k("sig"), chunk)
-            # Never judged (a cold start): nothing to compare with, read them.
-            known = [(g, prev.decode()) for g, prev in zip(chunk, old, strict=True) if prev is not None]
-            out.extend(g for g, prev in zip(chunk, old, strict=True) if prev is None)
-            if not known:
-                continue
-            sigs, rows = self._signatures([g for g, _ in known])
+            pipe = self.r.pipeline(transaction=False)
+            pipe.hmget(self.alerts.k("sig"), chunk)
+            pipe.hmget(self.data.sk("facts"), chunk)
+            old, facts = pipe.execute()
+            if not self.use_summaries:
+                facts = [None] * len(chunk)
             quiet: dict[str, str] = {}
-            for (g, prev), sig, row in zip(known, sigs, rows, strict=True):
-                if sig is not None and row is not None and prev == sig and self._lag_quiet(row):
+            # Never judged (a cold start): nothing to compare with, read them. With summary facts the
+            # signature is the key of the group's rule head; without, it comes from the fleet row.
+            known: list[tuple[str, str]] = []
+            for g, prev, raw in zip(chunk, old, facts, strict=True):
+                if prev is None:
+                    out.append(g)
+                    continue
+                f = decode_facts(raw)
+                if f is None:
+                    known.append((g, prev.decode()))
+                elif f.key == prev.decode() and self._facts_quiet(f, now):
                     quiet[g] = refreshed[g]
                 else:
                     out.append(g)
+            if known:
+                sigs, rows = self._signatures([g for g, _ in known])
+                for (g, prev), sig, row in zip(known, sigs, rows, strict=True):
+                    if sig is not None and row is not None and prev == sig and self._lag_quiet(row):
+                        quiet[g] = refreshed[g]
+                    else:
+                        out.append(g)
             if quiet:
                 self.r.hset(self.alerts.k("seen"), mapping=quiet)
                 result.skipped_quiet += len(quiet)
@@ -285,7 +316,11 @@ class Evaluator:
             # when their signature or their lag says the verdict may have changed.
             must = [g for g in changed if g in active]
             maybe = [g for g in changed if g not in active]
-            todo = [*(g for g in due if g in refreshed), *must, *self._skip_quiet(maybe, refreshed, result)]
+            todo = [
+                *(g for g in due if g in refreshed),
+                *must,
+                *self._skip_quiet(maybe, refreshed, result, now),
+            ]
         # Groups the collector no longer keeps (trimmed, deleted): their alerts end.
         gone = [g for g in active if g not in refreshed]
         for chunk in _chunks(todo, self.chunk):
@@ -308,6 +343,56 @@ class Evaluator:
             and self.r.set(self.alerts.k("trimmed"), now, nx=True, px=600_000)
         ):
             result.trimmed = self.alerts.trim(now - self.history_retention_ms)
+
+    def _inputs(self, groups: list[str], now: int, historic: bool) -> list[_Input]:
+        """Each group's summaries, or its document when it has none (written by an older collector),
+        when the cycle replays a past moment, or when summaries are off."""
+        if historic or not self.use_summaries:
+            return [_Input(doc=d) for d in self._docs(groups, now, historic)]
+        pipe = self.r.pipeline(transaction=False)
+        pipe.hmget(self.data.sk("facts"), groups)
+        pipe.hmget(self.data.sk("rules"), groups)
+        facts, heads = pipe.execute()
+        inputs = [
+            _Input(f, head) if (f := decode_facts(raw)) is not None and head_readable(head) else _Input()
+            for raw, head in zip(facts, heads, strict=True)
+        ]
+        self._fill_docs(groups, inputs, [i for i, x in enumerate(inputs) if x.facts is None], now)
+        return inputs
+
+    def _fill_docs(self, groups: list[str], inputs: list[_Input], which: list[int], now: int) -> None:
+        """Read the documents of inputs[i] for i in `which` (keeping their facts: the signature)."""
+        if which:
+            for i, d in zip(which, self._docs([groups[i] for i in which], now, False), strict=True):
+                inputs[i] = _Input(facts=inputs[i].facts, doc=d)
+
+    def _evaluations(
+        self, groups: list[str], inputs: list[_Input], now: int
+    ) -> list[Evaluation | BaseException | None]:
+        """Each group's evaluation (None: nothing to judge, the group is gone; an exception: its
+        evaluation failed). From the summaries where they suffice, else from the document: groups
+        whose lag rules must look at rows are read in one MGET after the others are judged."""
+        out: list[Evaluation | BaseException | None] = [None] * len(groups)
+        need_doc: list[int] = []
+        for i, (g, x) in enumerate(zip(groups, inputs, strict=True)):
+            try:
+                if x.doc is not None:
+                    out[i] = evaluate_group(x.doc, now, self.config)
+                elif x.facts is not None and x.head is not None:
+                    ev = self.packed.evaluate(g, x.facts, x.head, now)
+                    if ev is None:
+                        need_doc.append(i)
+                    out[i] = ev
+            except Exception as e:  # one malformed document must not stop the fleet's evaluation
+                out[i] = e
+        self._fill_docs(groups, inputs, need_doc, now)
+        for i in need_doc:
+            doc = inputs[i].doc
+            try:
+                out[i] = evaluate_group(doc, now, self.config) if doc is not None else None
+            except Exception as e:
+                out[i] = e
+        return out
 
     def _docs(self, groups: list[str], now: int, historic: bool) -> list[dict[str, Any] | None]:
         # One MGET per chunk: a thousand GETs in a pipeline cost more in redis-py than the JSON.
@@ -362,21 +447,20 @@ class Evaluator:
         historic: bool,
         result: CycleResult,
     ) -> None:
-        docs = self._docs(groups, now, historic)
+        inputs = self._inputs(groups, now, historic)
+        evaluations = self._evaluations(groups, inputs, now)
         fires: list[Finding] = []
         rechecks: dict[str, int] = {}
         no_recheck: list[str] = []
         pipe = self.r.pipeline(transaction=False)
-        for g, doc in zip(groups, docs, strict=True):
+        for g, ev in zip(groups, evaluations, strict=True):
             current = active.get(g, {})
             findings: dict[str, Finding] = {}
             recheck = None
-            if doc is not None:
-                try:
-                    ev = evaluate_group(doc, now, self.config)
-                except Exception:  # one malformed document must not stop the fleet's evaluation
-                    log.exception("group %s: rule evaluation failed; its alerts are left as they are", g)
-                    continue
+            if isinstance(ev, BaseException):
+                log.error("group %s: rule evaluation failed; its alerts are left as they are", g, exc_info=ev)
+                continue
+            if ev is not None:
                 findings = {f.rule: f for f in ev.findings}
                 recheck = ev.recheck_at
             result.evaluated += 1
@@ -406,7 +490,13 @@ class Evaluator:
             pipe.hdel(self.alerts.k("sig"), *groups)
         else:
             pipe.hset(self.alerts.k("seen"), mapping={g: refreshed[g] for g in groups})
-            known = {g: self._doc_signature(d) for g, d in zip(groups, docs, strict=True) if d is not None}
+            # The signature judged: the rule head's key, or for a document the one _signatures
+            # computes from its fleet row.
+            known = {
+                g: x.facts.key if x.facts is not None else self._doc_signature(x.doc)  # type: ignore[arg-type]
+                for g, x in zip(groups, inputs, strict=True)
+                if x.facts is not None or x.doc is not None
+            }
             if known:
                 pipe.hset(self.alerts.k("sig"), mapping=known)
             if rechecks:

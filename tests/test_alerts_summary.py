@@ -1,0 +1,694 @@
+"""The summaries the sink writes beside each document (collectors/alerts/summary.py) give exactly what
+the documents give: the same findings and recheck times from the rules (a hypothesis property over
+odd documents, configurations and moments, and the real captures replayed through Redis), the same
+alerts from the evaluator, the same quiet-group shortcut, and the same Prometheus series."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import urllib.request
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+import pytest
+from conftest import capture_dirs
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from prometheus_client import generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.registry import CollectorRegistry
+from test_alert_docs import MIN, T0, S, mid, part, steady_doc, storm_doc
+
+from collectors.alerts.evaluate import Evaluator
+from collectors.alerts.metrics import MetricsSource, make_registry, make_wsgi_app
+from collectors.alerts.store import AlertStore
+from collectors.alerts.summary import (
+    PackedEvaluator,
+    decode_facts,
+    lag_rows,
+    metric_lines,
+    metric_values,
+    summaries_usable,
+    summarize,
+)
+from collectors.capture import read_capture
+from collectors.redis_store import SUMMARY_KEYS, RedisStore, _history_digest
+from coordinator_model.alerting import AlertConfig, evaluate_group, parse_alert_config
+from coordinator_model.alerting.docview import PartitionLag, partition_lags
+from coordinator_model.engine import rebuild
+
+# --- documents, configurations and moments ---------------------------------------------------------
+
+CAUSES = ["group_created", "member_joined", "member_left", "session_timeout", "poll_timeout", "leader_rejoin"]
+STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Reconciling", "Assigning"]
+STATUSES = [None, "", "OK", "ok", "WARN", "ERR", "STOP", "STALL", "REWIND"]
+CLIENTS = ["a", "b", "c"]
+
+times = st.integers(-5, 200).map(lambda s: T0 + s * S)
+# durations as the model writes them, and integers orjson reads exactly (to 2**64 - 1) or not at all
+DURATIONS = [None, 200, 1500, None, 200, 1500, None, 2**64 - 1, 2**70, -(2**63) - 1]
+maybe_time = st.none() | times
+
+
+@st.composite
+def members(draw) -> list[dict[str, Any]]:
+    out = []
+    for c in draw(st.lists(st.sampled_from(CLIENTS), max_size=4)):
+        m: dict[str, Any] = {"member_id": f"{c}-{draw(st.sampled_from(['1', '2']))}"}
+        if draw(st.booleans()):
+            m["client_id"] = c
+        if draw(st.booleans()):
+            m["group_instance_id"] = draw(st.sampled_from([None, f"inst-{c}"]))
+        out.append(m)
+    return out
+
+
+@st.composite
+def member_ref(draw) -> Any:
+    mid_ = f"{draw(st.sampled_from(CLIENTS))}-{draw(st.sampled_from(['1', '2', '3']))}"
+    if draw(st.integers(0, 4)) == 0:
+        return {"member_id": mid_, "client_id": draw(st.sampled_from([None, "x"]))}
+    if draw(st.integers(0, 6)) == 0:
+        return mid("z")  # a librdkafka member id: client.id-uuid4
+    return mid_
+
+
+@st.composite
+def generation_rows(draw) -> list[Any]:
+    out: list[Any] = []
+    for n in range(draw(st.integers(0, 12))):
+        g: dict[str, Any] = {
+            "start": draw(maybe_time | st.just("junk")),
+            "end": draw(maybe_time),
+            "cause": draw(st.sampled_from([*CAUSES, None])),
+            "members_joined": draw(st.lists(member_ref(), max_size=2)),
+            "members_left": draw(st.lists(member_ref(), max_size=2)),
+        }
+        g["epoch" if draw(st.integers(0, 5)) == 0 else "generation"] = draw(st.sampled_from([n + 1, None, 3]))
+        shape = draw(st.integers(0, 4))
+        if shape == 1:
+            g["members"] = [f"m{i}" for i in range(draw(st.integers(0, 3)))]
+        elif shape == 2:
+            g["member_count"] = draw(st.integers(0, 3))
+        elif shape == 3:
+            g["assignment"] = {f"m{i}": [] for i in range(draw(st.integers(0, 2)))}
+        if draw(st.booleans()):
+            g["empty"] = draw(st.booleans())
+        if draw(st.booleans()):
+            g["duration_ms"] = draw(st.sampled_from(DURATIONS))
+        if draw(st.booleans()):
+            g["reason"] = draw(st.sampled_from(["Adding member", None, 7]))
+        out.append(g)
+    if draw(st.integers(0, 10)) == 0:
+        out.append("not a generation")
+    return out
+
+
+@st.composite
+def timeline_rows(draw) -> list[Any]:
+    rows: list[Any] = []
+    t = T0 - 10 * S
+    for _ in range(draw(st.integers(0, 7))):
+        d = draw(st.integers(1, 90)) * S
+        rows.append({"state": draw(st.sampled_from(STATES)), "start": t, "end": t + d})
+        t += d
+    if rows and draw(st.booleans()):
+        rows[-1]["end"] = None
+    if rows and draw(st.integers(0, 5)) == 0:
+        rows[draw(st.integers(0, len(rows) - 1))]["end"] = None  # an open span that is not the last
+    if rows and draw(st.integers(0, 6)) == 0:
+        rows[draw(st.integers(0, len(rows) - 1))]["start"] = None
+    if draw(st.integers(0, 6)) == 0:
+        rows.reverse()
+    return rows
+
+
+@st.composite
+def partition_rows(draw) -> list[dict[str, Any]]:
+    rows = []
+    for p in range(draw(st.integers(0, 6))):
+        lag = draw(st.sampled_from([0, 0, 1, 2, 5, 15, 5000, None, -1]))
+        r = part(
+            draw(st.sampled_from(["t", "u"])),
+            p,
+            lag if lag is not None else 0,
+            draw(st.sampled_from([0.0, 0.5, 30.0, 59.9, 60.0, 400.0, 3e5, 7e5, float("inf")])),
+            draw(st.sampled_from(STATUSES)),
+        )
+        r["lag"] = lag
+        if draw(st.integers(0, 3)) == 0:
+            r["lag_seconds"] = None
+        if draw(st.integers(0, 4)) == 0:
+            r["retention_ms"] = draw(st.sampled_from([1000, 0, -1, 3_600_000]))
+        if draw(st.integers(0, 4)) == 0:
+            r["log_start_offset"] = draw(st.sampled_from([0, 999, 5000]))
+        if draw(st.integers(0, 2)) == 0:  # the model's own spelling (committed, end_offset)
+            r["committed"] = r.pop("committed_offset")
+            r["end_offset"] = r.pop("log_end_offset")
+            r["member_id"] = draw(st.sampled_from([None, "m-1", 5]))
+        if draw(st.integers(0, 6)) == 0:  # a value of another type than the model writes
+            key = draw(st.sampled_from(["lag", "lag_seconds", "status", "topic", "partition", "committed"]))
+            r[key] = draw(st.sampled_from([None, "7", 7, 7.5, True, [], {"offsets": 3}]))
+        if draw(st.integers(0, 8)) == 0:
+            r.pop(draw(st.sampled_from(sorted(r))))
+        rows.append(r)
+    if draw(st.integers(0, 10)) == 0:
+        rows.append("not a row")
+    return rows
+
+
+@st.composite
+def documents(draw) -> dict[str, Any]:
+    gens = draw(generation_rows())
+    doc: dict[str, Any] = {
+        "group": "g",
+        "type": "classic",
+        "state": draw(st.sampled_from([*STATES, None, "Unknown"])),
+        "generation": draw(st.none() | st.integers(0, 9)),
+        "members": draw(members()),
+        "timeline": draw(timeline_rows()),
+        "generations": gens,
+        "lag": {"partitions": draw(partition_rows())},
+    }
+    if draw(st.integers(0, 5)) == 0:
+        doc["group_epoch"] = draw(st.integers(0, 9))
+    return json.loads(json.dumps(doc))  # as Redis holds it
+
+
+@st.composite
+def configs(draw) -> AlertConfig:
+    rules: dict[str, Any] = {}
+    if draw(st.booleans()):
+        rules["lag"] = {
+            "match": draw(st.sampled_from(["all", "any"])),
+            "min_seconds": draw(st.sampled_from([0, 30, 60])),
+            "min_offsets": draw(st.sampled_from([0, 1, 10])),
+            "ignore_lag_at_most": draw(st.sampled_from([0, 1, 3])),
+        }
+    if draw(st.booleans()):
+        rules["lag_retention"] = {
+            "fraction": draw(st.sampled_from([0.0, 0.5, 0.8])),
+            "ignore_lag_at_most": draw(st.sampled_from([0, 1])),
+            "topics": draw(st.sampled_from([{}, {"u": 100_000}])),
+        }
+    if draw(st.booleans()):
+        rules["group_empty"] = {
+            "states": draw(st.sampled_from([["Empty", "Dead"], ["Stable"], []])),
+            "for_s": draw(st.sampled_from([0, 5, 60])),
+            "min_lag": draw(st.sampled_from([0, 1, 100])),
+            "resolve_after_s": draw(st.sampled_from([None, 30])),
+        }
+    if draw(st.booleans()):
+        rules["rebalance_storm"] = {
+            "count": draw(st.integers(1, 4)),
+            "window_s": draw(st.sampled_from([5, 60, 600])),
+        }
+    if draw(st.booleans()):
+        rules["rebalance_stuck"] = {"after_s": draw(st.sampled_from([1, 30]))}
+    if draw(st.booleans()):
+        rules["member_flapping"] = {
+            "joins": draw(st.integers(2, 3)),
+            "window_s": draw(st.sampled_from([30, 600])),
+        }
+    for name in draw(st.lists(st.sampled_from(sorted(parse_alert_config(None).rules)), max_size=2)):
+        rules[name] = False
+    data: dict[str, Any] = {"rules": rules}
+    if draw(st.booleans()):
+        data["overrides"] = [
+            {"group": "re:^g", "rules": {"lag": {"min_seconds": 1}, "group_empty": {"states": ["Stable"]}}}
+        ]
+    return parse_alert_config(data)
+
+
+def _reshape(doc: dict[str, Any], shape: str) -> None:
+    """The lag section in another shape the rules' reader accepts (older documents)."""
+    rows = doc["lag"]["partitions"]
+    if shape == "list":
+        doc["lag"] = rows
+    elif shape == "by_topic":
+        doc["lag"] = {"partitions": {"t": [r for r in rows if isinstance(r, dict)]}}
+
+
+SHAPES = st.sampled_from(["partitions", "partitions", "list", "by_topic"])
+ROW = {"state": "Stable", "members": 2, "generation": None, "group_epoch": 4, "lag": 7, "lag_seconds": 1.5}
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents(), SHAPES)
+def test_lag_rows_are_partition_lags(doc, shape) -> None:
+    """The sink's reader of partition rows gives exactly the rules' reader's rows, whatever the
+    spelling (the model's, others, odd types) and the shape of the lag section."""
+    _reshape(doc, shape)
+    want = [tuple(getattr(p, f) for f in PartitionLag.__dataclass_fields__) for p in partition_lags(doc)]
+    assert lag_rows(doc) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents(), SHAPES)
+def test_the_sinks_pass_over_rows_reads_what_the_rules_read(doc, shape) -> None:
+    """summarize's single pass over the rows gives the lag facts computed from the rules' own rows,
+    and the metric values the scrape computes from a document."""
+    _reshape(doc, shape)
+    try:
+        s = summarize(doc, ROW, _history_digest(doc))
+    except TypeError:
+        return  # an integer past 64 bits: not summarised
+    lagging = [r for r in partition_lags(doc) if r.lag_offsets is None or r.lag_offsets > 0]
+    secs = [r.lag_seconds for r in lagging if r.lag_seconds is not None and r.lag_seconds == r.lag_seconds]
+    retentions = [r.retention_ms for r in lagging if r.retention_ms is not None and r.retention_ms > 0]
+    lost = any(
+        None not in (r.committed_offset, r.log_start_offset) and r.committed_offset < r.log_start_offset
+        for r in lagging
+    )
+    facts = decode_facts(s.facts_text())
+    assert facts is not None
+    assert (facts.lagging, facts.worst_seconds, facts.shortest_retention, facts.lost) == (
+        len(lagging),
+        max(secs) if secs else None,
+        min(retentions) if retentions else None,
+        lost,
+    )
+    values, _ = metric_values(ROW, lag_rows(doc))
+    assert s.metrics == metric_lines("g", values)
+
+
+def _summaries(doc: dict[str, Any], old=None):
+    # (no fleet row: the metric values are not what this compares, and fleet_row refuses the odd
+    # generation starts the rules' reader tolerates)
+    return summarize(doc, {}, _history_digest(doc), old)
+
+
+def _packed(doc: dict[str, Any], config: AlertConfig, now: int, head: str | None = None, old=None):
+    """The evaluation from the summaries, as the evaluator makes it: None sends it to the document
+    (as does a document the sink cannot summarise: an integer past 64 bits, see summary._checked)."""
+    try:
+        s = _summaries(doc, old)
+        text = s.facts_text()
+    except TypeError:
+        event("not summarised (an integer past 64 bits)")
+        return None
+    facts = decode_facts(text)  # as the evaluator reads them back
+    assert facts is not None
+    return PackedEvaluator(config).evaluate("g", facts, head or s.head, now)
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(), configs(), st.integers(-20, 900).map(lambda s: T0 + s * S))
+def test_the_summaries_give_what_the_document_gives(doc, config, now) -> None:
+    """Judged from the summaries (or sent to the document, which is then what is judged), a group
+    gets exactly the findings and recheck time evaluate_group gives its document."""
+    assert summaries_usable(config)
+    packed = _packed(doc, config, now)
+    event("from the summaries" if packed is not None else "sent to the document")
+    if packed is not None:
+        assert packed == evaluate_group(doc, now, config)
+
+
+@settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(documents(), st.data(), configs(), st.integers(-20, 900).map(lambda s: T0 + s * S))
+def test_a_lag_refresh_keeps_the_head_and_the_quiet_check_holds(doc, data, config, now) -> None:
+    """A second document of the same group with other lag: the sink keeps the stored head (same key),
+    and the evaluation from it is the document's. When the evaluator would skip the second document
+    as quiet (same key, no alert on the first), its verdict is indeed the first's."""
+    try:
+        first = _summaries(doc)
+        first.facts_text()
+    except TypeError:
+        return  # not summarised: read whole (test_the_summaries_give_what_the_document_gives)
+    again = copy.deepcopy(doc)
+    again["lag"] = {"partitions": data.draw(partition_rows())}
+    second = _summaries(again, first.facts)
+    assert second.head is None and second.facts.key == first.facts.key
+    expected = evaluate_group(again, now, config)
+    packed = _packed(again, config, now, head=first.head, old=first.facts)
+    assert packed is None or packed == expected
+    before = evaluate_group(doc, now, config)
+    ev = Evaluator.__new__(Evaluator)  # only the quiet check, no Redis
+    ev.packed = PackedEvaluator(config)
+    if not before.findings and ev._facts_quiet(second.facts, now):
+        assert not expected.findings and expected.recheck_at == before.recheck_at
+
+
+@pytest.mark.servers
+def test_a_negative_ignore_lag_at_most_reads_documents(redis_client) -> None:
+    """Rows with lag 0 are left out of the rule input: a configuration that could count them (built
+    in code: parse_alert_config refuses it) makes the evaluator read documents."""
+    config = parse_alert_config(None)
+    config.rules["lag"]["ignore_lag_at_most"] = -1
+    assert not summaries_usable(config)
+    assert not Evaluator(redis_client, config).use_summaries
+
+
+# --- through Redis: the evaluator -------------------------------------------------------------------
+
+MIN_STEP = 4 * S
+
+
+def _replay_both(redis_client, evidence, steps: list[int], *, partial: bool = False) -> int:
+    """Write the model's documents as of each step under two prefixes, the way the sink does, and run a
+    live cycle on each: `gs` judged from the summaries, `docs` from the documents (the path before
+    summaries). With `partial`, every other group of `gs` is written without summaries (an older
+    collector) and is judged from its document there too. Returns the transitions compared."""
+    with_summaries, plain = RedisStore(redis_client), RedisStore(redis_client, prefix="docs")
+    old_writer = RedisStore(redis_client, summaries=False)
+    ev = Evaluator(redis_client, parse_alert_config(None))
+    ev_docs = Evaluator(redis_client, parse_alert_config(None), prefix="docs", summaries=False)
+    compared = 0
+    for at in steps:
+        docs = [
+            eng.document(at) for eng in rebuild(evidence, at_ms=max(a for a in steps if a <= at)).values()
+        ]
+        docs = json.loads(json.dumps(docs))
+        if partial:
+            with_summaries.write_groups(docs[0::2], at)
+            old_writer.write_groups(docs[1::2], at)
+        else:
+            with_summaries.write_groups(docs, at)
+        plain.write_groups(docs, at)
+        a, b = ev.run_cycle(now_ms=at), ev_docs.run_cycle(now_ms=at)
+        assert [(t.event, t.alert) for t in a.transitions] == [(t.event, t.alert) for t in b.transitions], at
+        assert AlertStore(redis_client).active() == AlertStore(redis_client, prefix="docs").active(), at
+        compared += len(a.transitions)
+    assert AlertStore(redis_client).history(limit=10_000) == AlertStore(redis_client, prefix="docs").history(
+        limit=10_000
+    )
+    return compared
+
+
+@pytest.mark.servers
+@pytest.mark.parametrize("scenario", [d.name for d in capture_dirs()])
+def test_captures_give_the_same_alerts_from_summaries_and_documents(redis_client, scenario: str) -> None:
+    """Every real capture replayed as the collector would write it, with live cycles (summaries,
+    quiet-group shortcut and all) beside cycles on the documents: the same transitions, the same
+    alerts with the same evidence, at every step, and ten minutes after the end."""
+    from conftest import CAPTURES
+
+    cap = read_capture(CAPTURES / scenario)
+    lo, hi = min(e.ts for e in cap.evidence), max(e.ts for e in cap.evidence)
+    steps = [*range(lo, hi, MIN_STEP), hi, hi + 2 * MIN, hi + 11 * MIN]
+    _replay_both(redis_client, cap.evidence, steps)
+
+
+@pytest.mark.servers
+def test_the_demo_run_gives_the_same_alerts_with_and_without_summaries(redis_client) -> None:
+    """The demo's nine groups on a real broker (tests/fixtures/kafka-demo), half of them written by a
+    collector without summaries: each group is judged from what it has, and the alerts are those of
+    the documents (storms, lost members, and at least one of each)."""
+    from conftest import FIXTURES
+
+    cap = read_capture(FIXTURES / "kafka-demo")
+    lo = min(e.ts for e in cap.evidence)
+    steps = [*range(lo, lo + 100_000 + 1, 5_000), lo + 11 * MIN]
+    assert _replay_both(redis_client, cap.evidence, steps, partial=True) >= 8
+
+
+@pytest.mark.servers
+def test_lagging_and_empty_groups_are_judged_from_their_documents(redis_client) -> None:
+    """Groups whose lag rules must look at rows (lagging, Empty with messages waiting, lag moving
+    under the thresholds) beside quiet ones: the same alerts and evidence either way, over a run of
+    refreshes."""
+    steps = [T0 + 2 * MIN + i * 20 * S for i in range(8)]
+    with_summaries, plain = RedisStore(redis_client), RedisStore(redis_client, prefix="docs")
+    ev = Evaluator(redis_client, parse_alert_config(None))
+    ev_docs = Evaluator(redis_client, parse_alert_config(None), prefix="docs", summaries=False)
+    for k, at in enumerate(steps):
+        lagging = [part("orders", 0, 5000 + k * 100, 30.0 + 20 * k, "STOP"), part("orders", 1, 0, 0.0)]
+        docs = [
+            steady_doc("lagging", t0=T0 - 60 * MIN, lag=lagging),
+            steady_doc("creeping", t0=T0 - 60 * MIN, lag=[part("t", 0, 3 + k, 1.0 + k, "OK")]),
+            steady_doc("idle", t0=T0 - 60 * MIN, lag=[part("t", 0, 0, 0.0, "OK")]),
+            storm_doc("storm", t0=at - 40 * S)[0],
+        ]
+        empty = steady_doc("stopped", t0=T0 - 60 * MIN, lag=[part("t", 0, 50 * k, 90.0, "STOP")])
+        empty["timeline"] += [{"state": "Empty", "start": T0, "end": None}]
+        empty["timeline"][-2]["end"] = T0
+        empty["state"] = "Empty"
+        docs.append(empty)
+        with_summaries.write_groups(docs, at)
+        plain.write_groups(docs, at)
+        a, b = ev.run_cycle(now_ms=at), ev_docs.run_cycle(now_ms=at)
+        assert [(t.event, t.alert) for t in a.transitions] == [(t.event, t.alert) for t in b.transitions]
+        assert AlertStore(redis_client).active() == AlertStore(redis_client, prefix="docs").active()
+    rules = {(x["group"], x["rule"]) for x in AlertStore(redis_client).history(limit=100)}
+    assert {("lagging", "lag"), ("stopped", "group_empty"), ("storm", "rebalance_storm")} <= rules
+
+
+# --- through Redis: the metrics ---------------------------------------------------------------------
+
+
+def _reference_scrape(client, per_partition: bool) -> bytes:
+    """The scrape before summaries (collectors/alerts/metrics.py as it was): every fleet row and every
+    document, formatted by prometheus_client. The reference the new scrape must equal."""
+
+    class Reference:
+        def describe(self):
+            return []
+
+        def collect(self):
+            g = GaugeMetricFamily
+            data, alerts = RedisStore(client), AlertStore(client)
+            groups = g("groupscope_groups", "Consumer groups per state", labels=["state"])
+            state = g("groupscope_group_state", "1 for the group's current state", labels=["group", "state"])
+            members = g("groupscope_group_members", "Members of the group", labels=["group"])
+            generation = g(
+                "groupscope_group_generation", "Classic generation, or KIP-848 group epoch", labels=["group"]
+            )
+            rebalances = g("groupscope_group_rebalances_1h", "Rebalances in the last hour", labels=["group"])
+            lag = g("groupscope_group_lag_offsets", "Total lag in messages", labels=["group"])
+            lag_s = g("groupscope_group_lag_seconds", "Worst partition lag in seconds", labels=["group"])
+            tlag = g(
+                "groupscope_group_topic_lag_offsets", "Lag in messages per topic", labels=["group", "topic"]
+            )
+            tlag_s = g(
+                "groupscope_group_topic_lag_seconds",
+                "Worst lag in seconds per topic",
+                labels=["group", "topic"],
+            )
+            plag = g(
+                "groupscope_partition_lag_offsets", "Lag in messages", labels=["group", "topic", "partition"]
+            )
+            plag_s = g(
+                "groupscope_partition_lag_seconds", "Lag in seconds", labels=["group", "topic", "partition"]
+            )
+            firing = g("groupscope_alert_firing", "1 per firing alert", labels=["group", "rule", "severity"])
+            active_rule = g("groupscope_alerts_active", "Firing alerts per rule", labels=["rule"])
+            out = [groups, state, members, generation, rebalances, lag, lag_s, tlag, tlag_s]
+            per_state: dict[str, int] = {}
+            names = []
+            for raw_name, raw in client.hgetall(data.k("fleet")).items():
+                name = raw_name.decode()
+                row = json.loads(raw)
+                names.append(name)
+                st_ = str(row.get("state") or "Unknown")
+                per_state[st_] = per_state.get(st_, 0) + 1
+                state.add_metric([name, st_], 1)
+                members.add_metric([name], float(row.get("members") or 0))
+                gen = row.get("generation") if row.get("generation") is not None else row.get("group_epoch")
+                if gen is not None:
+                    generation.add_metric([name], float(gen))
+                rebalances.add_metric([name], float(row.get("rebalances_1h") or 0))
+                lag.add_metric([name], float(row.get("lag") or 0))
+                lag_s.add_metric([name], float(row.get("lag_seconds") or 0))
+            for st_, n in sorted(per_state.items()):
+                groups.add_metric([st_], n)
+            for name in names:
+                raw = client.get(data.gk(name, "doc"))
+                if not raw:
+                    continue
+                topics: dict[str, list[float]] = {}
+                for p in partition_lags(json.loads(raw)):
+                    t = topics.setdefault(p.topic, [0.0, 0.0])
+                    t[0] += p.lag_offsets or 0
+                    t[1] = max(t[1], p.lag_seconds or 0.0)
+                    if per_partition:
+                        plag.add_metric([name, p.topic, str(p.partition)], float(p.lag_offsets or 0))
+                        plag_s.add_metric([name, p.topic, str(p.partition)], float(p.lag_seconds or 0))
+                for topic, (off, sec) in sorted(topics.items()):
+                    tlag.add_metric([name, topic], off)
+                    tlag_s.add_metric([name, topic], sec)
+            if per_partition:
+                out += [plag, plag_s]
+            per_rule: dict[str, int] = {}
+            for a in alerts.active():
+                firing.add_metric([a["group"], a["rule"], a.get("severity", "warning")], 1)
+                per_rule[a["rule"]] = per_rule.get(a["rule"], 0) + 1
+            for rule, n in sorted(per_rule.items()):
+                active_rule.add_metric([rule], n)
+            out += [firing, active_rule]
+            cycle = alerts.last_cycle()
+            if cycle:
+                d = g("groupscope_alert_cycle_duration_seconds", "Duration of the last evaluation cycle")
+                d.add_metric([], float(cycle.get("duration_s") or 0))
+                ts = g(
+                    "groupscope_alert_cycle_timestamp_seconds", "Wall-clock time of the last evaluation cycle"
+                )
+                ts.add_metric([], float(cycle.get("wall_ms") or 0) / 1000.0)
+                ev = g(
+                    "groupscope_alert_cycle_groups_evaluated", "Groups judged in the last evaluation cycle"
+                )
+                ev.add_metric([], float(cycle.get("evaluated") or 0))
+                out += [d, ts, ev]
+            errors = g("groupscope_scrape_errors", "1 when Redis could not be read for this scrape")
+            errors.add_metric([], 0)
+            return [*out, errors]
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(Reference())
+    return generate_latest(registry)
+
+
+def _series(text: bytes | str) -> dict[tuple[str, tuple], float]:
+    """Every sample by (name, labels), with each family's help and type: what Prometheus stores."""
+    text = text.decode() if isinstance(text, bytes) else text
+    out: dict[tuple[str, tuple], float] = {}
+    for fam in text_string_to_metric_families(text):
+        out[(f"{fam.name} {fam.type} {fam.documentation}", ())] = 0.0
+        for s_ in fam.samples:
+            key = (s_.name, tuple(sorted(s_.labels.items())))
+            assert key not in out, key
+            out[key] = s_.value
+    return out
+
+
+class _Quiet(WSGIRequestHandler):
+    def log_message(self, *args) -> None:
+        pass
+
+
+def _http(app, gzip_ok: bool) -> bytes:
+    import gzip
+
+    httpd = make_server("127.0.0.1", 0, app, handler_class=_Quiet)
+    t = threading.Thread(target=httpd.serve_forever, daemon=True)
+    t.start()
+    try:
+        req = urllib.request.Request(
+            f"http://127.0.0.1:{httpd.server_port}/metrics",
+            headers={"Accept-Encoding": "gzip"} if gzip_ok else {},
+        )
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            body = resp.read()
+            assert resp.headers.get("Content-Type", "").startswith("text/plain")
+            if gzip_ok:
+                assert resp.headers.get("Content-Encoding") == "gzip"
+                body = gzip.decompress(body)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    return body
+
+
+def _fill_metrics_fleet(redis_client, mixed: bool = True) -> None:
+    """The captures' groups at their end, groups with names and topics that need escaping, and
+    alerts on some; with `mixed`, a third of the groups written by a collector without summaries."""
+    docs = []
+    for d in capture_dirs():
+        cap = read_capture(d)
+        docs += [eng.document() for eng in rebuild(cap.evidence).values()]
+    odd = steady_doc('we"ird\\name\nx', lag=[part('t"q', 0, 40, 2.5, "OK"), part("t\\b", 3, 7, 0.5)])
+    lagging = steady_doc("lagging", lag=[part("orders", 0, 5000, 300.0, "STOP"), part("orders", 1, 0, 0.0)])
+    storm, end = storm_doc("storm")
+    docs = json.loads(json.dumps([*docs, odd, lagging, storm]))
+    RedisStore(redis_client).write_groups(docs[0::3] + docs[1::3], end)
+    RedisStore(redis_client, summaries=not mixed).write_groups(docs[2::3], end)
+    Evaluator(redis_client, parse_alert_config(None)).run_cycle(now_ms=end)
+
+
+@pytest.mark.servers
+@pytest.mark.parametrize("per_partition", [False, True])
+@pytest.mark.parametrize("mixed", [False, True], ids=["all summarised", "a third not summarised"])
+def test_metrics_series_equal_the_scrape_before_summaries(
+    redis_client, redis_server, per_partition, mixed
+) -> None:
+    """The same series, labels and values (and help and type) from: the old scrape (reference), the
+    text the WSGI app serves (plain and gzip), the text from documents only, and the registry."""
+    _fill_metrics_fleet(redis_client, mixed)
+    want = _series(_reference_scrape(redis_client, per_partition))
+    assert any(k[0] == "groupscope_alert_firing" for k in want)
+    assert any(k[0] == "groupscope_group_topic_lag_offsets" for k in want)
+    assert _series(MetricsSource(redis_client, per_partition=per_partition).render()) == want
+    docs_only = MetricsSource(redis_client, per_partition=per_partition, summaries=False)
+    assert _series(docs_only.render()) == want
+    assert _series(generate_latest(make_registry(redis_server.url, per_partition=per_partition))) == want
+    app = make_wsgi_app(redis_server.url, per_partition=per_partition)
+    assert _series(_http(app, gzip_ok=True)) == want
+    assert _series(_http(app, gzip_ok=False)) == want
+
+
+@pytest.mark.servers
+def test_metrics_name_selection_and_methods(redis_client, redis_server) -> None:
+    """As prometheus_client's app: `name[]` selects families, OPTIONS and other methods answered."""
+    _fill_metrics_fleet(redis_client)
+    app = make_wsgi_app(redis_server.url)
+    calls: list[str] = []
+
+    def call(method: str, query: str = "") -> bytes:
+        env = {"REQUEST_METHOD": method, "PATH_INFO": "/metrics", "QUERY_STRING": query}
+        return b"".join(app(env, lambda status, headers: calls.append(status)))
+
+    body = call("GET", "name[]=groupscope_groups&name[]=groupscope_scrape_errors")
+    assert {k[0].split()[0] for k in _series(body)} == {"groupscope_groups", "groupscope_scrape_errors"}
+    assert call("OPTIONS") == b"" and calls[-1] == "200 OK"
+    call("POST")
+    assert calls[-1].startswith("405")
+
+
+# --- the store keeps them with the document ------------------------------------------------------
+
+
+def _summary_fields(client, name: str, prefix: str = "gs") -> dict[str, bytes | None]:
+    return {what: client.hget(f"{prefix}:summary:{what}", name) for what in SUMMARY_KEYS}
+
+
+@pytest.mark.servers
+def test_summaries_are_written_with_the_document_and_go_with_the_group(redis_client) -> None:
+    store = RedisStore(redis_client, retention_ms=60_000)
+    d = steady_doc("g", lag=[part("t", 0, 5, 1.0)])
+    store.write_group(d, T0)
+    fields = _summary_fields(redis_client, "g")
+    assert all(fields.values())
+    facts = decode_facts(fields["facts"])
+    assert facts is not None and facts.key == summarize(d, {}, _history_digest(d)).facts.key
+    # a refresh that moves only lag keeps the head (the key is the same) and rewrites the rest
+    redis_client.hset("gs:summary:rules", "g", b"[1,kept]")
+    moved = steady_doc("g", lag=[part("t", 0, 9, 2.0)])
+    moved["generations"] = d["generations"]
+    store.write_group(moved, T0 + 1000)
+    assert redis_client.hget("gs:summary:rules", "g") == b"[1,kept]"
+    lag_lines = "metrics:groupscope_group_topic_lag_offsets"
+    assert _summary_fields(redis_client, "g")[lag_lines] != fields[lag_lines]
+    # a new generation rebuilds it
+    rebalanced = copy.deepcopy(moved)
+    rebalanced["generations"].append({**rebalanced["generations"][0], "generation": 2, "start": T0 + 2000})
+    store.write_group(rebalanced, T0 + 2000)
+    assert redis_client.hget("gs:summary:rules", "g") != b"[1,kept]"
+    # a writer without summaries removes them (readers then read the document)
+    RedisStore(redis_client, summaries=False).write_group(rebalanced, T0 + 3000)
+    assert _summary_fields(redis_client, "g") == dict.fromkeys(SUMMARY_KEYS)
+    store.write_group(rebalanced, T0 + 4000)
+    assert all(_summary_fields(redis_client, "g").values())
+    # deleted, and trimmed away when Empty past the retention
+    store.delete_group("g")
+    assert _summary_fields(redis_client, "g") == dict.fromkeys(SUMMARY_KEYS)
+    store.write_group(steady_doc("old", lag=[part("t", 0, 5, 1.0)]) | {"state": "Empty"}, T0)
+    store.trim(T0 + 10 * MIN)
+    assert _summary_fields(redis_client, "old") == dict.fromkeys(SUMMARY_KEYS)
+    assert not any(redis_client.hlen(f"gs:summary:{what}") for what in SUMMARY_KEYS)
+
+
+@pytest.mark.servers
+@pytest.mark.parametrize("odd", [{1, 2}, 2**70], ids=["set", "int past 64 bits"])
+def test_a_document_the_summaries_cannot_describe_is_read_whole(redis_client, odd) -> None:
+    """A value the summaries cannot hold exactly (a set, which the document stores as text; an integer
+    orjson would read back as a float) leaves the group without summaries, and the evaluator reads
+    its document."""
+    store = RedisStore(redis_client)
+    d = steady_doc("odd", lag=[part("t", 0, 5000, 300.0, "STOP")])
+    d["generations"][0]["duration_ms"] = odd
+    store.write_group(d, T0)
+    assert _summary_fields(redis_client, "odd") == dict.fromkeys(SUMMARY_KEYS)
+    r = Evaluator(redis_client, parse_alert_config(None)).run_cycle(now_ms=T0)
+    assert (r.evaluated, r.fired) == (1, 1)
