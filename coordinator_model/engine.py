@@ -168,6 +168,7 @@ class CommitRun:
     # every commit, as apply_commits rows (ts, topic, partition, offset, commit timestamp, leader
     # epoch, expire timestamp, log offset), in order: for when the summary does not hold
     rows: Callable[[], list[tuple]]
+    topic_id: str | None = None  # the topic's id, when version 4 values carried it (Kafka 4.1+)
 
 
 def _merged_rows(runs: Iterable[CommitRun]) -> list[tuple]:
@@ -278,6 +279,9 @@ class GroupEngine:
         engine's state (see `_commit_run`) costs O(1) whatever its length; any other is expanded."""
         if not runs:
             return
+        for run in runs:
+            if run.topic_id is not None and run.topic_id not in self.topic_names:
+                self._learn_topic_id(run.topic_id, run.topic)
         runs = sorted(runs, key=lambda r: (r.first_ts, r.first_log))
         last_ts = max(r.last_ts for r in runs)
         if last_ts >= self._next_due:

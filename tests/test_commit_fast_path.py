@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import pickle
 
 import pandas as pd
@@ -19,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from collectors.codec import records as r
+from collectors.codec.compiler import uuid_str
 from collectors.codec.decoder import decode_value
 from collectors.codec.encoder import encode_key, encode_value
 from collectors.pipeline.commit_columns import decode_commit_values
@@ -33,7 +35,7 @@ I64 = st.integers(-(2**63), 2**63 - 1)
 I32 = st.integers(-(2**31), 2**31 - 1)
 
 commit_values = st.builds(
-    lambda version, off, epoch, meta, cts, exp: (
+    lambda version, off, epoch, meta, cts, exp, tid: (
         version,
         r.OffsetCommitValue(
             offset=off,
@@ -41,6 +43,7 @@ commit_values = st.builds(
             metadata=meta,
             commit_timestamp=cts,
             expire_timestamp=exp if version == 1 else -1,
+            topic_id=uuid_str(tid) if version >= 4 else r.ZERO_UUID,
         ),
     ),
     st.integers(0, 4),
@@ -49,6 +52,7 @@ commit_values = st.builds(
     st.one_of(st.just(""), st.text(max_size=6)),
     I64,
     I64,
+    st.one_of(st.just(bytes(16)), st.binary(min_size=16, max_size=16)),
 )
 
 
@@ -67,7 +71,8 @@ def test_column_decoder_equals_the_codec(values: list[bytes | None]) -> None:
             continue
         assert value is not None
         version, obj = decode_value(r.OFFSET_COMMIT, value)
-        assert version <= 3 and obj.metadata == ""
+        assert version <= 4 and obj.metadata == ""
+        assert cols.topic_id(i) == (None if obj.topic_id == r.ZERO_UUID else obj.topic_id)
         assert int(cols.offset[i]) == obj.offset
         assert int(cols.leader_epoch[i]) == obj.leader_epoch
         assert int(cols.commit_timestamp[i]) == obj.commit_timestamp
@@ -75,19 +80,23 @@ def test_column_decoder_equals_the_codec(values: list[bytes | None]) -> None:
 
 
 def test_column_decoder_takes_the_common_shapes_and_leaves_the_rest() -> None:
-    plain = [
-        _encoded(v, r.OffsetCommitValue(offset=7, leader_epoch=2, commit_timestamp=99)) for v in (0, 1, 2, 3)
-    ]
+    tid = uuid_str(bytes(range(1, 17)))
+    value = r.OffsetCommitValue(offset=7, leader_epoch=2, commit_timestamp=99)
+    plain = [_encoded(v, value) for v in (0, 1, 2, 3, 4)]
+    # what Kafka 4.1+ writes: version 4 with the topic's id as tagged field 0
+    plain.append(_encoded(4, dataclasses.replace(value, topic_id=tid)))
     other = [
         _encoded(3, r.OffsetCommitValue(offset=7, metadata="m", commit_timestamp=99)),
-        _encoded(4, r.OffsetCommitValue(offset=7, commit_timestamp=99)),
+        _encoded(4, r.OffsetCommitValue(offset=7, metadata="m", commit_timestamp=99, topic_id=tid)),
         plain[3][:-1],  # truncated
         plain[3] + b"\x00",  # trailing byte: the codec decides
+        plain[5][:-1],
         None,
     ]
     cols = decode_commit_values(pa.array(plain + other, pa.binary()))
-    assert cols.ok.tolist() == [True] * 4 + [False] * 5
-    assert cols.leader_epoch.tolist()[:4] == [-1, -1, -1, 2]
+    assert cols.ok.tolist() == [True] * 6 + [False] * 6
+    assert cols.leader_epoch.tolist()[:6] == [-1, -1, -1, 2, 2, 2]
+    assert [cols.topic_id(i) for i in range(6)] == [None] * 5 + [tid]
 
 
 def _raw(rows: list[tuple]) -> pd.DataFrame:
@@ -99,11 +108,13 @@ def test_route_arrow_gathers_commits_into_runs_and_sends_the_rest_row_by_row() -
     key = encode_key(r.OffsetCommitKey("g1", "orders", 3))
     meta_key = encode_key(r.GroupMetadataKey("g1"))
     v3 = _encoded(3, r.OffsetCommitValue(offset=42, leader_epoch=5, commit_timestamp=1000))
-    v3b = _encoded(3, r.OffsetCommitValue(offset=44, leader_epoch=5, commit_timestamp=3000))
-    v4 = _encoded(4, r.OffsetCommitValue(offset=43, commit_timestamp=1001))
+    tid = uuid_str(bytes(range(16)))
+    # Kafka 4.1+: version 4 with the topic's id; it joins the run, and the run carries the id
+    v3b = _encoded(4, r.OffsetCommitValue(offset=44, leader_epoch=5, commit_timestamp=3000, topic_id=tid))
+    v4 = _encoded(4, r.OffsetCommitValue(offset=43, metadata="m", commit_timestamp=1001))
     rows = [
         (t, 7, 10, 1000, key, v3),
-        (t, 7, 11, 1001, key, v4),  # flexible version: row by row
+        (t, 7, 11, 1001, key, v4),  # a metadata string: row by row
         (t, 7, 12, 1002, key, None),  # tombstone: row by row
         (t, 7, 13, 1003, meta_key, b"\x00\x03garbage"),  # group metadata (bad): row by row, dead later
         (t, 7, 14, 1004, b"\x00", v3),  # key too short: dead letter
@@ -123,9 +134,12 @@ def test_route_arrow_gathers_commits_into_runs_and_sends_the_rest_row_by_row() -
     want = [
         decode_one("offsets", t, 7, o, ts, key, v)[0][3] for o, ts, v in ((10, 1000, v3), (15, 3000, v3b))
     ]
-    assert got == want
+    # the topic's id is carried per run (the model only learns the id's name from it), so the v3
+    # commit of a run that also holds a v4 one carries it too
+    assert got == [dataclasses.replace(w, topic_id=tid) for w in want]
     (run,) = batch.commit_runs((0, 1))
     assert (run.offset, run.commit_ts, run.epoch, run.monotone) == (44, 3000, 5, True)
+    assert run.topic_id == tid
     assert run.slots == [(1000, 42), (3000, 44)] and run.slot_start == 3000
     slow = out[out["kind"] != RUN_KIND]
     assert sorted(slow["offset"].tolist()) == [0, 11, 12, 13, 14]

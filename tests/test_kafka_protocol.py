@@ -1070,3 +1070,48 @@ def test_admin_poller_committed_lines_over_a_kept_client(kafka_broker, committed
     kept = poller._protocol
     poller.stop()
     assert poller._protocol is None and kept is not None and not kept._conns
+
+
+@pytest.mark.servers
+def test_poller_sends_no_committed_offsets_when_the_offsets_topic_is_read(
+    kafka_broker: Any, committed_groups: Any
+) -> None:
+    """With `__consumer_offsets` readable the pipeline has every commit first hand: the poller still
+    fetches committed offsets (they say which partitions need log-end offsets, for a group without
+    members too) but sends none of them; a group's end offsets go as one line."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from collectors.pipeline.admin_poller import AdminPoller
+    from collectors.pipeline.decode import decode_one
+    from collectors.pipeline.job import PipelineConfig
+
+    bs = kafka_broker.bootstrap_servers
+    admin = AdminClient({"bootstrap.servers": bs})
+    producer = Producer({"bootstrap.servers": bs})
+    admin_topic = f"admin-{time.time_ns()}"
+    admin.create_topics([NewTopic(admin_topic, 1, 1)])[admin_topic].result(15)
+    cfg = PipelineConfig(
+        redis_url="redis://unused",
+        checkpoint_dir="/tmp",
+        kafka={"bootstrap.servers": bs},
+        admin_topic=admin_topic,
+    )
+    poller = AdminPoller(cfg, store=None, offsets_readable=True)
+    try:
+        assert poller.poll_once(admin, producer) >= 1
+    finally:
+        poller.stop()
+    g = next(iter(committed_groups.offsets))
+    lines = _admin_lines(bs, admin_topic, g)
+    assert not [x for x in lines if "committed" in x]
+    [ends] = [x for x in lines if "end_offsets" in x]
+    assert sorted((t, p) for t, p, _ in ends["end_offsets"]) == sorted(
+        (t, p) for t, p, _ in committed_groups.offsets[g]
+    )
+    # the model reads it as one EndOffset per partition
+    evidence = decode_one("admin", admin_topic, 0, 0, 0, g.encode(), json.dumps(ends).encode())
+    assert sorted((ev.topic, ev.partition, ev.end_offset) for _, _, _, ev in evidence) == sorted(
+        (t, p, off) for t, p, off in ends["end_offsets"]
+    )
+    assert {grp for grp, _, _, _ in evidence} == {g}

@@ -49,7 +49,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from collectors.pipeline.admin_poller import STATE_NAMES
+from collectors.pipeline.admin_poller import STATE_NAMES, end_offset_lines
 from collectors.pipeline.job import PipelineConfig, run_pipeline
 from collectors.redis_store import RedisStore
 from coordinator_model.broker_log import BrokerLogEvent, cause_of_reason, parse_broker_log_line
@@ -632,7 +632,11 @@ def save_artifacts(
         for m in sorted(read_topic(bootstrap, cfg.admin_topic), key=lambda m: m.timestamp()[1]):
             obj = json.loads(m.value())
             if obj.get("group") in groups:
-                (ends if "end_offset" in obj else describe).append(json.dumps(obj))
+                per_partition = end_offset_lines(obj)
+                if per_partition:
+                    ends.extend(json.dumps(x) for x in per_partition)
+                else:
+                    describe.append(json.dumps(obj))
         (d / "describe.jsonl").write_text("".join(x + "\n" for x in describe))
         (d / "end_offsets.jsonl").write_text("".join(x + "\n" for x in ends))
         if cfg.broker_log_files:

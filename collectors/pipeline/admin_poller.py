@@ -8,10 +8,15 @@ their output goes through the same checkpointed stream as everything else (order
   subscribed to all the same.
 - `AdminPoller`: every `admin_poll_interval_s` (default 5 s) lists the groups, describes them, reads
   their committed offsets and the log-end offsets of every partition they commit to or are assigned,
-  and produces describe / committed / end-offset JSON lines (the shapes of a capture's describe.jsonl
-  and end_offsets.jsonl; end offsets keyed by the group they serve) to the internal admin topic:
-  each only when it changed since it was last sent, or is `admin_resend_s` old (admin_changes.py),
-  so an idle fleet of 10,000 groups is not a million lines every poll.
+  and produces describe / committed / end-offset JSON lines (the shape of a capture's describe.jsonl;
+  a group's end offsets as one line, `{"ts", "group", "end_offsets": [[topic, partition, offset]]}`)
+  to the internal admin topic: each only when it changed since it was last sent, or is
+  `admin_resend_s` old (admin_changes.py), so an idle fleet of 10,000 groups is not a million lines
+  every poll. When `__consumer_offsets` is readable the committed offsets are not sent: the topic
+  already carries every commit, first hand, and at 10,000 groups of 100 partitions the copies were as
+  many records as the whole backlog being caught up. They are still fetched, to know which partitions
+  need log-end offsets (a group without members says so nowhere else). End offsets go one line per
+  group, not per partition, for the same reason (a million lines per resend at that size).
   KIP-848 groups' describe lines also carry the broker's ConsumerGroupDescribe as their "broker"
   block (epochs, subscriptions, target assignments: collectors.kafka_protocol). Committed offsets
   come from collectors.kafka_protocol too (OffsetFetch v8+, hundreds of groups a request), not from
@@ -172,6 +177,17 @@ class _Loop(threading.Thread):
         self._stop_evt.set()
 
 
+def end_offset_lines(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """An admin topic line's log-end offsets in a capture's end_offsets.jsonl shape, one line per
+    partition (the poller sends a group's as one line); [] for any other line."""
+    if "end_offsets" in obj:
+        return [
+            {"ts": obj["ts"], "topic": t, "partition": p, "end_offset": off, "group": obj.get("group")}
+            for t, p, off in obj["end_offsets"]
+        ]
+    return [obj] if "end_offset" in obj else []
+
+
 def describe_json(d: Any, ts: int) -> dict[str, Any]:
     """A confluent-kafka ConsumerGroupDescription in the shape of a capture's describe.jsonl line."""
     coord = getattr(d, "coordinator", None)
@@ -209,9 +225,18 @@ def describe_json(d: Any, ts: int) -> dict[str, Any]:
 
 
 class AdminPoller(_Loop):
-    def __init__(self, cfg: Any, store: Any, describe_chunk: int = 20, offsets_in_flight: int = 200) -> None:
+    def __init__(
+        self,
+        cfg: Any,
+        store: Any,
+        describe_chunk: int = 20,
+        offsets_in_flight: int = 200,
+        offsets_readable: bool = False,
+    ) -> None:
         super().__init__("groupscope-admin-poller")
         self.cfg = cfg
+        # __consumer_offsets is read by the pipeline: committed offsets are not sent again from here
+        self.offsets_readable = offsets_readable
         self.store = store
         self.describe_chunk = describe_chunk
         self.offsets_in_flight = max(1, offsets_in_flight)
@@ -320,7 +345,8 @@ class AdminPoller(_Loop):
         for doc in kip848:
             send(("describe", doc["group"]), doc["group"], doc, DESCRIBE_HOT_MS)
         for g, committed in self._fetch_committed(admin, groups, timeout_s).items():
-            send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
+            if not self.offsets_readable:
+                send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
             wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
             producer.poll(0)
         all_tps = sorted({tp for s in wanted.values() for tp in s})
@@ -333,10 +359,9 @@ class AdminPoller(_Loop):
                 with contextlib.suppress(Exception):
                     ends[(tp.topic, tp.partition)] = int(f.result(timeout_s + 5).offset)
         for g, tps in wanted.items():
-            for t, p in sorted(tps):
-                if (t, p) in ends:
-                    val = {"ts": ts, "topic": t, "partition": p, "end_offset": ends[(t, p)], "group": g}
-                    send(("end", g, t, p), g, val)
+            known = [[t, p, ends[(t, p)]] for t, p in sorted(tps) if (t, p) in ends]
+            if known:
+                send(("ends", g), g, {"ts": ts, "group": g, "end_offsets": known})
             producer.poll(0)
         self.changes.forget(polled)  # groups and partitions gone since: their next answer is new
         # The stream's clock: one record per poll even when nothing changed, so the per-group timers

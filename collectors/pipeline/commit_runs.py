@@ -19,6 +19,7 @@ apply one by one when an assumption does not hold (GroupEngine.apply_commit_runs
 
 from __future__ import annotations
 
+import functools
 from bisect import bisect_left
 from collections.abc import Callable
 from typing import Any
@@ -58,6 +59,9 @@ class CommitRunGatherer:
         ] = []  # run id -> (group, bucket, topic, partition, source topic, source partition)
         self._parts: list[dict[str, np.ndarray]] = []
         self.pending = 0
+        # committed topic -> its id, from the version 4 values that carry one (an id is per topic, so
+        # a run carries its topic's id rather than one per commit)
+        self.topic_ids: dict[str, str] = {}
 
     def run_id(
         self, group: str, bucket: int, topic: str, partition: int, src_topic: str, src_part: int
@@ -121,6 +125,7 @@ class CommitRunGatherer:
             "c_slot_start": pa.array(runs["slot_start"], pa.int64()),
             "c_slots": _binary(runs["slots"], runs["slot_bounds"] * SLOT_DTYPE.itemsize),
             "c_run": _binary(runs["packed"], runs["run_bounds"] * RUN_DTYPE.itemsize),
+            "c_topic_id": pa.array([self.topic_ids.get(t) for t in ctopic], pa.string()),
         }
         self._info_reset_if_large()
         return pa.RecordBatch.from_arrays([values[c] for c in ROUTED_COLUMNS], schema=self.schema)
@@ -238,6 +243,7 @@ def commit_run(
     slots: bytes,
     slot_start: int,
     packed: bytes,
+    topic_id: str | None = None,
 ) -> CommitRun:
     """The model's CommitRun of a run row's columns."""
     topic, partition = str(c_topic), int(c_partition)
@@ -256,17 +262,21 @@ def commit_run(
         np.frombuffer(slots, SLOT_DTYPE).tolist(),
         int(slot_start),
         _rows_of(topic, partition, packed),
+        topic_id or None,
     )
 
 
 def _rows_of(topic: str, partition: int, packed: bytes) -> Callable[[], list[tuple]]:
-    def rows() -> list[tuple]:
-        return [
-            (ts, topic, partition, off, cts, epoch, expire, log)
-            for ts, log, off, cts, expire, epoch in unpack(packed)
-        ]
+    # a partial of a module function, not a closure: a run held behind the watermark is pickled
+    # with its bucket's state
+    return functools.partial(_unpacked_rows, topic, partition, bytes(packed))
 
-    return rows
+
+def _unpacked_rows(topic: str, partition: int, packed: bytes) -> list[tuple]:
+    return [
+        (ts, topic, partition, off, cts, epoch, expire, log)
+        for ts, log, off, cts, expire, epoch in unpack(packed)
+    ]
 
 
 def unpack(packed: bytes) -> list[tuple[int, int, int, int, int, int]]:

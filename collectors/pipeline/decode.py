@@ -32,16 +32,18 @@ ROUTED_SCHEMA = (
     "bucket int, group string, ts long, rank int, kind string, topic string, partition int, offset long, "
     "key binary, value binary, error string, "
     "c_topic string, c_partition int, c_offset long, c_commit_ts long, c_epoch int, c_expire long, "
-    "c_first_ts long, c_last_log long, c_mono boolean, c_slot_start long, c_slots binary, c_run binary"
+    "c_first_ts long, c_last_log long, c_mono boolean, c_slot_start long, c_slots binary, c_run binary, "
+    "c_topic_id string"
 )
 ROUTED_COLUMNS = [c.split()[0] for c in ROUTED_SCHEMA.split(", ")]
 # The c_* columns belong to runs of `__consumer_offsets` commits decoded in the first stage (kind
 # "commits", see commit_runs: the committed topic and partition, the last commit's offset, commit
 # timestamp, leader epoch and expire timestamp, then the run's summary and packed commits); a run's raw
 # keys and values are not carried on. Other rows leave the c_* columns empty. In the model stage a run
-# may be taken apart into one row per commit, of kind "commit", with the first six c_* fields.
+# may be taken apart into one row per commit, of kind "commit", with the first six c_* fields and
+# c_topic_id (the committed topic's id, from version 4 values that carry it; null otherwise).
 COMMIT_KIND = "commit"
-_NO_COMMIT = (None, 0, 0, 0, 0, 0, 0, 0, False, 0, None, None)
+_NO_COMMIT = (None, 0, 0, 0, 0, 0, 0, 0, False, 0, None, None, None)
 
 # Kinds of source, and their rank among evidence with the same timestamp.
 KIND_RANK = {"offsets": 0, "broker_log": 1, "admin": 2, "heartbeat": 4}
@@ -111,6 +113,9 @@ def decode_one(
     if kind == "admin":
         if obj.get("clock") is True:
             return []  # the Admin poller's clock record: it only wakes the timers
+        if "end_offsets" in obj:
+            # The Admin poller's line of a group's log-end offsets: [[topic, partition, offset], ...]
+            return _end_offsets_of_group(obj, key)
         if "end_offset" in obj:
             ev = E.from_end_offset_json(obj)
             # Log-end offsets belong to a partition; the producer keyed them by the group they serve.
@@ -121,13 +126,32 @@ def decode_one(
     raise ValueError(f"no decoder for source kind {kind!r}")
 
 
+def _end_offsets_of_group(obj: dict, key: bytes | None) -> list[tuple[str, int, int, Any]]:
+    from coordinator_model.evidence import EvidenceError, from_end_offset_json
+
+    group = obj.get("group") or (key.decode("utf-8") if key else None)
+    ends = obj.get("end_offsets")
+    if not group or not isinstance(ends, list):
+        raise EvidenceError("end offsets line needs a group and a list of [topic, partition, offset]")
+    out = []
+    for item in ends:
+        if not isinstance(item, list) or len(item) != 3:
+            raise EvidenceError(f"end offset must be [topic, partition, offset], got {item!r}")
+        t, p, off = item
+        ev = from_end_offset_json({"ts": obj.get("ts"), "topic": t, "partition": p, "end_offset": off})
+        out.append((group, ev.ts, END_OFFSET_RANK, ev))
+    return out
+
+
 def commit_evidence(group: str, ts: int, log_offset: int, c: tuple) -> Any:
     """The OffsetCommit evidence of one commit of a run (kind "commit"); c = (topic, partition,
-    offset, commit timestamp, leader epoch, expire timestamp). Equal to what `decode_one` makes of the
-    raw record (the first stage only decodes values with an empty metadata string)."""
+    offset, commit timestamp, leader epoch, expire timestamp, topic id or None). Equal to what
+    `decode_one` makes of the raw record (the first stage only decodes values with an empty metadata
+    string)."""
     from coordinator_model.evidence import OffsetCommit
 
-    topic, partition, offset, commit_ts, epoch, expire = c
+    topic, partition, offset, commit_ts, epoch, expire, *rest = c  # a checkpoint's held row: 6 fields
+    topic_id = rest[0] if rest else None
     return OffsetCommit(
         ts,
         group,
@@ -139,6 +163,7 @@ def commit_evidence(group: str, ts: int, log_offset: int, c: tuple) -> Any:
         metadata="",
         expire_timestamp=int(expire),
         log_offset=int(log_offset),
+        topic_id=topic_id,
     )
 
 
@@ -164,7 +189,13 @@ def route_one(
         _, k = decode_key(key)
         group = getattr(k, "group", None)
         return [(group, ts, 0)] if isinstance(group, str) else []
-    return [(g, int(t), rank) for g, t, rank, _ in decode_one(kind, topic, partition, offset, ts, key, value)]
+    # One row per group: the model stage decodes the row again and takes that group's share of it (a
+    # group's end-offsets line is a hundred pieces of evidence, and a row each carried the whole line
+    # a hundred times: 1.5 GB for 10,000 groups).
+    out: dict[str, tuple[str, int, int]] = {}
+    for g, t, rank, _ in decode_one(kind, topic, partition, offset, ts, key, value):
+        out.setdefault(g, (g, int(t), rank))
+    return list(out.values())
 
 
 def arrow_schema(ddl: str = ROUTED_SCHEMA) -> Any:
@@ -251,16 +282,27 @@ def route_arrow(
                 if len(rows):
                     _gather(runs, rows, idx, routes, batch, offsets_topics, cols, good)
                     if runs.full():
-                        yield runs.flush()
+                        yield from _slices(runs.flush())
         slow = np.flatnonzero(~fast)
         if len(slow):
             rest = batch if len(slow) == n else batch.take(pa.array(slow))
             out = _route_rows(rest.to_pydict(), kinds, buckets)
             if out["group"]:
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
-    last = runs.flush()
-    if last is not None:
-        yield last
+    yield from _slices(runs.flush())
+
+
+# Rows per record batch handed back to Spark: a task's runs leave as one batch of up to FLUSH_ROWS
+# rows, hundreds of MB, which Spark's JVM reads into one Arrow buffer from its direct memory (as
+# large as the heap, 1 GB by default): a whole catch-up in one batch ran out of it.
+OUT_BATCH_ROWS = 32_768
+
+
+def _slices(batch: Any) -> Iterator[Any]:
+    if batch is None:
+        return
+    for start in range(0, batch.num_rows, OUT_BATCH_ROWS):
+        yield batch.slice(start, OUT_BATCH_ROWS)
 
 
 def _gather(
@@ -285,6 +327,13 @@ def _gather(
         ],
         np.int64,
     )
+    codes = cols.topic_id_code[good]
+    if cols.topic_ids and (codes >= 0).any():
+        # an id names one topic: one commit per distinct id says which
+        found, first = np.unique(codes, return_index=True)
+        for code, j in zip(found.tolist(), first.tolist(), strict=True):
+            if code >= 0:
+                runs.topic_ids[routes[int(idx[j])][2]] = cols.topic_ids[code]
     runs.add(
         ids[inverse.reshape(-1)],
         ts=np.asarray(batch.column("timestamp").take(take)),

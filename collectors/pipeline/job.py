@@ -251,7 +251,7 @@ def run_pipeline(
     if cfg.live:
         topics, offsets_ok = check_topics(cfg, store)
         if cfg.admin_enabled:
-            threads.append(AdminPoller(cfg, store))
+            threads.append(AdminPoller(cfg, store, offsets_readable=bool(offsets_ok)))
         if cfg.broker_log_files and not cfg.broker_log_topic:
             threads.append(BrokerLogShipper(cfg))
     own_spark = spark is None

@@ -156,62 +156,45 @@ def make_update(
                 watermark = max(watermark, now - allowed_lateness_ms)  # idle sources: the wall clock
         sweep = timed_out or clock is not None
         arrived_groups = batch.slices
-        touched = sorted(set(groups) | set(arrived_groups)) if sweep else sorted(arrived_groups)
-        for group in touched:
+        touched = set(arrived_groups)
+        if sweep:
+            # Only the groups that have something due: a timer, rows held behind the watermark, lag
+            # that grows by the second (see `_wake_at`). Waking all of them at every clock record cost
+            # a whole re-modelling of an idle fleet of 10,000 groups every 5 s.
+            due_by = watermark if live else now
+            touched |= {g for g, v in groups.items() if (v[4] if len(v) > 4 else 0) <= due_by}
+        changed = bool(touched)
+        for group in sorted(touched):
             blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
             held: list[tuple[int, tuple]] = rest[0] if rest else []
             engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
             span = arrived_groups.get(group)
-            evidence: list[Any] = []
-            ticks: list[Tick] = []
-            commits: list[Any] | None = None
-            rows: list[tuple] = []
-            if (
-                span is not None
-                and not held
-                and batch.all_runs(span)
-                and (not live or min(batch.ts[span[1] - 1], now) <= watermark)
-            ):
-                # Only runs of offset commits, all due (the bulk of a catch-up): the engine's bulk path.
-                commits = batch.commit_runs(span)
+            # Runs of commits stay whole (one row each) through holding and ordering: taken apart,
+            # a catch-up's million commits were a million Python tuples and evidence objects.
+            arrived = batch.row_tuples(span, runs_whole=True) if span is not None else []
+            if live:
+                # Evidence is applied in event-time order up to the watermark; what is newer waits
+                # here (a row stamped ahead of our clock waits until the watermark passes its arrival;
+                # a run waits until the watermark passes its last commit).
+                held = held + [(min(_last_ts(r), now), r) for r in arrived]
+                rows = sorted((r for at, r in held if at <= watermark), key=_order)
+                held = [(at, r) for at, r in held if at > watermark]
             else:
-                arrived = batch.row_tuples(span) if span is not None else []
-                if live:
-                    # Evidence is applied in event-time order up to the watermark; what is newer waits
-                    # here (a row stamped ahead of our clock waits until the watermark passes its arrival).
-                    held = held + [(min(int(r[0]), now), r) for r in arrived]
-                    rows = sorted((r for at, r in held if at <= watermark), key=lambda r: r[:4])
-                    held = [(at, r) for at, r in held if at > watermark]
-                else:
-                    rows = sorted(arrived, key=lambda r: r[:4])
-                for row in rows:
-                    ts, _, partition, offset, kind, topic, k, v, _ = row[:9]
-                    try:
-                        if kind == COMMIT_KIND:
-                            evidence.append(commit_evidence(group, ts, offset, row[9]))
-                            continue
-                        for g, _, _, ev in decode_one(kind, topic, partition, offset, ts, k, v):
-                            if g != group:
-                                continue  # a line naming several groups: this group's share
-                            (ticks if isinstance(ev, Tick) else evidence).append(ev)
-                    except Exception as e:  # bad bytes: a dead letter, the rest of the batch goes on
-                        emit(
-                            group,
-                            "dead",
-                            ts,
-                            now,
-                            dead_letter_payload(topic, partition, offset, ts, _err(e), k, v),
-                        )
+                rows = sorted(arrived, key=_order)
+            steps, dead = _steps(group, rows)
+            for row, error in dead:
+                ts, _, partition, offset, _, topic, k, v, _ = row[:9]
+                emit(group, "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
             try:
-                if commits:
-                    engine.apply_commit_runs(commits)
-                if evidence:
-                    engine.apply_many(evidence)
-                if ticks:  # the end of a replayed capture: run the timers to its last moment
-                    engine.advance(max(t.ts for t in ticks))
+                for what, items in steps:
+                    if what == "runs":
+                        engine.apply_commit_runs(items)
+                    elif what == "evidence":
+                        engine.apply_many(items)
+                    else:  # the end of a replayed capture: run the timers to its last moment
+                        engine.advance(max(t.ts for t in items))
             except Exception as e:  # a model failure: keep the group's last good state, report the rows
-                first = batch.row_tuples((span[0], span[0] + 1))[0] if commits else rows[0]
-                ts, _, partition, offset, _, topic, k, v, _ = first[:9]
+                ts, _, partition, offset, _, topic, k, v, _ = rows[0][:9]
                 emit(
                     group,
                     "dead",
@@ -225,10 +208,10 @@ def make_update(
             # Commits still held behind the watermark are shown at once (offsets and lag only): a
             # commit's lag must not wait for the lateness; the model applies them in order later.
             early = _held_commits(group, held) if live and held else []
-            if not blob and not evidence and not ticks and not commits and not early:
+            if not blob and not steps and not early:
                 # every row of a group we have not seen yet is still held behind the watermark:
                 # publish nothing until there is evidence, or an empty document would stand in Redis
-                groups[group] = (b"", int(last_input), digest, held)
+                groups[group] = (b"", int(last_input), digest, held, _wake_at(None, None, held, watermark))
                 continue
             if live and watermark > 0:
                 engine.advance(watermark)
@@ -240,10 +223,17 @@ def make_update(
             doc = shown.document()
             text = _dumps(doc)
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-            groups[group] = (state_blob, int(last_input), new_digest, held)
+            wake = _wake_at(engine, doc, held, max(watermark, now) if not live else watermark, tick_ms)
+            groups[group] = (state_blob, int(last_input), new_digest, held, wake)
             if new_digest != digest:
                 emit(group, "doc", int(doc.get("as_of") or 0), int(last_input or now), text)
-        state.update((pickle.dumps((groups, meta), 5),))
+        if changed or not state.exists or int(meta.get("event", 0)) - int(meta.get("saved", 0)) > 60_000:
+            # A bucket where nothing was due is not written back (a clock record reaches all of them;
+            # rewriting every bucket's state at each one was most of an idle micro-batch). Its
+            # watermark inputs are saved at least once a minute: the next clock record brings the
+            # event time again anyway.
+            meta["saved"] = int(meta.get("event", 0))
+            state.update((pickle.dumps((groups, meta), 5),))
         if live:
             state.setTimeoutDuration(tick_ms)
         if out["kind"]:
@@ -333,38 +323,27 @@ class BatchRows:
                 self.c_slots[s:e],
                 self.c_slot_start[s:e],
                 self.c_run[s:e],
+                self.c_topic_id[s:e],
                 strict=True,
             )
         ]
 
-    def row_tuples(self, span: tuple[int, int]) -> list[tuple]:
+    def row_tuples(self, span: tuple[int, int], runs_whole: bool = False) -> list[tuple]:
         """(ts, rank, partition, offset, kind, topic, key, value, error, commit fields) per row; a run
-        of commits becomes a row per commit (kind "commit")."""
+        of commits becomes a row per commit (kind "commit"), or with `runs_whole` one row of kind
+        "commits" whose ts and offset are its first commit's and whose last field is its CommitRun."""
         s, e = span
         out: list[tuple] = []
+        # a span of runs only (the bulk of a catch-up) builds its CommitRuns in one pass
+        runs = self.commit_runs(span) if runs_whole and self.all_runs(span) else None
         for i in range(s, e):
             if self.kind[i] == RUN_KIND:
-                topic, part, ctopic, cpart = (
-                    self.topic[i],
-                    self.partition[i],
-                    self.c_topic[i],
-                    self.c_partition[i],
-                )
-                out.extend(
-                    (
-                        ts,
-                        0,
-                        part,
-                        log,
-                        COMMIT_KIND,
-                        topic,
-                        None,
-                        None,
-                        None,
-                        (ctopic, cpart, off, cts, epoch, exp),
-                    )
-                    for ts, log, off, cts, exp, epoch in unpack(self.c_run[i])
-                )
+                if runs_whole:
+                    run = runs[i - s] if runs is not None else self.commit_runs((i, i + 1))[0]
+                    head = (run.first_ts, 0, self.partition[i], run.first_log, RUN_KIND, self.topic[i])
+                    out.append((*head, None, None, None, run))
+                else:
+                    out.extend(_expand(self.topic[i], self.partition[i], self.run_fields(i)))
                 continue
             out.append(
                 (
@@ -384,12 +363,140 @@ class BatchRows:
                         self.c_commit_ts[i],
                         self.c_epoch[i],
                         self.c_expire[i],
+                        self.c_topic_id[i],
                     )
                     if self.kind[i] == COMMIT_KIND
                     else None,
                 )
             )
         return out
+
+    def all_plain(self, span: tuple[int, int]) -> bool:
+        """No run among the span's rows."""
+        s, e = span
+        return int(self._run_count[e] - self._run_count[s]) == 0
+
+    def run_fields(self, i: int) -> tuple[str, int, bytes, str | None]:
+        return (self.c_topic[i], self.c_partition[i], self.c_run[i], self.c_topic_id[i])
+
+
+def _expand(topic: str, partition: int, fields: tuple[str, int, bytes, str | None]) -> list[tuple]:
+    """A run's commits as rows of kind "commit" (the run read from `__consumer_offsets` `topic` /
+    `partition`)."""
+    ctopic, cpart, packed, tid = fields
+    return [
+        (
+            ts,
+            0,
+            partition,
+            log,
+            COMMIT_KIND,
+            topic,
+            None,
+            None,
+            None,
+            (ctopic, cpart, off, cts, epoch, exp, tid),
+        )
+        for ts, log, off, cts, exp, epoch in unpack(packed)
+    ]
+
+
+def _expand_run(row: tuple) -> list[tuple]:
+    """A whole run's row (kind "commits", see BatchRows.row_tuples) taken apart into its commits."""
+    run = row[9]
+    return [
+        (
+            ts,
+            0,
+            row[2],
+            log,
+            COMMIT_KIND,
+            row[5],
+            None,
+            None,
+            None,
+            (topic, part, off, cts, epoch, exp, run.topic_id),
+        )
+        for ts, topic, part, off, cts, epoch, exp, log in run.rows()
+    ]
+
+
+def _last_ts(row: tuple) -> int:
+    """When a row's evidence ends: a whole run's last commit, any other row's own time."""
+    return row[9].last_ts if row[4] == RUN_KIND else int(row[0])
+
+
+def _order(row: tuple) -> tuple:
+    return row[:4]  # (ts, rank, partition, offset): the evidence order
+
+
+def _steps(group: str, rows: list[tuple]) -> tuple[list[tuple[str, list[Any]]], list[tuple[tuple, str]]]:
+    """A group's due rows, in evidence order, as steps for the engine: ("runs", [CommitRun]) for
+    consecutive whole runs (the engine's bulk path), ("evidence", [...]) and ("ticks", [...]); and
+    the rows that fail to decode, with their error (dead letters). When another row falls inside a
+    run (its time between the run's first and last commit), the runs are taken apart and every
+    commit is evidence in its own place: the bulk path only holds for runs nothing else interleaves.
+    """
+    steps: list[tuple[str, list[Any]]] = []
+    dead: list[tuple[tuple, str]] = []
+    runs_end = None  # (ts, rank) the runs so far reach up to
+    interleaved = False
+    for row in rows:
+        if row[4] == RUN_KIND:
+            runs_end = max(runs_end or (0, 0), (row[9].last_ts, 0))
+            continue
+        if runs_end is not None and (int(row[0]), int(row[1])) <= runs_end:
+            interleaved = True
+            break
+    if interleaved:
+        expanded: list[tuple] = []
+        for row in rows:
+            expanded.extend(_expand_run(row) if row[4] == RUN_KIND else (row,))
+        rows = sorted(expanded, key=_order)
+
+    def add(what: str, item: Any) -> None:
+        if steps and steps[-1][0] == what:
+            steps[-1][1].append(item)
+        else:
+            steps.append((what, [item]))
+
+    for row in rows:
+        ts, _, partition, offset, kind, topic, k, v, _ = row[:9]
+        if kind == RUN_KIND:
+            add("runs", row[9])
+            continue
+        try:
+            if kind == COMMIT_KIND:
+                add("evidence", commit_evidence(group, ts, offset, row[9]))
+                continue
+            for g, _, _, ev in decode_one(kind, topic, partition, offset, ts, k, v):
+                if g != group:
+                    continue  # a line naming several groups: this group's share
+                add("ticks" if isinstance(ev, Tick) else "evidence", ev)
+        except Exception as e:  # bad bytes: a dead letter, the rest of the batch goes on
+            dead.append((row, _err(e)))
+    return steps, dead
+
+
+# An idle group with nothing due is still looked at this often (offset expiry, retention).
+IDLE_REFRESH_MS = 60_000
+
+
+def _wake_at(
+    engine: Any, doc: dict | None, held: list[tuple[int, tuple]], at: int, tick_ms: int = 5000
+) -> int:
+    """When a group must next be looked at with no evidence of its own: its engine's next timer
+    (session expiry), the release of its first row held behind the watermark, the next tick while
+    it has lag (lag in seconds and the lag status move with time), else IDLE_REFRESH_MS on."""
+    wake = at + IDLE_REFRESH_MS
+    if held:
+        wake = min(wake, min(t for t, _ in held))
+    if engine is not None:
+        wake = min(wake, int(getattr(engine, "_next_due", wake)))
+    lag = (doc or {}).get("lag") or {}
+    if (lag.get("total") or 0) > 0 or (lag.get("max_seconds") or 0) > 0:
+        wake = min(wake, at + tick_ms)
+    return wake
 
 
 def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:
@@ -400,7 +507,12 @@ def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:
     out = []
     for _, row in held:
         ts, _, partition, offset, kind, topic, k, v = row[:8]
-        if kind == COMMIT_KIND:
+        if kind == RUN_KIND:
+            # a run's last commit is what its offsets and lag show (the preview keeps no history)
+            run = row[9]
+            last = (run.topic, run.partition, run.offset, run.commit_ts, run.epoch, run.expire, run.topic_id)
+            out.append(commit_evidence(group, run.last_ts, run.last_log, last))
+        elif kind == COMMIT_KIND:
             out.append(commit_evidence(group, ts, offset, row[9]))
         elif kind == "offsets":
             try:
