@@ -66,3 +66,39 @@ def test_resends_are_spread_over_the_interval() -> None:
     per_poll = [sum(f.due(k, "same", t) for k in keys) for t in range(5_000, 65_000, 5_000)]
     assert sum(per_poll) == len(keys)  # each resent once in the interval
     assert max(per_poll) < len(keys) / 3  # not all in the same poll
+
+
+def test_the_poller_describes_what_changes_and_the_rest_once_per_resend_interval() -> None:
+    """ListGroups gives every group's state in one request per broker: a steady group (Stable,
+    Empty) is described when first seen, when its listed state changes, while its last describe
+    changed recently, and otherwise once per `admin_resend_s` (spread by group); the others at
+    every poll."""
+    from collectors.pipeline.admin_poller import AdminPoller
+    from collectors.pipeline.job import PipelineConfig
+
+    cfg = PipelineConfig(redis_url="redis://unused", checkpoint_dir="/tmp", admin_resend_s=60.0)
+    poller = AdminPoller(cfg, store=None)
+    groups = [f"g{i}" for i in range(50)]
+    listed = {g: "STABLE" for g in groups} | {"g0": "PREPARING_REBALANCING", "g1": "EMPTY"}
+    t = 1_000_000
+    assert poller._to_describe(groups, listed, t) == set(groups)  # first sight
+    for g in groups:  # what describing them records
+        poller._listed[g] = (listed[g], t, frozenset())
+    assert poller._to_describe(groups, listed, t + 5000) == {"g0"}  # not steady
+    listed["g2"] = "COMPLETING_REBALANCING"
+    listed["g1"] = "STABLE"
+    assert poller._to_describe(groups, listed, t + 10_000) == {"g0", "g1", "g2"}
+    # a describe that changed stays hot for a while
+    poller.changes.due(("describe", "g3"), {"v": 1}, t)
+    poller.changes.due(("describe", "g3"), {"v": 2}, t + 5000)
+    assert "g3" in poller._to_describe(groups, listed, t + 10_000)
+    # within one resend interval every steady group is described again, each once
+    seen: dict[str, int] = {}
+    for step in range(1, 13):
+        now = t + step * 5000
+        for g in poller._to_describe(groups, listed, now):
+            seen[g] = seen.get(g, 0) + 1
+            poller._listed[g] = (listed[g], now, frozenset())
+    assert set(seen) == set(groups)
+    # (g1 and g3 changed during the interval: their resend counts from their last describe)
+    assert {g: n for g, n in seen.items() if n != 1 and g not in ("g0", "g1", "g2", "g3")} == {}

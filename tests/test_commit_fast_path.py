@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import pickle
 
 import pandas as pd
@@ -288,3 +289,53 @@ def test_runs_from_the_first_stage_equal_one_by_one(
         one.apply(OffsetCommit(ts, "g", topic, part, off, cts, epoch if exp == -1 else -1, "", exp, log_off))
     bulk.apply_commit_runs(_routed_runs(in_log_order, batches, flush))
     _assert_same(bulk, one, 40_000)
+
+
+def test_a_groups_runs_stay_whole_beside_other_evidence_unless_it_falls_inside_them() -> None:
+    """The model stage applies a run of commits in bulk even when other evidence of the group comes
+    in the same batch (a describe after a catch-up), and takes the runs apart only when that
+    evidence falls between a run's first and last commit; either way the engine ends as applying
+    every piece of evidence in time order does."""
+    from collectors.pipeline.model_state import _steps
+
+    t = "__consumer_offsets"
+    key = encode_key(r.OffsetCommitKey("g1", "orders", 0))
+    commits = [
+        (t, 3, i, 1000 + 100 * i, key, _encoded(3, r.OffsetCommitValue(offset=i, commit_timestamp=1)))
+        for i in range(5)
+    ]
+    describe = json.dumps(
+        {"ts": 0, "group": "g1", "type": "classic", "state": "Empty", "protocol_type": "consumer",
+         "protocol": "", "members": [], "coordinator": 1}
+    ).encode()  # fmt: skip
+
+    def steps_for(describe_ts: int) -> tuple[list, GroupEngine, GroupEngine]:
+        raw = [
+            *commits,
+            (
+                "admin",
+                0,
+                0,
+                describe_ts,
+                b"g1",
+                describe.replace(b'"ts": 0', f'"ts": {describe_ts}'.encode()),
+            ),
+        ]
+        out = pd.concat(list(decode_batches(iter([_raw(raw)]), {t: "offsets", "admin": "admin"}, buckets=4)))
+        batch = BatchRows(out[out["group"] == "g1"].reset_index(drop=True))
+        rows = sorted(batch.row_tuples(batch.slices["g1"], runs_whole=True), key=lambda x: x[:4])
+        steps, dead = _steps("g1", rows)
+        assert not dead
+        bulk, one_by_one = GroupEngine("g1"), GroupEngine("g1")
+        for what, items in steps:
+            bulk.apply_commit_runs(items) if what == "runs" else bulk.apply_many(items)
+        evidence = [ev for x in raw for _, _, _, ev in decode_one({t: "offsets"}.get(x[0], "admin"), *x)]
+        one_by_one.apply_many(sorted(evidence, key=lambda ev: ev.ts))
+        return [what for what, _ in steps], bulk, one_by_one
+
+    kinds, bulk, one_by_one = steps_for(5000)  # after every commit: the run stays whole
+    assert kinds == ["runs", "evidence"]
+    assert bulk.document() == one_by_one.document()
+    kinds, bulk, one_by_one = steps_for(1250)  # inside the run: taken apart, in time order
+    assert kinds == ["evidence"]
+    assert bulk.document() == one_by_one.document()

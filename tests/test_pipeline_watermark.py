@@ -192,3 +192,32 @@ def test_a_commit_shows_at_once_while_the_model_waits_for_the_watermark(monkeypa
     for t in range(T0 + 5000, T0 + 15_000, 5000):
         doc = other.batch(t + 200, [clock(t)])
     assert doc["state"] == "Empty" and [o["offset"] for o in doc["offsets"]] == [7]
+
+
+def test_a_groups_last_change_shows_through_the_clock_alone_and_an_idle_group_is_left_alone(monkeypatch):
+    """The tail of the evidence: a group's final leave, then silence on every source but the Admin
+    poller's clock. The leave is held behind the watermark, then released by the clock records
+    alone (the group is woken when its held row is due), so the group's last change reaches the
+    document within lateness + one poll. Once nothing is due (no timer, no held row, no lag), a
+    clock record re-models nothing: no new document, and the bucket's state is not rewritten."""
+    live = Live(monkeypatch)
+    p = [["t", 0]]
+    live.batch(T0 + 300, [hb("m1", "join", T0), hb("m1", "assigned", T0 + 100, p), clock(T0 + 200)])
+    leave = T0 + 3000
+    live.batch(leave + 200, [hb("m1", "leave", leave)])
+    shown_at = None
+    for t in range(T0 + 5000, T0 + 30_000, 5000):
+        doc = live.batch(t + 200, [clock(t)])
+        if shown_at is None and doc is not None and not doc["members"]:
+            shown_at = t
+    assert shown_at is not None, live.docs[-1]
+    assert shown_at <= leave + 5000 + 5000  # lateness (5 s) + one clock interval
+    assert live.docs[-1]["state"] == "Empty"
+    assert causes(live.docs[-1]) == ["group_created", "member_left"]
+    assert live.docs[-1]["timeline"][-1]["start"] == leave
+    # nothing due any more: later clock records produce no document and leave the state as it was
+    docs, saved = len(live.docs), live.state.value
+    for t in range(T0 + 30_000, T0 + 50_000, 5000):
+        live.batch(t + 200, [clock(t)])
+    assert len(live.docs) == docs
+    assert live.state.value is saved

@@ -46,11 +46,20 @@ class ChangeFilter:
         changed_at = now_ms if last is not None else _NEVER
         if last is not None and last[0] == digest:
             changed_at = last[2]
-            spread = _digest(key) % max(1, self.refresh_ms // 2)
+            spread = self.spread(key)
             if now_ms - changed_at >= hot_ms and now_ms - last[1] < self.refresh_ms - spread:
                 return False
         self._sent[key] = (digest, now_ms, changed_at)
         return True
+
+    def spread(self, key: Any) -> int:
+        """How much earlier than `refresh_ms` the key's resend comes (by a hash of the key)."""
+        return _digest(key) % max(1, self.refresh_ms // 2)
+
+    def changed_within(self, key: Any, now_ms: int, ms: int) -> bool:
+        """Whether the value last sent for `key` differed from the one before, less than `ms` ago."""
+        last = self._sent.get(key)
+        return last is not None and now_ms - last[2] < ms
 
     def forget(self, keep: set[Any]) -> None:
         """Drop keys no longer polled (deleted groups, partitions gone), so the table stays bounded."""

@@ -237,6 +237,14 @@ class AdminPoller(_Loop):
         self.cfg = cfg
         # __consumer_offsets is read by the pipeline: committed offsets are not sent again from here
         self.offsets_readable = offsets_readable
+        # group -> the partitions it has committed offsets on (when they are not sent, they are only
+        # fetched to know where log-end offsets are wanted, and not at every poll: see poll_once)
+        self._committed_tps: dict[str, set[tuple[str, int]]] = {}
+        # group -> (state ListGroups gave, when it was last described, its members' partitions then):
+        # a steady group is not described at every poll (see `_to_describe`)
+        self._listed: dict[str, tuple[str, int, frozenset[tuple[str, int]]]] = {}
+        self.described_groups = 0  # groups described in all (benchmarks read it)
+        self.committed_per_poll = 2_000  # OffsetFetch is for log-end offsets only here: see poll_once
         self.store = store
         self.describe_chunk = describe_chunk
         self.offsets_in_flight = max(1, offsets_in_flight)
@@ -302,10 +310,13 @@ class AdminPoller(_Loop):
         if listing.errors and not listing.valid:
             raise RuntimeError(f"list groups: {listing.errors[0]}")
         groups = sorted(g.group_id for g in listing.valid if g.group_id)
+        listed_states = {g.group_id: _enum_name(g.state) for g in listing.valid if g.group_id}
         ts = _now_ms()
         topic = self.cfg.admin_topic
         wanted: dict[str, set[tuple[str, int]]] = {}
         polled: set[Any] = set()
+
+        sent_describe: set[str] = set()
 
         def send(key: tuple, group: str, line: dict[str, Any], hot_ms: int = 0) -> None:
             """Produce `line` when the change filter says it is due (admin_changes.py)."""
@@ -313,6 +324,8 @@ class AdminPoller(_Loop):
             if self.changes.due(key, {k: v for k, v in line.items() if k != "ts"}, ts, hot_ms):
                 producer.produce(topic, key=group.encode(), value=json.dumps(line).encode())
                 self.sent += 1
+                if key[0] == "describe":
+                    sent_describe.add(group)
             else:
                 self.held += 1
 
@@ -328,14 +341,25 @@ class AdminPoller(_Loop):
                     kip848.append(doc)  # produced below, with the broker's epochs added
                 else:
                     send(("describe", g), g, doc, DESCRIBE_HOT_MS)
-                wanted.setdefault(g, set()).update((t, p) for m in doc["members"] for t, p in m["assignment"])
+                assigned = frozenset((t, p) for m in doc["members"] for t, p in m["assignment"])
+                wanted.setdefault(g, set()).update(assigned)
+                self._listed[g] = (listed_states.get(g, ""), ts, assigned)
             producer.poll(0)
 
         # describe requests of `describe_chunk` groups, several in flight at once
         kip848: list[dict[str, Any]] = []
         chunks: collections.deque[dict[str, Any]] = collections.deque()
-        for i in range(0, len(groups), self.describe_chunk):
-            chunk = groups[i : i + self.describe_chunk]
+        to_describe = self._to_describe(groups, listed_states, ts)
+        self.described_groups += len(to_describe)
+        for g in groups:
+            if g not in to_describe:  # not described now: its last answer stands (and is kept)
+                polled.add(("describe", g))
+                wanted.setdefault(g, set()).update(self._listed[g][2])
+        for g in [g for g in self._listed if g not in listed_states]:
+            del self._listed[g]
+        ordered = [g for g in groups if g in to_describe]
+        for i in range(0, len(ordered), self.describe_chunk):
+            chunk = ordered[i : i + self.describe_chunk]
             chunks.append(admin.describe_consumer_groups(chunk, request_timeout=timeout_s))
             if len(chunks) * self.describe_chunk >= self.offsets_in_flight:
                 described(chunks.popleft())
@@ -344,11 +368,27 @@ class AdminPoller(_Loop):
         self._add_broker_blocks(kip848, timeout_s)
         for doc in kip848:
             send(("describe", doc["group"]), doc["group"], doc, DESCRIBE_HOT_MS)
-        for g, committed in self._fetch_committed(admin, groups, timeout_s).items():
-            if not self.offsets_readable:
+        if self.offsets_readable:
+            # Committed offsets only say where log-end offsets are wanted (the offsets topic has the
+            # commits themselves), and a group's partitions rarely change: they are fetched for the
+            # groups first seen, and those whose describe was sent on (it changed, or its periodic
+            # resend came round), not for all at every poll. (OffsetFetch answers for 10,000 groups
+            # of 100 partitions took 11 s of the poller's CPU to read: longer than the poll interval.)
+            need = [g for g in groups if g not in self._committed_tps or g in sent_describe]
+            # at most so many a poll (first sight of a big fleet: they are spread over a few polls)
+            need = need[: self.committed_per_poll]
+            for g, committed in self._fetch_committed(admin, need, timeout_s).items():
+                self._committed_tps[g] = {(t, p) for t, p, _ in committed}
+            known = set(groups)
+            for g in [g for g in self._committed_tps if g not in known]:
+                del self._committed_tps[g]
+            for g in groups:
+                wanted.setdefault(g, set()).update(self._committed_tps.get(g, ()))
+        else:
+            for g, committed in self._fetch_committed(admin, groups, timeout_s).items():
                 send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
-            wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
-            producer.poll(0)
+                wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
+                producer.poll(0)
         all_tps = sorted({tp for s in wanted.values() for tp in s})
         ends: dict[tuple[str, int], int] = {}
         if all_tps:
@@ -371,6 +411,34 @@ class AdminPoller(_Loop):
         if left:
             raise RuntimeError(f"{left} admin records not delivered to {topic}")
         return len(groups)
+
+    def forget_sent(self) -> None:
+        """Send everything at the next poll, as at the first one (what was sent, when each group was
+        last described and its committed partitions are forgotten)."""
+        self.changes.forget(set())
+        self._listed.clear()
+        self._committed_tps.clear()
+
+    def _to_describe(self, groups: list[str], listed: dict[str, str], now_ms: int) -> set[str]:
+        """The groups to describe this poll: those first seen, whose state in ListGroups changed or
+        is not a steady one (Stable, Empty), whose last describe changed within DESCRIBE_HOT_MS, and
+        the rest once per `admin_resend_s` (spread by group). The poll's cost then follows the number
+        of groups that change, not the size of the fleet: ListGroups answers for every group in one
+        request per broker, a describe of 10,000 steady groups every 5 s took 3-5 s of CPU."""
+        resend = int(getattr(self.cfg, "admin_resend_s", 60.0) * 1000)
+        out = set()
+        for g in groups:
+            last = self._listed.get(g)
+            state = listed.get(g, "")
+            if (
+                last is None
+                or last[0] != state
+                or state not in ("STABLE", "EMPTY")
+                or self.changes.changed_within(("describe", g), now_ms, DESCRIBE_HOT_MS)
+                or now_ms - last[1] >= resend - self.changes.spread(("describe", g))
+            ):
+                out.add(g)
+        return out
 
     def _fetch_committed(
         self, admin: Any, groups: list[str], timeout_s: float
