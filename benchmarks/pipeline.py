@@ -1,25 +1,32 @@
-"""Pipeline benchmark: catch-up of a `__consumer_offsets` backlog from a broker to Redis, next to a
-plain single-process confluent-kafka read of the same backlog; and, live, the time from a commit to
-its lag in Redis.
+"""Pipeline benchmark against a real Apache Kafka broker: the catch-up of a `__consumer_offsets`
+backlog by `groupscope collect` as shipped (Admin poller on), next to a plain single-process
+confluent-kafka read of the same backlog in the same run; then, live, the time from a commit to its
+lag in Redis with the whole fleet in the pipeline.
 
-    .venv/bin/python benchmarks/pipeline.py                      # 1,000,000 records, 10,000 groups
-    .venv/bin/python benchmarks/pipeline.py --records 200000 --groups 2000
+    .venv/bin/python benchmarks/pipeline.py                      # 1,000,000 records, 10,000 groups, 3 runs
+    .venv/bin/python benchmarks/pipeline.py --records 200000 --groups 2000 --runs 1
     .venv/bin/python benchmarks/pipeline.py --bootstrap-servers host:9092 --redis redis://...
+
+Catch-up, per run: a fresh `groupscope collect` process (new checkpoint, Redis emptied, the internal
+admin topic deleted, as on a first start) until every group is in Redis with its last commit; the
+time to the first group; the peak RSS of the collector's whole process tree (driver, JVM, Python
+workers). The ratio printed is catch-up time / plain-read time (issue target: at most 3).
 
 Without --bootstrap-servers / --redis it starts its own Apache Kafka broker (collectors/embedded_kafka)
 and redis-server. Kafka refuses a produce to `__consumer_offsets`, so the backlog is made of real
 commits: AlterConsumerGroupOffsets requests, one group and up to 100 partitions each, many in flight,
 written by the broker's own group coordinator (the groups have no members, as Burrow's benchmarks'
-do not need any). Figures go to stdout; the run takes a few minutes.
+do not need any). Figures go to stdout; the run takes several minutes.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import os
+import signal
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -29,7 +36,6 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collectors.config import Settings
 from collectors.embedded_kafka import KafkaBroker
 from collectors.local_servers import RedisServer
 
@@ -151,132 +157,171 @@ def plain_read(bootstrap: str) -> tuple[int, float]:
     return n, dt
 
 
-def pipeline_catch_up(
-    bootstrap: str,
-    redis_url: str,
-    master: str,
-    shuffle_partitions: int,
-    state_store: str,
-    spark: Any = None,
-    max_batch: int | None = None,
-) -> dict:
-    from collectors.pipeline.job import PipelineConfig, build_query
-    from collectors.redis_store import RedisStore
-    from collectors.spark_session import build_spark
+def _reset_admin_topic(bootstrap: str, topic: str = "groupscope.admin") -> None:
+    """Delete the collector's internal admin topic: a first start has none (an earlier run's lines
+    would be read again from the earliest offset)."""
+    from confluent_kafka.admin import AdminClient
 
-    store = RedisStore.from_url(redis_url)
-    store.r.flushdb()
-    mem = PeakMemory(os.getpid())
-    mem.start()
-    t_start = time.monotonic()
-    if spark is None:
-        spark = build_spark(
-            master,
-            "groupscope-bench",
-            **{
-                "spark.ui.showConsoleProgress": "false",
-                "spark.sql.shuffle.partitions": str(shuffle_partitions),
-                "spark.sql.streaming.stateStore.providerClass": STATE_STORES[state_store],
-            },
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    if topic not in admin.list_topics(timeout=10).topics:
+        return
+    admin.delete_topics([topic])[topic].result(30)
+    for _ in range(120):
+        if topic not in admin.list_topics(timeout=10).topics:
+            break
+        time.sleep(0.5)
+    time.sleep(2)  # the deletion reaches the broker's metadata cache
+
+
+def _complete(r: Any, names: list[str], last: dict[str, int]) -> list[str]:
+    """The groups among `names` whose document in Redis does not have every expected last commit
+    yet (`last`: partition -> last committed offset, the same for every benchmark group)."""
+    import json
+
+    with r.pipeline(transaction=False) as p:
+        for g in names:
+            p.get(f"gs:group:{{{g}}}:doc")
+        docs = p.execute()
+    missing = []
+    for g, raw in zip(names, docs, strict=True):
+        offs = {o["partition"]: o["offset"] for o in json.loads(raw).get("offsets") or []} if raw else {}
+        if any(offs.get(part) != off for part, off in last.items()):
+            missing.append(g)
+    return missing
+
+
+class Collector:
+    """`groupscope collect` as a user runs it (its own process, settings from the environment)."""
+
+    def __init__(self, bootstrap: str, redis_url: str) -> None:
+        env = dict(os.environ)
+        env.update(GROUPSCOPE_BOOTSTRAP_SERVERS=bootstrap, GROUPSCOPE_REDIS_URL=redis_url)
+        self.log = tempfile.NamedTemporaryFile(prefix="gs-bench-collect-", suffix=".log", delete=False)  # noqa: SIM115
+        exe = Path(sys.executable).with_name("groupscope")
+        argv = [str(exe), "collect", "--checkpoint", tempfile.mkdtemp(prefix="gs-bench-ck-"), "--no-progress"]
+        self.proc = subprocess.Popen(
+            argv, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
         )
-    t_spark = time.monotonic()
-    cfg = PipelineConfig(
-        redis_url=redis_url,
-        checkpoint_dir=tempfile.mkdtemp(prefix="gs-bench-"),
-        kafka={"bootstrap.servers": bootstrap},
-        admin_enabled=False,
-        max_records_per_batch=max_batch,
-        available_now=True,  # read the backlog as it is now, then stop
-    )
-    q = build_query(spark, cfg, [TOPIC], store)
-    q.awaitTermination()
-    t_end = time.monotonic()
-    peak = mem.stop()
-    total_rows = sum(int(p.get("numInputRows", 0)) for p in q.recentProgress)
-    in_redis = store.list_groups(limit=0)[0]
-    first_batch = min(
-        (p for p in q.recentProgress if p.get("numInputRows")), key=lambda p: p["batchId"], default={}
-    )
-    return {
-        "spark": spark,
-        "rows": total_rows,
-        "groups_in_redis": in_redis,
-        "spark_start_s": t_spark - t_start,
-        "query_s": t_end - t_spark,
-        "end_to_end_s": t_end - t_start,
-        "peak_mb": peak,
-        "batches": len(q.recentProgress),
-        "first_batch_ms": (first_batch.get("durationMs") or {}).get("triggerExecution"),
-    }
+
+    def stop(self) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(10)
 
 
-def live_latency(spark, bootstrap: str, redis_url: str, samples: int) -> list[float]:
-    """Commit (AlterConsumerGroupOffsets) -> the group's document in Redis shows the committed offset."""
+def collect_catch_up(
+    bootstrap: str, redis_url: str, groups: int, per_group: int, timeout_s: float = 900
+) -> dict:
+    """A fresh `groupscope collect` until every group is in Redis with its last commit."""
+    import redis
+
+    r = redis.Redis.from_url(redis_url)
+    r.flushdb()
+    _reset_admin_topic(bootstrap)
+    names = [f"bench-group-{i:05d}" for i in range(groups)]
+    rounds = -(-per_group // 100)
+    last = {part: 10 * rounds + part for part in range(min(100, per_group))}
+    t0 = time.monotonic()
+    col = Collector(bootstrap, redis_url)
+    mem = PeakMemory(col.proc.pid)
+    mem.start()
+    first = done = None
+    pending = names
+    try:
+        while time.monotonic() - t0 < timeout_s and col.proc.poll() is None:
+            n = r.hlen("gs:fleet")
+            if n and first is None:
+                first = time.monotonic() - t0
+            if n >= groups:
+                pending = _complete(r, pending, last)
+                if not pending:
+                    done = time.monotonic() - t0
+                    break
+            time.sleep(0.25)
+    finally:
+        peak = mem.stop()
+    return {"collector": col, "first_s": first, "all_s": done, "peak_mb": peak, "missing": len(pending)}
+
+
+def live_latency(
+    bootstrap: str, redis_url: str, samples: int, busy_groups: int = 0
+) -> tuple[list[float], float]:
+    """With a collector running over the whole fleet: commit (AlterConsumerGroupOffsets) to one
+    group -> its document in Redis shows the committed offset. With `busy_groups`, that many other
+    groups commit 10 partitions each, as fast as the broker takes them (about every 5 s each at
+    10,000 groups), meanwhile; returns the latencies and the background commit rate."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    from collectors.pipeline.job import PipelineConfig, build_query
     from collectors.redis_store import RedisStore
 
     store = RedisStore.from_url(redis_url)
-    cfg = PipelineConfig(
-        redis_url=redis_url,
-        checkpoint_dir=tempfile.mkdtemp(prefix="gs-bench-live-"),
-        kafka={"bootstrap.servers": bootstrap},
-        admin_enabled=False,
-        trigger_interval_s=0.2,
-        tick_ms=60_000,
-        max_records_per_batch=None,
-        starting_offsets="latest",  # live from the end of the backlog: only new commits matter here
-    )
-    q = build_query(spark, cfg, [TOPIC], store)
     admin = AdminClient({"bootstrap.servers": bootstrap})
+    stop = threading.Event()
+    busy = {"commits": 0, "t0": time.monotonic()}
+
+    def background() -> None:
+        pending: list = []
+        offset = 1_000
+        while not stop.is_set():
+            offset += 1
+            for i in range(busy_groups):
+                if stop.is_set():
+                    break
+                g = f"bench-group-{i:05d}"
+                tps = [TopicPartition(f"bench-topic-{i % 10}", p, offset) for p in range(10)]
+                pending.append(admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(g, tps)])[g])
+                busy["commits"] += 10
+                if len(pending) >= 200:
+                    with contextlib.suppress(Exception):
+                        pending.pop(0).result(60)
+                # about every 5 s per group: no faster than that
+                time.sleep(max(0.0, 5.0 / max(1, busy_groups) - 0.0001))
+
+    thread = threading.Thread(target=background, daemon=True)
+    if busy_groups:
+        thread.start()
+        time.sleep(10)
     group = "bench-live-group"
     lat: list[float] = []
-    try:
-        # warm-up: the first batches after start (backlog, JVM) are not what live latency is about
-        deadline = time.monotonic() + 900
-        while q.isActive and time.monotonic() < deadline:
-            prog = q.lastProgress
-            if prog and prog.get("numInputRows", 1) == 0:
+    for i in range(samples):
+        offset = 1000 + i + int(time.time()) % 100_000 * 100
+        t0 = time.monotonic()
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition("bench-topic-0", 0, offset)])
+        admin.alter_consumer_group_offsets([req])[group].result(10)
+        while time.monotonic() - t0 < 60:
+            doc = store.get_group(group)
+            if doc and any(o["offset"] == offset for o in doc["offsets"]):
+                lat.append(time.monotonic() - t0)
                 break
-            time.sleep(1)
-        for i in range(samples):
-            offset = 1000 + i
-            t0 = time.monotonic()
-            req = ConsumerGroupTopicPartitions(group, [TopicPartition("bench-topic-0", 0, offset)])
-            admin.alter_consumer_group_offsets([req])[group].result(10)
-            while time.monotonic() - t0 < 30:
-                doc = store.get_group(group)
-                if doc and any(o["offset"] == offset for o in doc["offsets"]):
-                    lat.append(time.monotonic() - t0)
-                    break
-                time.sleep(0.01)
-            time.sleep(0.3)
-    finally:
-        q.stop()
-    return lat
+            time.sleep(0.01)
+        time.sleep(0.5)
+    stop.set()
+    rate = busy["commits"] / max(1e-3, time.monotonic() - busy["t0"])
+    return lat, rate
+
+
+def _p95(xs: list[float]) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, round(0.95 * len(xs)) - 1)]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=1_000_000)
     ap.add_argument("--groups", type=int, default=10_000)
+    ap.add_argument("--runs", type=int, default=3, help="catch-up runs (each against a fresh plain read)")
     ap.add_argument("--bootstrap-servers", default=None)
     ap.add_argument("--redis", default=None)
-    ap.add_argument("--master", default="local[2]")
     ap.add_argument("--latency-samples", type=int, default=30)
-    ap.add_argument("--state-store", choices=sorted(STATE_STORES), default="rocksdb")
-    ap.add_argument(
-        "--max-records-per-batch",
-        type=int,
-        default=Settings().max_records_per_batch,
-        help="micro-batch size of the catch-up (default: groupscope's own default); 0: the whole backlog",
-    )
-    ap.add_argument("--shuffle-partitions", type=int, default=8, help="state partitions (as groupscope)")
+    ap.add_argument("--no-busy", action="store_true", help="skip the live latency with the fleet committing")
     args = ap.parse_args()
 
-    broker = redis = None
+    broker = redis_server = None
     try:
         bootstrap = args.bootstrap_servers
         if not bootstrap:
@@ -284,75 +329,54 @@ def main() -> None:
             bootstrap = broker.bootstrap_servers
         redis_url = args.redis
         if not redis_url:
-            redis = RedisServer().start()
-            redis_url = redis.url
+            redis_server = RedisServer().start()
+            redis_url = redis_server.url
         print(f"backlog: {args.records:,} OffsetCommit records, {args.groups:,} groups, 50 partitions")
         dt = produce_backlog(bootstrap, args.records, args.groups)
         print(f"  committed in {dt:.1f} s ({args.records / dt:,.0f} records/s, AlterConsumerGroupOffsets)")
-
-        n, dt_plain = plain_read(bootstrap)
-        plain_rate = n / dt_plain
-        print(
-            f"plain confluent-kafka read (1 process): {n:,} records in {dt_plain:.1f} s "
-            f"= {plain_rate:,.0f} records/s"
-        )
-
-        catch_up = functools.partial(
-            pipeline_catch_up,
-            bootstrap,
-            redis_url,
-            args.master,
-            args.shuffle_partitions,
-            args.state_store,
-            max_batch=args.max_records_per_batch or None,
-        )
-        res = catch_up()
-        rate_q = res["rows"] / res["query_s"]
-        rate_e2e = res["rows"] / res["end_to_end_s"]
-        print(
-            f"pipeline catch-up, broker -> Redis ({args.master}, "
-            f"{args.shuffle_partitions} state partitions, {args.state_store} state store, "
-            f"batches of {args.max_records_per_batch or 'all'} records): "
-            f"{res['rows']:,} records, "
-            f"{res['groups_in_redis']:,} groups in Redis, {res['batches']} batches"
-        )
-        print(f"  query (Kafka read, decode, model, Redis): {res['query_s']:.1f} s = {rate_q:,.0f} records/s")
-        print(
-            f"  end to end incl. Spark start ({res['spark_start_s']:.1f} s): {res['end_to_end_s']:.1f} s "
-            f"= {rate_e2e:,.0f} records/s"
-        )
-        print(f"  peak memory (driver + JVM + Python workers): {res['peak_mb']:,.0f} MB")
-        print(
-            f"  ratio pipeline / plain read: {rate_q / plain_rate:.2f} (query), "
-            f"{rate_e2e / plain_rate:.2f} (end to end)"
-        )
-
-        # The same catch-up again in the same Spark session (fresh checkpoint, Redis emptied): the
-        # first query also pays for the JVM's warm-up and the first Python workers; a long catch-up
-        # (tens of millions of records, many micro-batches) runs at about this rate.
-        warm = catch_up(spark=res["spark"])
-        rate_w = warm["rows"] / warm["query_s"]
-        print(
-            f"  again in the warm session: {warm['rows']:,} records in {warm['query_s']:.1f} s "
-            f"= {rate_w:,.0f} records/s, ratio {rate_w / plain_rate:.2f}"
-        )
-
-        lat = live_latency(res["spark"], bootstrap, redis_url, args.latency_samples)
-        if lat:
-            lat.sort()
-            p95 = lat[min(len(lat) - 1, round(0.95 * len(lat)) - 1)]
+        per_group = max(1, -(-args.records // args.groups))
+        print()
+        print("| run | plain read (s) | groupscope collect (s) | ratio | first group (s) | peak RSS (MB) |")
+        print("|---:|---:|---:|---:|---:|---:|")
+        col = None
+        for run in range(1, args.runs + 1):
+            if col is not None:
+                col.stop()
+            _, dt_plain = plain_read(bootstrap)
+            res = collect_catch_up(bootstrap, redis_url, args.groups, per_group)
+            col = res["collector"]
+            total = res["all_s"]
+            ratio = f"{total / dt_plain:.1f}" if total else "-"
+            shown = f"{total:.1f}" if total else f"not done ({res['missing']:,} groups missing)"
+            first = f"{res['first_s']:.1f}" if res["first_s"] else "-"
             print(
-                f"live: commit -> lag in Redis over {len(lat)} commits: "
-                f"median {statistics.median(lat):.2f} s, p95 {p95:.2f} s, max {lat[-1]:.2f} s"
+                f"| {run} | {dt_plain:.1f} | {shown} | {ratio} | {first} | {res['peak_mb']:,.0f} |",
+                flush=True,
             )
-        else:
-            print("live: no commit reached Redis within 30 s")
-        res["spark"].stop()
+        print()
+        # live, with the last run's collector and the whole fleet in it
+        time.sleep(15)
+        lat, _ = live_latency(bootstrap, redis_url, args.latency_samples)
+        if lat:
+            print(
+                f"live, {args.groups:,} idle groups: commit -> lag in Redis over {len(lat)} commits: "
+                f"median {statistics.median(lat):.2f} s, p95 {_p95(lat):.2f} s, max {max(lat):.2f} s"
+            )
+        if not args.no_busy:
+            lat, rate = live_latency(bootstrap, redis_url, args.latency_samples, busy_groups=args.groups)
+            if lat:
+                print(
+                    f"live, {args.groups:,} groups committing 10 partitions each ({rate:,.0f} commits/s "
+                    f"reached): median {statistics.median(lat):.2f} s, p95 {_p95(lat):.2f} s, "
+                    f"max {max(lat):.2f} s"
+                )
+        if col is not None:
+            col.stop()
     finally:
         if broker:
             broker.stop()
-        if redis:
-            redis.stop()
+        if redis_server:
+            redis_server.stop()
 
 
 if __name__ == "__main__":

@@ -8,14 +8,21 @@ evidence and a digest of its last document. Only the groups of the batch are unp
 again; the others stay as bytes. So the model's state lives in Spark's checkpointed state store
 (RocksDB) and survives restarts. The number of buckets is fixed for the life of a checkpoint.
 
-A bucket's rows are sorted and sliced by group with numpy (`BatchRows`). A group whose rows in the
-batch are all runs of commits the first stage gathered (commit_runs), all due, goes through
-`GroupEngine.apply_commit_runs`, the engine's bulk path: a run whose summary holds costs the same
-whatever its length, any other is applied commit by commit (the same effect as applying each commit;
-property-tested). Any other group's rows become evidence one by one, its runs taken apart into a row
-per commit: here the remaining `__consumer_offsets` values are decoded (once), and a row that fails
-becomes a dead letter. A dead letter for a model failure on a decoded commit names its position but
-has no raw bytes (the first stage did not carry them on).
+A bucket's rows are sorted and sliced by group with numpy (`BatchRows`). Runs of commits the first
+stage gathered (commit_runs) stay whole, one row each, through holding and ordering; a group's due
+rows become steps (`_steps`): consecutive runs go through `GroupEngine.apply_commit_runs`, the
+engine's bulk path (a run whose summary holds costs the same whatever its length, any other is
+applied commit by commit: the same effect as applying each commit; property-tested), and the other
+rows become evidence in their place. Only when another row of the group falls inside a run (between
+its first and last commit) are the runs taken apart, so every commit is applied in its own place.
+Here the remaining `__consumer_offsets` values are decoded (once), and a row that fails becomes a
+dead letter. A dead letter for a model failure on a decoded commit names its position but has no
+raw bytes (the first stage did not carry them on).
+
+Each group also keeps when it must next be looked at without evidence of its own (`_wake_at`: its
+next session timer, its first held row's release, the next tick while it has lag, else a minute
+on); a clock record re-models only the groups due, and a bucket where none was due is not written
+back.
 
 Timers run on EVENT time, never on the wall clock of the batch. A member's session expiry is "no
 heartbeat event for session.timeout.ms": judged against the wall clock it fires while the member's
