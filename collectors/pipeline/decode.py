@@ -237,7 +237,11 @@ def _commit_key(key: bytes, buckets: int, cache: dict) -> tuple[str, int, str, i
 
 
 def route_arrow(
-    batches: Iterator[Any], kinds: Mapping[str, str], buckets: int = 256, flush_rows: int | None = None
+    batches: Iterator[Any],
+    kinds: Mapping[str, str],
+    buckets: int = 256,
+    flush_rows: int | None = None,
+    wake: Any = None,
 ) -> Iterator[Any]:
     """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out.
 
@@ -286,7 +290,7 @@ def route_arrow(
         slow = np.flatnonzero(~fast)
         if len(slow):
             rest = batch if len(slow) == n else batch.take(pa.array(slow))
-            out = _route_rows(rest.to_pydict(), kinds, buckets)
+            out = _route_rows(rest.to_pydict(), kinds, buckets, wake)
             if out["group"]:
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
     yield from _slices(runs.flush())
@@ -345,7 +349,9 @@ def _gather(
     )
 
 
-def _route_rows(raw: dict[str, list[Any]], kinds: Mapping[str, str], buckets: int) -> dict[str, list[Any]]:
+def _route_rows(
+    raw: dict[str, list[Any]], kinds: Mapping[str, str], buckets: int, wake: Any = None
+) -> dict[str, list[Any]]:
     """The row-by-row path: one output row per group a record is evidence for, with its state bucket;
     a row that cannot be routed goes to the dead-letter bucket."""
     out: dict[str, list[Any]] = {c: [] for c in ROUTED_COLUMNS}
@@ -364,8 +370,9 @@ def _route_rows(raw: dict[str, list[Any]], kinds: Mapping[str, str], buckets: in
             clock_ts = _clock_ts(value)
             if clock_ts is not None:
                 # The Admin poller's clock record: every bucket gets it (group null), so each bucket's
-                # event-time watermark moves on even when none of its groups had evidence.
-                for b in range(buckets):
+                # event-time watermark moves on even when none of its groups had evidence; with wake
+                # hints (wake_hints.py), only the buckets with something due by then.
+                for b in wake.due(buckets, clock_ts) if wake is not None else range(buckets):
                     emit(b, None, clock_ts, 9, kind, topic, partition, offset, key, value, None)
                 continue
         if kind == "offsets" and key is not None:

@@ -18,6 +18,7 @@ from typing import Any
 from collectors.pipeline.decode import KINDS_OF_CAPTURE_FILES, ROUTED_SCHEMA, route_arrow
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
+from collectors.pipeline.wake_hints import WakeHints
 from collectors.redis_store import RedisStore
 
 log = logging.getLogger("groupscope.pipeline")
@@ -138,11 +139,12 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     # admin_poll_interval_s) brings the timers round when nothing else arrives.
     spark.conf.set("spark.sql.streaming.noDataMicroBatches.enabled", "true" if cfg.idle_batches else "false")
     raw = raw_stream(spark, cfg, topics)
-    routed = raw.mapInArrow(lambda it: route_arrow(it, kinds, buckets), ROUTED_SCHEMA)
     timers = cfg.live and not cfg.available_now
+    wake = WakeHints(cfg.redis_url, cfg.prefix) if timers else None
+    routed = raw.mapInArrow(lambda it: route_arrow(it, kinds, buckets, wake=wake), ROUTED_SCHEMA)
     timeout = GroupStateTimeout.ProcessingTimeTimeout if timers else GroupStateTimeout.NoTimeout
     modeled = routed.groupBy("bucket").applyInPandasWithState(
-        make_update(timers, cfg.retention_ms, cfg.tick_ms, cfg.allowed_lateness_ms),
+        make_update(timers, cfg.retention_ms, cfg.tick_ms, cfg.allowed_lateness_ms, wake=wake),
         OUTPUT_SCHEMA,
         STATE_SCHEMA,
         "Update",

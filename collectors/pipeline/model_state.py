@@ -145,6 +145,7 @@ def make_update(
     tick_ms: int,
     allowed_lateness_ms: int = DEFAULT_LATENESS_MS,
     idle_ms: int | None = None,
+    wake: Any = None,
 ):
     """The applyInPandasWithState function for one pipeline configuration (see the module docstring
     for the event-time watermark that drives the timers in live mode)."""
@@ -254,8 +255,8 @@ def make_update(
             doc = shown.document()
             text = _dumps(doc)
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-            wake = _wake_at(engine, doc, held, max(watermark, now) if not live else watermark, tick_ms)
-            groups[group] = (state_blob, int(last_input), new_digest, held, wake)
+            wake_time = _wake_at(engine, doc, held, max(watermark, now) if not live else watermark, tick_ms)
+            groups[group] = (state_blob, int(last_input), new_digest, held, wake_time)
             if new_digest != digest:
                 emit(group, "doc", int(doc.get("as_of") or 0), int(last_input or now), text)
         if changed or not state.exists or int(meta.get("event", 0)) - int(meta.get("saved", 0)) > 60_000:
@@ -267,6 +268,11 @@ def make_update(
             state.update((pickle.dumps((groups, meta), 5),))
         if live:
             state.setTimeoutDuration(tick_ms)
+            if wake is not None:
+                # the first stage sends clock records only to buckets due by then (wake_hints.py)
+                first = min((v[4] if len(v) > 4 else 0 for v in groups.values()), default=2**62)
+                if first != meta.get("wake") and wake.write(key[0], first):
+                    meta["wake"] = first
         if out["kind"]:
             yield _frame(out)
 
