@@ -453,6 +453,24 @@ class RedisStore:
             p.rename(th, h)
             p.rename(tz, z)
 
+    def touch_refreshed(self, refreshed: Mapping[str, int]) -> None:
+        """Mark groups refreshed at these times with their documents unchanged (the model stage saw
+        only the Admin poller's unchanged resends): the `refreshed` hash and the fleet rows'
+        `last_refreshed`. A group not in the fleet (removed meanwhile) is left out."""
+        names = list(refreshed)
+        rows = self.r.hmget(self.k("fleet"), names)
+        fleet = {}
+        for name, raw in zip(names, rows, strict=True):
+            if raw:
+                row = json.loads(raw)
+                row["last_refreshed"] = int(refreshed[name])
+                fleet[name] = _dumps(row)
+        if fleet:
+            with self.r.pipeline(transaction=False) as p:
+                p.hset(self.k("fleet"), mapping=fleet)
+                p.hset(self.k("refreshed"), mapping={n: int(refreshed[n]) for n in fleet})
+                p.execute()
+
     def write_lag_points(
         self,
         group: str,

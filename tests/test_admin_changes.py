@@ -102,3 +102,12 @@ def test_the_poller_describes_what_changes_and_the_rest_once_per_resend_interval
     assert set(seen) == set(groups)
     # (g1 and g3 changed during the interval: their resend counts from their last describe)
     assert {g: n for g, n in seen.items() if n != 1 and g not in ("g0", "g1", "g2", "g3")} == {}
+
+
+def test_the_verdict_tells_a_resend_from_a_change() -> None:
+    f = ChangeFilter(refresh_ms=60_000)
+    assert f.verdict("g", {"v": 1}, 0) == "new"
+    assert f.verdict("g", {"v": 1}, 5_000) is None
+    assert f.verdict("g", {"v": 2}, 10_000, hot_ms=30_000) == "changed"
+    assert f.verdict("g", {"v": 2}, 15_000, hot_ms=30_000) == "hot"
+    assert f.verdict("g", {"v": 2}, 10_000 + 60_000) == "resend"

@@ -221,3 +221,27 @@ def test_a_groups_last_change_shows_through_the_clock_alone_and_an_idle_group_is
         live.batch(t + 200, [clock(t)])
     assert len(live.docs) == docs
     assert live.state.value is saved
+
+
+def test_an_unchanged_resend_only_marks_the_group_refreshed(monkeypatch):
+    """The Admin poller marks an answer it sends again unchanged (`"resend": true`): a group with only
+    such rows, nothing held and nothing due, is not re-modelled; the output says "refresh"."""
+    live = Live(monkeypatch)
+    p = [["t", 0]]
+    live.batch(T0 + 300, [hb("m1", "join", T0), hb("m1", "assigned", T0 + 100, p), clock(T0 + 200)])
+    for t in range(T0 + 5000, T0 + 30_000, 5000):  # past m1's session expiry: nothing due after
+        live.batch(t + 200, [clock(t)])
+    line = {"ts": T0 + 31_000, "group": "g", "end_offsets": [["t", 0, 5]], "resend": True}
+    rec = {"topic": "admin", "key": b"g", "ts": T0 + 31_000, "value": json.dumps(line).encode()}
+    kinds: list[str] = []
+    real = live.update
+
+    def spy(key, pdfs, state):
+        for out in real(key, pdfs, state):
+            kinds.extend(out["kind"])
+            yield out
+
+    live.update = spy
+    docs = len(live.docs)
+    live.batch(T0 + 31_500, [rec])
+    assert kinds == ["refresh"] and len(live.docs) == docs

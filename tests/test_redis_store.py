@@ -293,3 +293,15 @@ def test_lag_points_keep_per_partition_seconds_and_committed_for_the_chart(redis
     assert lag_series(points, "lag_seconds", "member")["m1"][2] == (T0 + 2000, 7.0)
     st.trim(T0 + 13_500)  # cutoff T0+3500: points 0-3 go
     assert [p["ts"] for p in st.get_lag_history("lg")] == [T0 + 4000, T0 + 5000]
+
+
+@pytest.mark.servers
+def test_touch_refreshed_moves_only_the_refresh_stamps(redis_client):
+    st = RedisStore(redis_client)
+    st.write_group(make_doc("a"), now_ms=1_000)
+    doc_before = st.get_group("a")
+    st.touch_refreshed({"a": 9_000, "gone": 9_000})
+    assert st.get_row("a")["last_refreshed"] == 9_000
+    assert st.freshness(["a"])["groups"] == {"a": 9_000}
+    assert st.get_group("a") == doc_before
+    assert st.get_row("gone") is None

@@ -40,17 +40,25 @@ class ChangeFilter:
         """True (and remembered as sent) when `value` differs from what was last sent for `key`, when
         it last changed less than `hot_ms` ago, or when it was sent at least `refresh_ms` ago (less a
         per-key offset that spreads the resends)."""
+        return self.verdict(key, value, now_ms, hot_ms) is not None
+
+    def verdict(self, key: Any, value: Any, now_ms: int, hot_ms: int = 0) -> str | None:
+        """`due`, saying why: "new", "changed", "hot" (unchanged, but changed within `hot_ms`),
+        "resend" (unchanged and old enough to be sent again); None when not due."""
         digest = _digest(value)
         last = self._sent.get(key)
         # First sight is news but not a change: only a value that differs from the last makes a key hot.
         changed_at = now_ms if last is not None else _NEVER
+        why = "new" if last is None else "changed"
         if last is not None and last[0] == digest:
             changed_at = last[2]
             spread = self.spread(key)
-            if now_ms - changed_at >= hot_ms and now_ms - last[1] < self.refresh_ms - spread:
-                return False
+            hot = now_ms - changed_at < hot_ms
+            if not hot and now_ms - last[1] < self.refresh_ms - spread:
+                return None
+            why = "hot" if hot else "resend"
         self._sent[key] = (digest, now_ms, changed_at)
-        return True
+        return why
 
     def spread(self, key: Any) -> int:
         """How much earlier than `refresh_ms` the key's resend comes (by a hash of the key)."""

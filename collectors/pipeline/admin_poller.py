@@ -321,7 +321,11 @@ class AdminPoller(_Loop):
         def send(key: tuple, group: str, line: dict[str, Any], hot_ms: int = 0) -> None:
             """Produce `line` when the change filter says it is due (admin_changes.py)."""
             polled.add(key)
-            if self.changes.due(key, {k: v for k, v in line.items() if k != "ts"}, ts, hot_ms):
+            why = self.changes.verdict(key, {k: v for k, v in line.items() if k != "ts"}, ts, hot_ms)
+            if why is not None:
+                if why == "resend":
+                    # the same answer as last sent: the model stage only marks the group refreshed
+                    line = {**line, "resend": True}
                 producer.produce(topic, key=group.encode(), value=json.dumps(line).encode())
                 self.sent += 1
                 if key[0] == "describe":

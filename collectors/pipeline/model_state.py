@@ -196,11 +196,20 @@ def make_update(
             due_by = watermark if live else now
             touched |= {g for g, v in groups.items() if (v[4] if len(v) > 4 else 0) <= due_by}
         changed = bool(touched)
+        due_by = watermark if live else now
         for group in sorted(touched):
             blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
             held: list[tuple[int, tuple]] = rest[0] if rest else []
-            engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
             span = arrived_groups.get(group)
+            wake_was = rest[1] if len(rest) > 1 else 0
+            if blob and not held and span is not None and wake_was > due_by and batch.only_resends(span):
+                # The Admin poller's periodic resend of answers the model already has: the group is
+                # only marked refreshed (at 10,000 groups the resends, one a minute each, kept a
+                # worker busy re-modelling unchanged groups).
+                groups[group] = (blob, now, digest, held, wake_was)
+                emit(group, "refresh", 0, now, "")
+                continue
+            engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
             # Runs of commits stay whole (one row each) through holding and ordering: taken apart,
             # a catch-up's million commits were a million Python tuples and evidence objects.
             arrived = batch.row_tuples(span, runs_whole=True) if span is not None else []
@@ -407,6 +416,14 @@ class BatchRows:
                 )
             )
         return out
+
+    def only_resends(self, span: tuple[int, int]) -> bool:
+        """Every row of the span is an Admin poller line marked as an unchanged resend."""
+        s, e = span
+        return all(
+            k == "admin" and v is not None and b'"resend": true' in v
+            for k, v in zip(self.kind[s:e], self.value[s:e], strict=True)
+        )
 
     def all_plain(self, span: tuple[int, int]) -> bool:
         """No run among the span's rows."""

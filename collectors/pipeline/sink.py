@@ -111,7 +111,11 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
         pending.clear()
 
     dead_pipe = None
+    touched: dict[str, int] = {}
     for r in rows:
+        if r["kind"] == "refresh":  # an unchanged group seen again: its refresh stamp only
+            touched[r["group"]] = int(r["refreshed"])
+            continue
         if r["kind"] == "dead":
             entry = json.loads(r["payload"])
             if dead_pipe is None:
@@ -133,6 +137,9 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
         if len(pending) >= 200:
             flush_docs()
     flush_docs()
+    if touched:
+        store.touch_refreshed(touched)
+        counts["refreshed"] = len(touched)
     if dead_pipe is not None:
         dead_pipe.execute()
     return counts
