@@ -1,7 +1,8 @@
 """The catch-up fast path for offset commits must change nothing but speed.
 
-- commit_columns decodes exactly what the codec decodes, for every value it accepts, and leaves every
-  other value (metadata strings, version 4, truncations, garbage, tombstones) to the codec;
+- commit_keys and commit_columns decode exactly what the codec decodes, for every key and value they
+  accept, and leave every other one (metadata strings, other tagged fields, truncations, trailing
+  bytes, garbage, tombstones) to the codec;
 - route_arrow routes those commits to the same group and bucket as the row-by-row path, and sends
   everything else down that path with its raw bytes;
 - GroupEngine.apply_commits leaves an engine exactly as applying each commit as evidence does: same
@@ -22,9 +23,10 @@ from hypothesis import strategies as st
 
 from collectors.codec import records as r
 from collectors.codec.compiler import uuid_str
-from collectors.codec.decoder import decode_value
+from collectors.codec.decoder import decode_key, decode_value
 from collectors.codec.encoder import encode_key, encode_value
 from collectors.pipeline.commit_columns import decode_commit_values
+from collectors.pipeline.commit_keys import decode_commit_keys
 from collectors.pipeline.commit_runs import RUN_KIND
 from collectors.pipeline.decode import bucket_of, commit_evidence, decode_batches, decode_one
 from collectors.pipeline.model_state import BatchRows
@@ -100,6 +102,53 @@ def test_column_decoder_takes_the_common_shapes_and_leaves_the_rest() -> None:
     assert [cols.topic_id(i) for i in range(6)] == [None] * 5 + [tid]
 
 
+commit_keys = st.builds(
+    lambda legacy, group, topic, part: encode_key(
+        r.OffsetCommitKey(group, topic, part), record_type=0 if legacy else None
+    ),
+    st.booleans(),
+    st.text(max_size=8),
+    st.text(max_size=8),
+    I32,
+)
+
+
+@PROPS
+@given(
+    st.lists(
+        st.one_of(
+            commit_keys,
+            commit_keys.map(lambda k: k[:-1]),  # truncated
+            commit_keys.map(lambda k: k + b"\x00"),  # trailing byte: the codec reads past it
+            st.builds(lambda g: encode_key(r.GroupMetadataKey(g)), st.text(max_size=8)),
+            st.binary(max_size=24),
+        )
+    )
+)
+def test_key_column_decoder_equals_the_codec(keys: list[bytes]) -> None:
+    arr = pa.array([b"pad", *keys], pa.binary()).slice(1)
+    ck = decode_commit_keys(arr)
+    for i, key in enumerate(keys):
+        if not ck.ok[i]:
+            continue
+        record_type, obj = decode_key(key)
+        assert isinstance(obj, r.OffsetCommitKey) and record_type in (0, 1)
+        assert ck.groups[ck.group_code[i]] == obj.group
+        assert ck.topics[ck.topic_code[i]] == obj.topic
+        assert int(ck.partition[i]) == obj.partition
+
+
+def test_key_column_decoder_takes_exact_commit_keys_only() -> None:
+    key = encode_key(r.OffsetCommitKey("grüppe", "t", 3))
+    legacy = encode_key(r.OffsetCommitKey("g", "t", 4), record_type=0)
+    invalid_utf8 = b"\x00\x01\x00\x02\xff\xfe\x00\x01t\x00\x00\x00\x05"
+    other = [key + b"\x00", key[:-1], encode_key(r.GroupMetadataKey("g")), b""]
+    ck = decode_commit_keys(pa.array([key, legacy, invalid_utf8, *other], pa.binary()))
+    assert ck.ok.tolist() == [True, True, True, False, False, False, False]
+    assert [ck.groups[c] for c in ck.group_code[:3]] == ["grüppe", "g", decode_key(invalid_utf8)[1].group]
+    assert ck.partition.tolist()[:3] == [3, 4, 5]
+
+
 def _raw(rows: list[tuple]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
 
@@ -121,6 +170,8 @@ def test_route_arrow_gathers_commits_into_runs_and_sends_the_rest_row_by_row() -
         (t, 7, 14, 1004, b"\x00", v3),  # key too short: dead letter
         ("elsewhere", 0, 0, 1005, key, v3),  # not a source
         (t, 7, 15, 3000, key, v3b),
+        # a key with a trailing byte is left to the codec, which reads the same key: same run
+        (t, 7, 16, 3001, key + b"\x00", v3b),
     ]
     out = pd.concat(list(decode_batches(iter([_raw(rows)]), {t: "offsets"}, buckets=16)))
     runs = out[out["kind"] == RUN_KIND]
@@ -128,12 +179,13 @@ def test_route_arrow_gathers_commits_into_runs_and_sends_the_rest_row_by_row() -
     row = runs.iloc[0]
     assert row["group"] == "g1" and row["bucket"] == bucket_of("g1", 16)
     assert row["key"] is None and row["value"] is None
-    assert (row["offset"], row["c_last_log"], row["c_first_ts"], row["ts"]) == (10, 15, 1000, 3000)
+    assert (row["offset"], row["c_last_log"], row["c_first_ts"], row["ts"]) == (10, 16, 1000, 3001)
     # the run's commits, each as the codec decodes it
     batch = BatchRows(runs.reset_index(drop=True))
     got = [commit_evidence("g1", ts, off, c) for ts, _, _, off, *_, c in batch.row_tuples((0, 1))]
     want = [
-        decode_one("offsets", t, 7, o, ts, key, v)[0][3] for o, ts, v in ((10, 1000, v3), (15, 3000, v3b))
+        decode_one("offsets", t, 7, o, ts, key, v)[0][3]
+        for o, ts, v in ((10, 1000, v3), (15, 3000, v3b), (16, 3001, v3b))
     ]
     # the topic's id is carried per run (the model only learns the id's name from it), so the v3
     # commit of a run that also holds a v4 one carries it too
@@ -141,7 +193,7 @@ def test_route_arrow_gathers_commits_into_runs_and_sends_the_rest_row_by_row() -
     (run,) = batch.commit_runs((0, 1))
     assert (run.offset, run.commit_ts, run.epoch, run.monotone) == (44, 3000, 5, True)
     assert run.topic_id == tid
-    assert run.slots == [(1000, 42), (3000, 44)] and run.slot_start == 3000
+    assert run.slots == [(1000, 42), (3001, 44)] and run.slot_start == 3000
     slow = out[out["kind"] != RUN_KIND]
     assert sorted(slow["offset"].tolist()) == [0, 11, 12, 13, 14]
     assert set(slow[slow["bucket"] == -1]["offset"]) == {0, 14}

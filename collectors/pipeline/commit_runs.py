@@ -47,39 +47,68 @@ FLUSH_ROWS = 1_000_000  # commits held per task before their runs are written ou
 _FIELDS = ("ts", "log", "offset", "commit_ts", "expire", "epoch")
 
 
-class CommitRunGatherer:
-    """Collects one task's decoded commits and writes them out as run rows (ROUTED_SCHEMA)."""
+# the columns that name a run: group, committed topic and partition, source topic and partition
+# (ids into the gatherer's name tables)
+RUN_KEYS = ("group", "topic", "partition", "src_topic", "src_part")
 
-    def __init__(self, schema: Any, flush_rows: int = FLUSH_ROWS) -> None:
+
+class CommitRunGatherer:
+    """Collects one task's decoded commits and writes them out as run rows (ROUTED_SCHEMA).
+
+    A run is named by numbers (RUN_KEYS), not by Python objects: a catch-up has as many runs as the
+    fleet has committed partitions, and a tuple and a dict lookup each were a sixth of the first
+    stage's time. Group and topic names are interned once per distinct name."""
+
+    def __init__(self, schema: Any, flush_rows: int = FLUSH_ROWS, buckets: int = 256) -> None:
         self.schema = schema
         self.flush_rows = flush_rows
-        self._ids: dict[tuple, int] = {}
-        self._info: list[
-            tuple
-        ] = []  # run id -> (group, bucket, topic, partition, source topic, source partition)
+        self.buckets = buckets
+        self._group_ids: dict[str, int] = {}
+        self._groups: list[str] = []
+        self._bucket_of: list[int] = []
+        self._topic_ids: dict[str, int] = {}
+        self._topics: list[str] = []
         self._parts: list[dict[str, np.ndarray]] = []
         self.pending = 0
         # committed topic -> its id, from the version 4 values that carry one (an id is per topic, so
         # a run carries its topic's id rather than one per commit)
         self.topic_ids: dict[str, str] = {}
 
-    def run_id(
-        self, group: str, bucket: int, topic: str, partition: int, src_topic: str, src_part: int
-    ) -> int:
-        key = (group, topic, partition, src_topic, src_part)
-        rid = self._ids.get(key)
-        if rid is None:
-            rid = self._ids[key] = len(self._info)
-            self._info.append((group, bucket, topic, partition, src_topic, src_part))
-        return rid
+    def group_ids(self, names: list[str]) -> np.ndarray:
+        """The gatherer's ids of these group names (interned on first sight)."""
+        from collectors.pipeline.decode import bucket_of
 
-    def add(self, run_ids: np.ndarray, **cols: np.ndarray) -> None:
-        """Commits in any order: run ids and the RUN_DTYPE fields (ts, log, offset, commit_ts,
-        expire, epoch), one array each."""
-        self._parts.append(
-            {"run": np.asarray(run_ids, np.int64), **{f: np.asarray(cols[f]) for f in _FIELDS}}
-        )
-        self.pending += len(run_ids)
+        out = np.empty(len(names), np.int64)
+        for i, name in enumerate(names):
+            gid = self._group_ids.get(name)
+            if gid is None:
+                gid = self._group_ids[name] = len(self._groups)
+                self._groups.append(name)
+                self._bucket_of.append(bucket_of(name, self.buckets))
+            out[i] = gid
+        return out
+
+    def topic_ids_of(self, names: list[str]) -> np.ndarray:
+        """The gatherer's ids of these topic names (committed or source topics)."""
+        out = np.empty(len(names), np.int64)
+        for i, name in enumerate(names):
+            tid = self._topic_ids.get(name)
+            if tid is None:
+                tid = self._topic_ids[name] = len(self._topics)
+                self._topics.append(name)
+            out[i] = tid
+        return out
+
+    def topic_name(self, tid: int) -> str:
+        return self._topics[tid]
+
+    def add(self, **cols: np.ndarray) -> None:
+        """Commits in any order: the RUN_KEYS (ids from group_ids/topic_ids_of, partitions) and the
+        RUN_DTYPE fields (ts, log, offset, commit_ts, expire, epoch), one array each."""
+        part = {k: np.asarray(cols[k], np.int64) for k in RUN_KEYS}
+        part.update({f: np.asarray(cols[f]) for f in _FIELDS})
+        self._parts.append(part)
+        self.pending += len(part["ts"])
 
     def full(self) -> bool:
         return self.pending >= self.flush_rows
@@ -90,7 +119,7 @@ class CommitRunGatherer:
             return None
         parts, self._parts, self.pending = self._parts, [], 0
         cols = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
-        runs = summarise(cols)
+        runs = summarise(cols, RUN_KEYS)
         return self._batch(runs)
 
     def _batch(self, runs: dict[str, Any]) -> Any:
@@ -98,23 +127,25 @@ class CommitRunGatherer:
 
         from collectors.pipeline.decode import ROUTED_COLUMNS
 
-        info = [self._info[i] for i in runs["run"].tolist()]
-        k = len(info)
-        group, bucket, ctopic, cpart, stopic, spart = (list(c) for c in zip(*info, strict=True))
+        key = runs["keys"]
+        k = len(key["group"])
+        groups = pa.array(self._groups, pa.string())
+        topics = pa.array(self._topics, pa.string())
+        ids = [self.topic_ids.get(t) for t in self._topics]
         values = {
-            "bucket": pa.array(bucket, pa.int32()),
-            "group": pa.array(group, pa.string()),
+            "bucket": pa.array(np.asarray(self._bucket_of, np.int32)[key["group"]], pa.int32()),
+            "group": groups.take(pa.array(key["group"])),
             "ts": pa.array(runs["last_ts"], pa.int64()),
             "rank": pa.array(np.zeros(k, np.int32)),
             "kind": pa.repeat(pa.scalar(RUN_KIND), k),
-            "topic": pa.array(stopic, pa.string()),
-            "partition": pa.array(spart, pa.int32()),
+            "topic": topics.take(pa.array(key["src_topic"])),
+            "partition": pa.array(key["src_part"].astype(np.int32), pa.int32()),
             "offset": pa.array(runs["first_log"], pa.int64()),
             "key": pa.nulls(k, pa.binary()),
             "value": pa.nulls(k, pa.binary()),
             "error": pa.nulls(k, pa.string()),
-            "c_topic": pa.array(ctopic, pa.string()),
-            "c_partition": pa.array(cpart, pa.int32()),
+            "c_topic": topics.take(pa.array(key["topic"])),
+            "c_partition": pa.array(key["partition"].astype(np.int32), pa.int32()),
             "c_offset": pa.array(runs["offset"], pa.int64()),
             "c_commit_ts": pa.array(runs["commit_ts"], pa.int64()),
             "c_epoch": pa.array(runs["epoch"].astype(np.int32), pa.int32()),
@@ -125,15 +156,18 @@ class CommitRunGatherer:
             "c_slot_start": pa.array(runs["slot_start"], pa.int64()),
             "c_slots": _binary(runs["slots"], runs["slot_bounds"] * SLOT_DTYPE.itemsize),
             "c_run": _binary(runs["packed"], runs["run_bounds"] * RUN_DTYPE.itemsize),
-            "c_topic_id": pa.array([self.topic_ids.get(t) for t in ctopic], pa.string()),
+            "c_topic_id": pa.array(ids, pa.string()).take(pa.array(key["topic"])),
         }
-        self._info_reset_if_large()
+        self._reset_names_if_large()
         return pa.RecordBatch.from_arrays([values[c] for c in ROUTED_COLUMNS], schema=self.schema)
 
-    def _info_reset_if_large(self) -> None:
-        if len(self._info) > 500_000:  # a task over a huge fleet: ids are only needed per flush
-            self._ids.clear()
-            self._info.clear()
+    def _reset_names_if_large(self) -> None:
+        if len(self._groups) > 500_000:  # a task over a huge fleet: ids are only needed per flush
+            self._group_ids.clear()
+            self._groups.clear()
+            self._bucket_of.clear()
+            self._topic_ids.clear()
+            self._topics.clear()
 
 
 def _binary(data: np.ndarray, bounds: np.ndarray) -> Any:
@@ -146,17 +180,21 @@ def _binary(data: np.ndarray, bounds: np.ndarray) -> Any:
     return pa.Array.from_buffers(pa.binary(), len(bounds) - 1, [None, offsets, pa.py_buffer(data.tobytes())])
 
 
-def summarise(cols: dict[str, np.ndarray]) -> dict[str, Any]:
-    """Runs of commits (cols: "run" ids and the RUN_DTYPE fields, any order) -> per run: the first
-    and last commit, whether log offsets never go down, the lag window's last slots assuming the
-    first commit opens one, and every commit packed in evidence order (time, then log offset)."""
-    order = np.lexsort((cols["log"], cols["ts"], cols["run"]))
-    run = cols["run"][order]
+def summarise(cols: dict[str, np.ndarray], keys: tuple[str, ...] = RUN_KEYS) -> dict[str, Any]:
+    """Runs of commits (cols: the columns `keys` that name a run and the RUN_DTYPE fields, any
+    order) -> per run: its key columns ("keys"), the first and last commit, whether log offsets never
+    go down, the lag window's last slots assuming the first commit opens one, and every commit packed
+    in evidence order (time, then log offset)."""
+    order = np.lexsort((cols["log"], cols["ts"], *_run_sort_keys([cols[k] for k in keys])))
+    key_cols = {k: cols[k][order] for k in keys}
     ts = cols["ts"][order].astype(np.int64)
     log = cols["log"][order].astype(np.int64)
-    n = len(run)
+    n = len(ts)
     first = np.ones(n, bool)
-    first[1:] = run[1:] != run[:-1]
+    if n:
+        first[1:] = False
+        for col in key_cols.values():
+            first[1:] |= col[1:] != col[:-1]
     starts = np.flatnonzero(first)
     ends = np.append(starts[1:], n)  # exclusive
     last = ends - 1
@@ -185,7 +223,7 @@ def summarise(cols: dict[str, np.ndarray]) -> dict[str, Any]:
     for f in _FIELDS:
         packed[f] = cols[f][order]
     return {
-        "run": run[starts],
+        "keys": {k: col[starts] for k, col in key_cols.items()},
         "first_ts": ts[starts],
         "last_ts": ts[last],
         "first_log": log[starts],
@@ -201,6 +239,21 @@ def summarise(cols: dict[str, np.ndarray]) -> dict[str, Any]:
         "packed": packed,
         "run_bounds": np.append(starts, n),
     }
+
+
+def _run_sort_keys(key_cols: list[np.ndarray]) -> list[np.ndarray]:
+    """Sort keys for np.lexsort (least significant first) that order commits by their run's key
+    columns: one int64 packing them all when their values fit in 63 bits (a 7-key lexsort was most
+    of summarise's time), else the columns themselves."""
+    if not len(key_cols[0]) or any(int(c.min()) < 0 for c in key_cols):
+        return list(reversed(key_cols))
+    widths = [max(int(c.max()), 1).bit_length() for c in key_cols]
+    if sum(widths) > 63:
+        return list(reversed(key_cols))
+    packed = np.zeros(len(key_cols[0]), np.int64)
+    for col, width in zip(key_cols, widths, strict=True):
+        packed = (packed << width) | col.astype(np.int64)
+    return [packed]
 
 
 def _openers(ts: np.ndarray, first: np.ndarray) -> np.ndarray:

@@ -254,10 +254,10 @@ def route_arrow(
     import pyarrow.compute as pc
 
     from collectors.pipeline.commit_columns import decode_commit_values
-    from collectors.pipeline.commit_runs import CommitRunGatherer
+    from collectors.pipeline.commit_runs import FLUSH_ROWS, CommitRunGatherer
 
     schema = arrow_schema()
-    runs = CommitRunGatherer(schema) if flush_rows is None else CommitRunGatherer(schema, flush_rows)
+    runs = CommitRunGatherer(schema, flush_rows or FLUSH_ROWS, buckets)
     cache = _COMMIT_KEYS.setdefault(buckets, {})
     offsets_topics = [t for t, k in kinds.items() if k == "offsets"]
     for batch in batches:
@@ -273,10 +273,9 @@ def route_arrow(
         rows = np.flatnonzero(cand)
         if len(rows):
             enc = pc.dictionary_encode(key.take(pa.array(rows)))
-            routes = [_commit_key(k, buckets, cache) for k in enc.dictionary.to_pylist()]
-            is_commit = np.array([rt is not None for rt in routes], bool)
+            keys = _commit_keys(enc.dictionary, runs, buckets, cache)
             idx = np.asarray(enc.indices)
-            sel = is_commit[idx]
+            sel = keys.ok[idx]
             rows, idx = rows[sel], idx[sel]
             if len(rows):
                 cols = decode_commit_values(value.take(pa.array(rows)))
@@ -284,7 +283,7 @@ def route_arrow(
                 rows, idx = rows[good], idx[good]
                 fast[rows] = True
                 if len(rows):
-                    _gather(runs, rows, idx, routes, batch, offsets_topics, cols, good)
+                    _gather(runs, rows, idx, keys, batch, cols, good)
                     if runs.full():
                         yield from _slices(runs.flush())
         slow = np.flatnonzero(~fast)
@@ -294,6 +293,39 @@ def route_arrow(
             if out["group"]:
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
     yield from _slices(runs.flush())
+
+
+@dataclass
+class _RunKeys:
+    """The distinct keys of a batch that are OffsetCommit keys, as the gatherer's ids."""
+
+    ok: Any  # bool per distinct key
+    group: Any  # int64 gatherer group id per distinct key
+    topic: Any  # int64 gatherer topic id
+    partition: Any  # int32
+
+
+def _commit_keys(dictionary: Any, runs: Any, buckets: int, cache: dict) -> _RunKeys:
+    """Decode a batch's distinct keys: a column at a time (commit_keys), and through the codec those
+    of another shape (which may still be OffsetCommit keys, say with trailing bytes)."""
+    import numpy as np
+
+    from collectors.pipeline.commit_keys import decode_commit_keys
+
+    ck = decode_commit_keys(dictionary)
+    group = runs.group_ids(ck.groups)[ck.group_code] if ck.groups else np.zeros(len(ck.ok), np.int64)
+    topic = runs.topic_ids_of(ck.topics)[ck.topic_code] if ck.topics else np.zeros(len(ck.ok), np.int64)
+    ok, partition = ck.ok.copy(), ck.partition.astype(np.int32)
+    other = np.flatnonzero(~ok)
+    if len(other):
+        for i, k in zip(other.tolist(), dictionary.take(other).to_pylist(), strict=True):
+            hit = _commit_key(k, buckets, cache)
+            if hit is not None:
+                ok[i] = True
+                group[i] = runs.group_ids([hit[0]])[0]
+                topic[i] = runs.topic_ids_of([hit[2]])[0]
+                partition[i] = hit[3]
+    return _RunKeys(ok, group, topic, partition)
 
 
 # Rows per record batch handed back to Spark: a task's runs leave as one batch of up to FLUSH_ROWS
@@ -309,37 +341,29 @@ def _slices(batch: Any) -> Iterator[Any]:
         yield batch.slice(start, OUT_BATCH_ROWS)
 
 
-def _gather(
-    runs: Any, rows: Any, idx: Any, routes: list, batch: Any, offsets_topics: list[str], cols: Any, good: Any
-) -> None:
+def _gather(runs: Any, rows: Any, idx: Any, keys: _RunKeys, batch: Any, cols: Any, good: Any) -> None:
     """Hand a batch's decoded commits to the task's run gatherer: rows (positions in the batch), idx
-    (their key's index into routes), cols/good (the decoded values of those rows)."""
+    (their key's index into keys), cols/good (the decoded values of those rows)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
     take = pa.array(rows)
-    src_part = np.asarray(batch.column("partition").take(take))
-    src_topic = np.asarray(
-        pc.index_in(batch.column("topic").take(take), pa.array(offsets_topics, pa.string()))
-    )
-    combos, inverse = np.unique(np.stack([idx, src_part, src_topic], 1), axis=0, return_inverse=True)
-    ids = np.array(
-        [
-            runs.run_id(*routes[i][:4], offsets_topics[t], p)  # type: ignore[misc]
-            for i, p, t in combos.tolist()
-        ],
-        np.int64,
-    )
+    src = pc.dictionary_encode(batch.column("topic").take(take))
+    src_topic = runs.topic_ids_of(src.dictionary.to_pylist())[np.asarray(src.indices)]
     codes = cols.topic_id_code[good]
     if cols.topic_ids and (codes >= 0).any():
         # an id names one topic: one commit per distinct id says which
         found, first = np.unique(codes, return_index=True)
         for code, j in zip(found.tolist(), first.tolist(), strict=True):
             if code >= 0:
-                runs.topic_ids[routes[int(idx[j])][2]] = cols.topic_ids[code]
+                runs.topic_ids[runs.topic_name(int(keys.topic[idx[j]]))] = cols.topic_ids[code]
     runs.add(
-        ids[inverse.reshape(-1)],
+        group=keys.group[idx],
+        topic=keys.topic[idx],
+        partition=keys.partition[idx],
+        src_topic=src_topic,
+        src_part=np.asarray(batch.column("partition").take(take)),
         ts=np.asarray(batch.column("timestamp").take(take)),
         log=np.asarray(batch.column("offset").take(take)),
         offset=cols.offset[good],
