@@ -66,7 +66,7 @@ from typing import Any
 
 import orjson
 
-from collectors.pipeline.commit_runs import RUN_KIND, commit_run, unpack
+from collectors.pipeline.commit_runs import RUN_KIND, commit_runs_of_columns, unpack
 from collectors.pipeline.decode import (
     COMMIT_KIND,
     DEAD_BUCKET,
@@ -352,27 +352,23 @@ class BatchRows:
     def commit_runs(self, span: tuple[int, int]) -> list[Any]:
         """The GroupEngine.CommitRun of each run row of a span."""
         s, e = span
-        return [
-            commit_run(*fields)
-            for fields in zip(
-                self.c_topic[s:e],
-                self.c_partition[s:e],
-                self.c_first_ts[s:e],
-                self.offset[s:e],
-                self.ts[s:e],
-                self.c_last_log[s:e],
-                self.c_mono[s:e],
-                self.c_offset[s:e],
-                self.c_commit_ts[s:e],
-                self.c_epoch[s:e],
-                self.c_expire[s:e],
-                self.c_slots[s:e],
-                self.c_slot_start[s:e],
-                self.c_run[s:e],
-                self.c_topic_id[s:e],
-                strict=True,
-            )
-        ]
+        return commit_runs_of_columns(
+            self.c_topic[s:e],
+            self.c_partition[s:e],
+            self.c_first_ts[s:e],
+            self.offset[s:e],
+            self.ts[s:e],
+            self.c_last_log[s:e],
+            self.c_mono[s:e],
+            self.c_offset[s:e],
+            self.c_commit_ts[s:e],
+            self.c_epoch[s:e],
+            self.c_expire[s:e],
+            self.c_slots[s:e],
+            self.c_slot_start[s:e],
+            self.c_run[s:e],
+            self.c_topic_id[s:e],
+        )
 
     def row_tuples(self, span: tuple[int, int], runs_whole: bool = False) -> list[tuple]:
         """(ts, rank, partition, offset, kind, topic, key, value, error, commit fields) per row; a run
