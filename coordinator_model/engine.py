@@ -1819,34 +1819,43 @@ class GroupEngine:
 
     def _expire_offsets(self, now: int) -> None:
         """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""
+        for tp, at in self._offset_expiries().items():
+            if now >= at:
+                del self.offsets[tp]
+                self.windows.pop(tp, None)
+
+    def next_offset_expiry(self) -> int | None:
+        """When the first committed offset expires if nothing else happens to the group (None: none
+        can, in its present state): what an idle group has to be looked at again for."""
+        return min(self._offset_expiries().values(), default=None)
+
+    def _offset_expiries(self) -> dict[TP, int]:
+        """The offsets that expire in the group's present state (removeExpiredOffsets' choice by state
+        and protocol type), each with the time it expires at."""
         if not self.offsets:
-            return
+            return {}
         retention = self.retention_ms
-        subscribed = {t for m in self.members.values() for t in m.subscription}
 
-        def gone(o: OffsetState, base: int) -> bool:
+        def at(o: OffsetState, base: int) -> int:
             if o.expire_timestamp is not None and o.expire_timestamp > 0:
-                return now >= o.expire_timestamp
-            return now - base >= retention
+                return o.expire_timestamp
+            return base + retention
 
-        expired: list[TP] = []
         if self.protocol_type and self.state == "Empty":
-            expired = [
-                tp
+            return {
+                tp: at(o, self.empty_since if self.empty_since is not None else o.commit_timestamp)
                 for tp, o in self.offsets.items()
-                if gone(o, self.empty_since if self.empty_since is not None else o.commit_timestamp)
-            ]
-        elif self.protocol_type == CONSUMER_PROTOCOL_TYPE and subscribed:
-            expired = [
-                tp
-                for tp, o in self.offsets.items()
-                if tp[0] not in subscribed and gone(o, o.commit_timestamp)
-            ]
-        elif not self.protocol_type:
-            expired = [tp for tp, o in self.offsets.items() if gone(o, o.commit_timestamp)]
-        for tp in expired:
-            del self.offsets[tp]
-            self.windows.pop(tp, None)
+            }
+        if self.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            subscribed = {t for m in self.members.values() for t in m.subscription}
+            if not subscribed:
+                return {}
+            return {
+                tp: at(o, o.commit_timestamp) for tp, o in self.offsets.items() if tp[0] not in subscribed
+            }
+        if not self.protocol_type:
+            return {tp: at(o, o.commit_timestamp) for tp, o in self.offsets.items()}
+        return {}
 
     def _trim(self, now: int) -> None:
         cutoff = now - self.retention_ms

@@ -448,3 +448,19 @@ def test_a_member_that_left_cleanly_left() -> None:
     e.apply(_gm(10_600, 2, ["m1"]))
     gen2 = next(g for g in e.document()["generations"] if g["generation"] == 2)
     assert gen2["cause"] == "member_left"
+
+
+def test_next_offset_expiry_is_when_the_first_offset_expires():
+    """An idle group is looked at again when its first offset expires (the pipeline's wake time):
+    a standalone group's offsets from their commit, an explicit expire timestamp as it says."""
+    from coordinator_model.evidence import OffsetCommit
+
+    eng = GroupEngine("g", retention_ms=10_000)
+    assert eng.next_offset_expiry() is None
+    eng.apply(OffsetCommit(1000, "g", "t", 0, 5, 1000, -1, "", -1, 1))
+    eng.apply(OffsetCommit(2000, "g", "t", 1, 5, 2000, -1, "", 4000, 2))
+    assert eng.next_offset_expiry() == 4000
+    eng.advance(4000)
+    assert list(eng.offsets) == [("t", 0)] and eng.next_offset_expiry() == 11_000
+    eng.advance(11_000)
+    assert not eng.offsets and eng.next_offset_expiry() is None

@@ -11,6 +11,7 @@ same function runs inside Spark in tests/test_pipeline_live.py and tests/test_de
 from __future__ import annotations
 
 import json
+import pickle
 from typing import Any
 
 import pandas as pd
@@ -45,8 +46,8 @@ class BucketState:
     def update(self, value: tuple) -> None:
         self.value = value
 
-    def setTimeoutDuration(self, _ms: int) -> None:  # Spark's name
-        pass
+    def setTimeoutDuration(self, ms: int) -> None:  # Spark's name
+        self.timeout_ms = ms
 
 
 def hb(member: str, event: str, ts: int, partitions: list | None = None) -> dict[str, Any]:
@@ -242,6 +243,56 @@ def test_an_unchanged_resend_only_marks_the_group_refreshed(monkeypatch):
             yield out
 
     live.update = spy
-    docs = len(live.docs)
+    docs, saved = len(live.docs), live.state.value
     live.batch(T0 + 31_500, [rec])
     assert kinds == ["refresh"] and len(live.docs) == docs
+    # nor is the bucket's state written back for it
+    assert live.state.value is saved
+
+
+def test_a_bucket_times_out_when_its_first_group_is_due(monkeypatch):
+    """The bucket's processing-time timeout is set for when its first group is next due (at least a
+    tick, at most IDLE_REFRESH_MS): Spark ships a timed-out bucket's whole state to Python, and a
+    timeout of one tick shipped the whole fleet's state every 5 s."""
+    live = Live(monkeypatch)
+    p = [["t", 0]]
+    # a member with a 6 s session: its expiry is due soon, so the bucket wakes at the next tick
+    live.batch(T0 + 300, [hb("m1", "join", T0), hb("m1", "assigned", T0 + 100, p), clock(T0 + 200)])
+    assert live.state.timeout_ms == 5000
+    live.batch(T0 + 3200, [hb("m1", "leave", T0 + 3000)])
+    for t in range(T0 + 5000, T0 + 30_000, 5000):
+        live.batch(t + 200, [clock(t)])
+    assert live.docs[-1]["state"] == "Empty"
+    # nothing due but the idle refresh: the timeout waits for it
+    (first,) = (v[4] for v in pickle.loads(live.state.value[0])[0].values())
+    assert live.state.timeout_ms == min(first + 5000 - (T0 + 25_200), model_state.IDLE_REFRESH_MS)
+    assert live.state.timeout_ms > 5000
+
+
+class _Timer:
+    """GroupState's timeout as Spark keeps it: an absolute time, from the batch's processing time."""
+
+    def __init__(self, batch_ms: int, old: int, timed_out: bool = False) -> None:
+        self.batch_ms, self.oldTimeoutTimestamp, self.hasTimedOut = batch_ms, old, timed_out
+        self.timeout_at: int | None = None
+
+    def getCurrentProcessingTimeMs(self) -> int:  # Spark's name
+        return self.batch_ms
+
+    def setTimeoutDuration(self, ms: int) -> None:  # Spark's name
+        assert ms > 0
+        self.timeout_at = self.batch_ms + ms
+
+
+def test_a_timeout_still_ahead_and_sooner_is_kept():
+    """Spark rewrites a bucket's state when its timeout moves: a timeout still ahead that comes no
+    later than the new one is kept as it is; a later, a past or a fired one is replaced."""
+    keep = _Timer(100_000, 103_000)
+    model_state._set_timeout(keep, 100_000, 5000)
+    assert keep.timeout_at == 103_000
+    later = _Timer(100_000, 110_000)
+    model_state._set_timeout(later, 100_000, 5000)
+    assert later.timeout_at == 105_000
+    for past in (_Timer(100_000, 99_000), _Timer(100_000, 100_000), _Timer(100_000, 103_000, True)):
+        model_state._set_timeout(past, 100_000, 5000)
+        assert past.timeout_at == 105_000

@@ -195,7 +195,7 @@ def make_update(
             # a whole re-modelling of an idle fleet of 10,000 groups every 5 s.
             due_by = watermark if live else now
             touched |= {g for g, v in groups.items() if (v[4] if len(v) > 4 else 0) <= due_by}
-        changed = bool(touched)
+        changed = False  # whether any group's state moved: an untouched bucket is not written back
         due_by = watermark if live else now
         for group in sorted(touched):
             blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
@@ -206,9 +206,11 @@ def make_update(
                 # The Admin poller's periodic resend of answers the model already has: the group is
                 # only marked refreshed (at 10,000 groups the resends, one a minute each, kept a
                 # worker busy re-modelling unchanged groups).
-                groups[group] = (blob, now, digest, held, wake_was)
+                # Its stored state is left as it is: rewriting the bucket for a refresh stamp shipped
+                # every bucket's state back to Spark's store at every micro-batch.
                 emit(group, "refresh", 0, now, "")
                 continue
+            changed = True
             engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
             # Runs of commits stay whole (one row each) through holding and ordering: taken apart,
             # a catch-up's million commits were a million Python tuples and evidence objects.
@@ -268,20 +270,23 @@ def make_update(
             groups[group] = (state_blob, int(last_input), new_digest, held, wake_time)
             if new_digest != digest:
                 emit(group, "doc", int(doc.get("as_of") or 0), int(last_input or now), text)
-        if changed or not state.exists or int(meta.get("event", 0)) - int(meta.get("saved", 0)) > 60_000:
+        if (
+            changed
+            or not state.exists
+            or int(meta.get("event", 0)) - int(meta.get("saved", 0)) > SAVE_META_MS
+        ):
             # A bucket where nothing was due is not written back (a clock record reaches all of them;
             # rewriting every bucket's state at each one was most of an idle micro-batch). Its
-            # watermark inputs are saved at least once a minute: the next clock record brings the
-            # event time again anyway.
+            # watermark inputs are saved now and then: after a restart from an older save the
+            # watermark only starts lower, and the next records bring the event time again.
             meta["saved"] = int(meta.get("event", 0))
             state.update((pickle.dumps((groups, meta), 5),))
         if live:
-            state.setTimeoutDuration(tick_ms)
-            if wake is not None:
-                # the first stage sends clock records only to buckets due by then (wake_hints.py)
-                first = min((v[4] if len(v) > 4 else 0 for v in groups.values()), default=2**62)
-                if first != meta.get("wake") and wake.write(key[0], first):
-                    meta["wake"] = first
+            first = min((v[4] if len(v) > 4 else 0 for v in groups.values()), default=2**62)
+            _set_timeout(state, now, _timeout_ms(first, now, tick_ms, allowed_lateness_ms))
+            # the first stage sends clock records only to buckets due by then (wake_hints.py)
+            if wake is not None and first != meta.get("wake") and wake.write(key[0], first):
+                meta["wake"] = first
         if out["kind"]:
             yield _frame(out)
 
@@ -528,25 +533,56 @@ def _steps(group: str, rows: list[tuple]) -> tuple[list[tuple[str, list[Any]]], 
     return steps, dead
 
 
-# An idle group with nothing due is still looked at this often (offset expiry, retention).
-IDLE_REFRESH_MS = 60_000
+# An idle group with nothing due is still looked at this often (its history trimmed to the retention;
+# offset expiry has a wake time of its own). Every idle group of a fleet caught up together comes due
+# together: at 60 s that was a whole re-modelling of 10,000 groups, a 16 s micro-batch, every minute.
+IDLE_REFRESH_MS = 600_000
 
 
 def _wake_at(
     engine: Any, doc: dict | None, held: list[tuple[int, tuple]], at: int, tick_ms: int = 5000
 ) -> int:
     """When a group must next be looked at with no evidence of its own: its engine's next timer
-    (session expiry), the release of its first row held behind the watermark, the next tick while
-    it has lag (lag in seconds and the lag status move with time), else IDLE_REFRESH_MS on."""
+    (session expiry), its first committed offset to expire, the release of its first row held
+    behind the watermark, the next tick while it has lag (lag in seconds and the lag status move
+    with time), else IDLE_REFRESH_MS on."""
     wake = at + IDLE_REFRESH_MS
     if held:
         wake = min(wake, min(t for t, _ in held))
     if engine is not None:
         wake = min(wake, int(getattr(engine, "_next_due", wake)))
+        expiry = engine.next_offset_expiry()
+        if expiry is not None:
+            wake = min(wake, expiry)
     lag = (doc or {}).get("lag") or {}
     if (lag.get("total") or 0) > 0 or (lag.get("max_seconds") or 0) > 0:
         wake = min(wake, at + tick_ms)
     return wake
+
+
+# How long a bucket's watermark inputs may go unsaved when nothing else about it changes. Once a
+# minute, the Admin poller's resends (a minute apart) made every bucket they reached write its whole
+# state back.
+SAVE_META_MS = 600_000
+
+
+def _timeout_ms(first_wake: int, now: int, tick_ms: int, allowed_lateness_ms: int) -> int:
+    """How long a bucket's processing-time timeout is set for: until its first group is due (its
+    event-time wake plus the lateness the watermark trails by), at least a tick and at most
+    IDLE_REFRESH_MS. Spark hands a timed-out bucket's whole state to Python at the next micro-batch:
+    a timeout of one tick shipped every bucket's state, the whole fleet's engines, every 5 s."""
+    return int(max(tick_ms, min(first_wake + allowed_lateness_ms - now, IDLE_REFRESH_MS)))
+
+
+def _set_timeout(state: Any, now: int, duration_ms: int) -> None:
+    """Set the bucket's timeout `duration_ms` on, or keep the one it has when that comes sooner and
+    is still ahead. Spark rewrites a bucket's whole state whenever its timeout moves, and a timeout
+    set anew at every call moved it at every micro-batch the bucket had a row in."""
+    batch_ms = state.getCurrentProcessingTimeMs() if hasattr(state, "getCurrentProcessingTimeMs") else now
+    old = int(getattr(state, "oldTimeoutTimestamp", -1) or -1)
+    if not state.hasTimedOut and batch_ms < old <= batch_ms + duration_ms:
+        duration_ms = old - batch_ms
+    state.setTimeoutDuration(int(duration_ms))
 
 
 def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:
