@@ -1,13 +1,20 @@
 """What the Admin poller sends on: only what changed since it was last sent, and everything again
-once it is `refresh_s` old.
+about every `refresh_ms`.
 
 At 10,000 groups a poll describes every group, reads its committed offsets and the log-end offsets of
 its partitions: on the order of a million answers, nearly all the same as five seconds before. Sent
 on as they are, they made every live micro-batch rebuild and rewrite every group (a commit took a
 minute to reach Redis). The model needs an answer only when it differs from the last one it got; the
 periodic resend keeps each group's refresh stamp (the dashboard's "refreshed N s ago") and bounds what
-a lost record could cost. Resends are spread over the interval (a key's due time is offset by a hash
-of the key), so they do not all come in the same poll.
+a lost record could cost.
+
+Resends come round on a grid: each key has a phase in the interval (`phase_of`; by default a hash of
+the key) and is resent at the first point of its grid (phase + k * refresh_ms) at least half an
+interval after it was last sent: between half and one and a half intervals after a change, exactly one
+interval apart after that. The poller gives every key of a group the phase of the group's state
+bucket, so a poll's resends reach a few buckets of the model stage, not every one of them (Spark
+hands a touched bucket's whole state to Python: resends spread by group touched every bucket at every
+micro-batch).
 
 A key that changed recently can be kept "hot" (`hot_ms`): sent at every poll for that long after its
 last change, because some conclusions need the same answer twice (an Empty describe is believed
@@ -20,6 +27,7 @@ Pure: the poller calls `due(key, value, now_ms)` for each answer and sends those
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,13 +41,13 @@ def _digest(value: Any) -> int:
 @dataclass
 class ChangeFilter:
     refresh_ms: int = 60_000
+    phase_of: Callable[[Any], int] | None = None  # key -> its resend phase (ms, modulo refresh_ms)
     # key -> (digest of the value last sent, when it was sent, when the value last changed)
     _sent: dict[Any, tuple[int, int, int]] = field(default_factory=dict)
 
     def due(self, key: Any, value: Any, now_ms: int, hot_ms: int = 0) -> bool:
         """True (and remembered as sent) when `value` differs from what was last sent for `key`, when
-        it last changed less than `hot_ms` ago, or when it was sent at least `refresh_ms` ago (less a
-        per-key offset that spreads the resends)."""
+        it last changed less than `hot_ms` ago, or when its resend came round (`resend_due`)."""
         return self.verdict(key, value, now_ms, hot_ms) is not None
 
     def verdict(self, key: Any, value: Any, now_ms: int, hot_ms: int = 0) -> str | None:
@@ -52,17 +60,28 @@ class ChangeFilter:
         why = "new" if last is None else "changed"
         if last is not None and last[0] == digest:
             changed_at = last[2]
-            spread = self.spread(key)
             hot = now_ms - changed_at < hot_ms
-            if not hot and now_ms - last[1] < self.refresh_ms - spread:
+            if not hot and not self.resend_due(key, last[1], now_ms):
                 return None
             why = "hot" if hot else "resend"
         self._sent[key] = (digest, now_ms, changed_at)
         return why
 
-    def spread(self, key: Any) -> int:
-        """How much earlier than `refresh_ms` the key's resend comes (by a hash of the key)."""
-        return _digest(key) % max(1, self.refresh_ms // 2)
+    def phase(self, key: Any) -> int:
+        """Where in the interval the key's resends fall."""
+        raw = self.phase_of(key) if self.phase_of is not None else _digest(key)
+        return raw % max(1, self.refresh_ms)
+
+    def resend_due(self, key: Any, last_sent_ms: int, now_ms: int) -> bool:
+        """Whether an answer last sent at `last_sent_ms` is resent now: at the first point of the
+        key's grid at least half an interval after it was sent."""
+        interval = max(1, self.refresh_ms)
+        start = last_sent_ms + interval // 2
+        if now_ms < start:
+            return False
+        phase = self.phase(key)
+        point = phase - ((phase - start) // interval) * interval  # first grid point >= start
+        return now_ms >= point
 
     def changed_within(self, key: Any, now_ms: int, ms: int) -> bool:
         """Whether the value last sent for `key` differed from the one before, less than `ms` ago."""

@@ -37,6 +37,7 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from collectors.kafka_clients import (
@@ -224,6 +225,18 @@ def describe_json(d: Any, ts: int) -> dict[str, Any]:
     }
 
 
+def _bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
+    """A change-filter key's resend phase: its group's state bucket's place in the interval, so the
+    resends of one bucket's groups come in the same poll. Keys are (kind, group, ...)."""
+    from collectors.pipeline.decode import bucket_of
+
+    def phase(key: Any) -> int:
+        group = key[1] if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], str) else str(key)
+        return bucket_of(group, buckets) * interval_ms // buckets
+
+    return phase
+
+
 class AdminPoller(_Loop):
     def __init__(
         self,
@@ -257,7 +270,10 @@ class AdminPoller(_Loop):
         self._offsets_failing = False  # OffsetFetch failed last time (warned once already)
         self._protocol_unusable = False  # settings it cannot use: librdkafka fetches the offsets
         # Answers are sent on when they changed, and again every admin_resend_s (admin_changes.py).
-        self.changes = ChangeFilter(int(getattr(cfg, "admin_resend_s", 60.0) * 1000))
+        # A group's answers are resent at the phase of its state bucket (admin_changes.py).
+        resend_ms = int(getattr(cfg, "admin_resend_s", 60.0) * 1000)
+        buckets = int(getattr(cfg, "state_buckets", 256) or 256)
+        self.changes = ChangeFilter(resend_ms, phase_of=_bucket_phase(buckets, resend_ms))
         self.sent = 0  # admin lines produced, and held back as unchanged (benchmarks read them)
         self.held = 0
 
@@ -429,7 +445,6 @@ class AdminPoller(_Loop):
         the rest once per `admin_resend_s` (spread by group). The poll's cost then follows the number
         of groups that change, not the size of the fleet: ListGroups answers for every group in one
         request per broker, a describe of 10,000 steady groups every 5 s took 3-5 s of CPU."""
-        resend = int(getattr(self.cfg, "admin_resend_s", 60.0) * 1000)
         out = set()
         for g in groups:
             last = self._listed.get(g)
@@ -439,7 +454,7 @@ class AdminPoller(_Loop):
                 or last[0] != state
                 or state not in ("STABLE", "EMPTY")
                 or self.changes.changed_within(("describe", g), now_ms, DESCRIBE_HOT_MS)
-                or now_ms - last[1] >= resend - self.changes.spread(("describe", g))
+                or self.changes.resend_due(("describe", g), last[1], now_ms)
             ):
                 out.add(g)
         return out
