@@ -197,8 +197,9 @@ class KafkaBroker(_Proc):
 
     # -- lifecycle -------------------------------------------------------------------------------
     def _format(self, java: str, cp: str, log_opt: str, props_file: Path) -> None:
-        argv = [java, log_opt, "-cp", cp, "kafka.tools.StorageTool", "format", "-t", self.cluster_id]
-        argv += ["-c", str(props_file)]
+        # `--cluster-id=ID`, not `-t ID`: an id may begin with "-", which argparse then takes for an option
+        argv = [java, log_opt, "-cp", cp, "kafka.tools.StorageTool", "format"]
+        argv += [f"--cluster-id={self.cluster_id}", "-c", str(props_file)]
         if tuple(int(x) for x in self.version.split(".")[:2]) >= (4, 1):
             argv += ["--feature", "share.version=1"]
         for user, password in self.sasl_users.items():
