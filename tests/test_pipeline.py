@@ -39,11 +39,21 @@ def test_plan_end_respects_limit_and_never_goes_back(start, grow, limit):
     }
     latest.setdefault("c", {})["0"] = 40  # a partition first seen now starts at 0
     available = count_between(start, latest)
-    end = plan_end(start, latest, limit)
-    assert count_between(start, end) == min(limit, available)
-    for t, ps in end.items():
-        for p, o in ps.items():
-            assert start.get(t, {}).get(p, 0) <= o <= latest[t][p]
+    for first in ((), ("c",), tuple(start)[:1]):
+        end = plan_end(start, latest, limit, first)
+        assert count_between(start, end) == min(limit, available)
+        for t, ps in end.items():
+            for p, o in ps.items():
+                assert start.get(t, {}).get(p, 0) <= o <= latest[t][p]
+        if first and count_between(start, end) < available:
+            # the first topics are read whole before the others get anything
+            firsts = {t: ps for t, ps in latest.items() if t in first}
+            if count_between(start, {t: end[t] for t in firsts}) < count_between(start, firsts):
+                assert all(
+                    end[t] == {p: start.get(t, {}).get(p, 0) for p in ps}
+                    for t, ps in end.items()
+                    if t not in first
+                )
     assert plan_end(start, latest, None) == {t: dict(ps) for t, ps in latest.items()}
 
 
@@ -53,6 +63,11 @@ def test_plan_end_shares_the_budget_between_partitions():
     assert plan_end(start, latest, 105) == {"t": {"0": 50, "1": 5, "2": 50}}
     # no new data: the end is the start, so no partition is planned
     assert plan_end(latest, latest, 10) == latest
+    # the offsets topic's backlog first: the Admin lines wait for what it leaves
+    start = {"offs": {"0": 0, "1": 0}, "admin": {"0": 0}}
+    latest = {"offs": {"0": 60, "1": 30}, "admin": {"0": 100}}
+    assert plan_end(start, latest, 100, ("offs",)) == {"offs": {"0": 60, "1": 30}, "admin": {"0": 10}}
+    assert plan_end(start, latest, 50, ("offs",)) == {"offs": {"0": 25, "1": 25}, "admin": {"0": 0}}
 
 
 def test_read_tasks_pack_ranges_evenly_and_split_big_ones():

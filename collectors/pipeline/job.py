@@ -94,6 +94,8 @@ def raw_stream(spark: Any, cfg: PipelineConfig, topics: list[str]) -> Any:
         r = r.option("readerTasks", str(max(1, int(tasks))))
         r = r.option("startingOffsets", cfg.starting_offsets)
         r = r.option("metadataTimeoutMs", str(int(cfg.metadata_timeout_s * 1000)))
+        # a capped batch reads the offsets topic's backlog before anything else (kafka_source.plan_end)
+        r = r.option("firstTopics", cfg.offsets_topic)
         for k, v in cfg.kafka.items():
             r = r.option(f"kafka.{k}", str(v))
     else:

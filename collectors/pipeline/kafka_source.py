@@ -8,6 +8,7 @@ confluent-kafka (the JVM `spark-sql-kafka` connector cannot be installed everywh
           .option("kafka.security.protocol", "SASL_SSL")      # any librdkafka setting, prefixed kafka.
           .option("startingOffsets", "earliest")              # or latest, or {"topic": {"0": 42}}
           .option("maxRecordsPerBatch", 200000)               # read limit (ReadMaxRows)
+          .option("firstTopics", "__consumer_offsets")        # read under the limit before the rest
           .load())
 
 Offsets have the connector's shape, `{"topic": {"partition": next offset}}`. Columns: topic, partition,
@@ -147,10 +148,15 @@ class Watermarks:
         self._admin = None
 
 
-def plan_end(start: Offsets, latest: Offsets, max_rows: int | None) -> Offsets:
+def plan_end(
+    start: Offsets, latest: Offsets, max_rows: int | None, first_topics: tuple[str, ...] = ()
+) -> Offsets:
     """The end offsets of the next batch: everything up to `latest`, or at most `max_rows` records
     spread over the partitions that have new data (fairly: each gets an equal share, unused shares
-    go to the others), so one busy partition cannot starve the rest."""
+    go to the others), so one busy partition cannot starve the rest. `first_topics` are given the
+    budget before the other topics: a catch-up reads the backlog of `__consumer_offsets` before the
+    Admin poller's first answers about every group (in the same batch, they cut the tail of the
+    commits off into the next one, and the whole fleet was modelled twice before it was complete)."""
     end: Offsets = {t: dict(ps) for t, ps in start.items()}
     pending: list[tuple[str, str, int, int]] = []  # topic, partition, from, available
     for t, ps in latest.items():
@@ -170,8 +176,22 @@ def plan_end(start: Offsets, latest: Offsets, max_rows: int | None) -> Offsets:
             end[t][p] = lo + n
         return end
     budget = max(1, int(max_rows))
-    take = {(t, p): 0 for t, p, _, _ in pending}
-    left = [(t, p, n) for t, p, _, n in pending]
+    for tier in (
+        [x for x in pending if x[0] in first_topics],
+        [x for x in pending if x[0] not in first_topics],
+    ):
+        take = _fair_shares([(t, p, n) for t, p, _, n in tier], budget)
+        for t, p, lo, _ in tier:
+            end[t][p] = lo + take[(t, p)]
+        budget -= sum(take.values())
+    return end
+
+
+def _fair_shares(available: list[tuple[str, str, int]], budget: int) -> dict[tuple[str, str], int]:
+    """How many records each (topic, partition) gets of `budget`: equal shares, what one cannot use
+    going to the others."""
+    take = {(t, p): 0 for t, p, _ in available}
+    left = list(available)
     while budget > 0 and left:
         share = max(1, budget // len(left))
         nxt = []
@@ -184,9 +204,7 @@ def plan_end(start: Offsets, latest: Offsets, max_rows: int | None) -> Offsets:
             if take[(t, p)] < n:
                 nxt.append((t, p, n))
         left = nxt
-    for t, p, lo, _ in pending:
-        end[t][p] = lo + take[(t, p)]
-    return end
+    return take
 
 
 def count_between(start: Offsets, end: Offsets) -> int:
@@ -205,6 +223,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.starting = str(options.get("startingOffsets") or "earliest")
         mr = options.get("maxRecordsPerBatch") or options.get("maxOffsetsPerTrigger")
         self.max_rows = int(mr) if mr else None
+        self.first_topics = tuple(t for t in str(options.get("firstTopics") or "").split(",") if t)
         self.split_rows = int(options.get("maxRecordsPerPartition") or 250_000)
         self.reader_tasks = int(options.get("readerTasks") or 4)
         self.poll_timeout_s = float(options.get("pollTimeoutMs") or 1000) / 1000
@@ -255,7 +274,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
         self._latest = latest
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return plan_end(start, latest, max_rows)
+        return plan_end(start, latest, max_rows, self.first_topics)
 
     def reportLatestOffset(self) -> dict | None:
         # What the broker had at the last planning: the progress bar's "available".
