@@ -1819,7 +1819,7 @@ class GroupEngine:
 
     def _expire_offsets(self, now: int) -> None:
         """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""
-        for tp, at in self._offset_expiries().items():
+        for tp, at in self._offset_expiries():
             if now >= at:
                 del self.offsets[tp]
                 self.windows.pop(tp, None)
@@ -1827,35 +1827,36 @@ class GroupEngine:
     def next_offset_expiry(self) -> int | None:
         """When the first committed offset expires if nothing else happens to the group (None: none
         can, in its present state): what an idle group has to be looked at again for."""
-        return min(self._offset_expiries().values(), default=None)
+        return min((at for _, at in self._offset_expiries()), default=None)
 
-    def _offset_expiries(self) -> dict[TP, int]:
+    def _offset_expiries(self) -> list[tuple[TP, int]]:
         """The offsets that expire in the group's present state (removeExpiredOffsets' choice by state
-        and protocol type), each with the time it expires at."""
+        and protocol type), each with the time it expires at: its own expire timestamp (v1 commits),
+        else the retention after its base (when the group became Empty, else its commit)."""
         if not self.offsets:
-            return {}
-        retention = self.retention_ms
-
-        def at(o: OffsetState, base: int) -> int:
-            if o.expire_timestamp is not None and o.expire_timestamp > 0:
-                return o.expire_timestamp
-            return base + retention
-
+            return []
+        base: int | None = None  # None: each offset's own commit timestamp
         if self.protocol_type and self.state == "Empty":
-            return {
-                tp: at(o, self.empty_since if self.empty_since is not None else o.commit_timestamp)
-                for tp, o in self.offsets.items()
-            }
-        if self.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            items: Iterable[tuple[TP, OffsetState]] = self.offsets.items()
+            base = self.empty_since
+        elif self.protocol_type == CONSUMER_PROTOCOL_TYPE:
             subscribed = {t for m in self.members.values() for t in m.subscription}
             if not subscribed:
-                return {}
-            return {
-                tp: at(o, o.commit_timestamp) for tp, o in self.offsets.items() if tp[0] not in subscribed
-            }
-        if not self.protocol_type:
-            return {tp: at(o, o.commit_timestamp) for tp, o in self.offsets.items()}
-        return {}
+                return []
+            items = [(tp, o) for tp, o in self.offsets.items() if tp[0] not in subscribed]
+        elif not self.protocol_type:
+            items = self.offsets.items()
+        else:
+            return []
+        retention = self.retention_ms
+        out = []
+        for tp, o in items:
+            e = o.expire_timestamp
+            if e is not None and e > 0:
+                out.append((tp, e))
+            else:
+                out.append((tp, (o.commit_timestamp if base is None else base) + retention))
+        return out
 
     def _trim(self, now: int) -> None:
         cutoff = now - self.retention_ms
