@@ -151,7 +151,7 @@ def in_process(fn: Any) -> tuple[float, int]:
 
 
 def main() -> None:
-    from benchmarks.alerts import fill, templates
+    from benchmarks.fleet_docs import fill, templates
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--groups", type=int, default=50_000)
