@@ -84,8 +84,6 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
     from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-    from collectors.pipeline.job import BROKER_LOG_TOPIC
-
     watch = ErrorWatch()
     admin = AdminClient(client_config(cfg.kafka, watch))
     now = _now_ms()
@@ -225,10 +223,14 @@ def describe_json(d: Any, ts: int) -> dict[str, Any]:
     }
 
 
+# Where the broker-log shipper writes the coordinator log lines it tails (BrokerLogShipper).
+BROKER_LOG_TOPIC = "groupscope.broker-log"
+
+
 def _bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
     """A change-filter key's resend phase: its group's state bucket's place in the interval, so the
     resends of one bucket's groups come in the same poll. Keys are (kind, group, ...)."""
-    from collectors.pipeline.decode import bucket_of
+    from collectors.pipeline.rows import bucket_of
 
     def phase(key: Any) -> int:
         group = key[1] if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], str) else str(key)
@@ -573,8 +575,6 @@ class BrokerLogShipper(_Loop):
 
     def __init__(self, cfg: Any, interval_s: float = 1.0) -> None:
         super().__init__("groupscope-broker-log")
-        from collectors.pipeline.job import BROKER_LOG_TOPIC
-
         self.cfg = cfg
         self.topic = cfg.broker_log_topic or BROKER_LOG_TOPIC
         self.interval_s = interval_s

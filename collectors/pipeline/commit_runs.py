@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from collectors.pipeline.rows import ROUTED_COLUMNS, bucket_of
 from coordinator_model.engine import CommitRun
 from coordinator_model.lag import MIN_DISTANCE_MS, WINDOW
 
@@ -76,8 +77,6 @@ class CommitRunGatherer:
 
     def group_ids(self, names: list[str]) -> np.ndarray:
         """The gatherer's ids of these group names (interned on first sight)."""
-        from collectors.pipeline.decode import bucket_of
-
         out = np.empty(len(names), np.int64)
         for i, name in enumerate(names):
             gid = self._group_ids.get(name)
@@ -124,8 +123,6 @@ class CommitRunGatherer:
 
     def _batch(self, runs: dict[str, Any]) -> Any:
         import pyarrow as pa
-
-        from collectors.pipeline.decode import ROUTED_COLUMNS
 
         key = runs["keys"]
         k = len(key["group"])

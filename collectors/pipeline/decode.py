@@ -19,30 +19,19 @@ else) are dropped. `decode_one` turns a raw row into evidence; both stages use i
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# A key no Kafka group id can be (group ids are UTF-8 text; this one starts with NUL).
-DEAD_LETTER_KEY = "\x00dead-letters"
-
-DEAD_BUCKET = -1
-ROUTED_SCHEMA = (
-    "bucket int, group string, ts long, rank int, kind string, topic string, partition int, offset long, "
-    "key binary, value binary, error string, "
-    "c_topic string, c_partition int, c_offset long, c_commit_ts long, c_epoch int, c_expire long, "
-    "c_first_ts long, c_last_log long, c_mono boolean, c_slot_start long, c_slots binary, c_run binary, "
-    "c_topic_id string"
+from collectors.pipeline.rows import (
+    DEAD_BUCKET,
+    DEAD_LETTER_KEY,
+    RAW_SCHEMA,
+    ROUTED_COLUMNS,
+    arrow_schema,
+    bucket_of,
 )
-ROUTED_COLUMNS = [c.split()[0] for c in ROUTED_SCHEMA.split(", ")]
-# The c_* columns belong to runs of `__consumer_offsets` commits decoded in the first stage (kind
-# "commits", see commit_runs: the committed topic and partition, the last commit's offset, commit
-# timestamp, leader epoch and expire timestamp, then the run's summary and packed commits); a run's raw
-# keys and values are not carried on. Other rows leave the c_* columns empty. In the model stage a run
-# may be taken apart into one row per commit, of kind "commit", with the first six c_* fields and
-# c_topic_id (the committed topic's id, from version 4 values that carry it; null otherwise).
-COMMIT_KIND = "commit"
+
 _NO_COMMIT = (None, 0, 0, 0, 0, 0, 0, 0, False, 0, None, None, None)
 
 # Kinds of source, and their rank among evidence with the same timestamp.
@@ -171,11 +160,6 @@ def commit_evidence(group: str, ts: int, log_offset: int, c: tuple) -> Any:
 _KEY_ROUTES: dict[int, dict[bytes, tuple[str, int]]] = {}
 
 
-def bucket_of(group: str, buckets: int) -> int:
-    """The state bucket of a group: stable across processes and restarts (not Python's hash)."""
-    return zlib.crc32(group.encode("utf-8")) % buckets
-
-
 def route_one(
     kind: str, topic: str, partition: int, offset: int, ts: int, key: bytes | None, value: bytes | None
 ) -> list[tuple[str, int, int]]:
@@ -196,20 +180,6 @@ def route_one(
     for g, t, rank, _ in decode_one(kind, topic, partition, offset, ts, key, value):
         out.setdefault(g, (g, int(t), rank))
     return list(out.values())
-
-
-def arrow_schema(ddl: str = ROUTED_SCHEMA) -> Any:
-    """The pyarrow schema of a Spark DDL string of ours ("name type, ...")."""
-    import pyarrow as pa
-
-    types = {
-        "int": pa.int32(),
-        "long": pa.int64(),
-        "string": pa.string(),
-        "binary": pa.binary(),
-        "boolean": pa.bool_(),
-    }
-    return pa.schema([(name, types[t]) for name, t in (c.split() for c in ddl.split(", "))])
 
 
 # key bytes -> (group, bucket, topic, partition) of an OffsetCommit key, or None for any other key
@@ -429,9 +399,7 @@ def decode_batches(
     """`route_arrow` for pandas frames of the raw columns (tests and tools), ROUTED_SCHEMA frames out."""
     import pyarrow as pa
 
-    from collectors.pipeline.kafka_source import SCHEMA
-
-    raw_schema = arrow_schema(SCHEMA)
+    raw_schema = arrow_schema(RAW_SCHEMA)
 
     def to_arrow(pdf: Any) -> Any:
         return pa.RecordBatch.from_pandas(pdf[RAW_COLUMNS], schema=raw_schema, preserve_index=False)

@@ -16,8 +16,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.pipeline.decode import KINDS_OF_CAPTURE_FILES, ROUTED_SCHEMA, route_arrow
+from collectors.pipeline.admin_poller import BROKER_LOG_TOPIC
+from collectors.pipeline.decode import KINDS_OF_CAPTURE_FILES, route_arrow
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
+from collectors.pipeline.rows import ROUTED_SCHEMA
 from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
 from collectors.pipeline.wake_hints import WakeHints
 from collectors.redis_store import RedisStore
@@ -25,7 +27,6 @@ from collectors.redis_store import RedisStore
 log = logging.getLogger("groupscope.pipeline")
 
 ADMIN_TOPIC = "groupscope.admin"
-BROKER_LOG_TOPIC = "groupscope.broker-log"
 
 
 @dataclass

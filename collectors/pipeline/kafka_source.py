@@ -33,9 +33,11 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
+from collectors.pipeline.rows import RAW_SCHEMA
+
 log = logging.getLogger("groupscope.kafka_source")
 
-SCHEMA = "topic string, partition int, offset long, timestamp long, key binary, value binary"
+SCHEMA = RAW_SCHEMA  # the columns this source gives (collectors/pipeline/rows.py)
 FORMAT = "groupscope_kafka"
 
 Offsets = dict[str, dict[str, int]]
@@ -319,7 +321,7 @@ def read_partition(
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     from collectors.kafka_clients import client_config
-    from collectors.pipeline.decode import arrow_schema
+    from collectors.pipeline.rows import arrow_schema
 
     c = Consumer(
         {
