@@ -301,9 +301,10 @@ class RedisStore:
         with self.r.pipeline(transaction=False) as rp:
             rp.hmget(self.k("fleet", "state"), names)
             rp.hmget(self.k("fleet", "history"), names)
+            rp.hmget(self.k("refreshed"), names)
             if self.summaries:
                 rp.hmget(self.sk("facts"), names)
-            old_states, old_digests, *old_facts = rp.execute()
+            old_states, old_digests, old_refreshed, *old_facts = rp.execute()
         old_facts = old_facts[0] if old_facts else [None] * len(names)
         own = pipe is None
         p = self.pipeline() if own else pipe
@@ -319,11 +320,14 @@ class RedisStore:
         summaries: dict[str, dict[str, str]] = {what: {} for what in SUMMARY_KEYS}
         known_facts: dict[str, _summary.Facts | None] = {}
         unsummarized: set[str] = set()
-        for (doc, now_ms, ref), text, name, old, old_digest, old_fact in zip(
-            items, (t for _, t in kept), names, old_states, old_digests, old_facts, strict=True
+        for (doc, now_ms, ref), text, name, old, old_digest, old_ref, old_fact in zip(
+            items, (t for _, t in kept), names, old_states, old_digests, old_refreshed, old_facts, strict=True
         ):
+            # A refresh stamp never goes back: the model stage stamps a document with the group's
+            # last evidence, and an unchanged Admin resend (touch_refreshed) may have come since.
+            now_ms = max(int(now_ms), int(old_ref or 0))
             row = fleet_row(doc, ref)
-            row = FleetRow(**{**row.__dict__, "last_refreshed": int(now_ms)})
+            row = FleetRow(**{**row.__dict__, "last_refreshed": now_ms})
             row_json = row.to_json()
             prev = current.get(name, old.decode() if old else None)
             if prev and prev != row.state:

@@ -305,3 +305,7 @@ def test_touch_refreshed_moves_only_the_refresh_stamps(redis_client):
     assert st.freshness(["a"])["groups"] == {"a": 9_000}
     assert st.get_group("a") == doc_before
     assert st.get_row("gone") is None
+    # a later document stamped with older evidence (a timer fired) does not move the stamp back
+    st.write_group(make_doc("a"), now_ms=5_000)
+    assert st.get_row("a")["last_refreshed"] == 9_000
+    assert st.freshness(["a"])["groups"] == {"a": 9_000}
