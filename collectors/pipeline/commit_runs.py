@@ -64,11 +64,8 @@ class CommitRunGatherer:
         self.schema = schema
         self.flush_rows = flush_rows
         self.buckets = buckets
-        self._group_ids: dict[str, int] = {}
-        self._groups: list[str] = []
-        self._bucket_of: list[int] = []
-        self._topic_ids: dict[str, int] = {}
-        self._topics: list[str] = []
+        self._groups = _Names()
+        self._topics = _Names()  # committed and source topics
         self._parts: list[dict[str, np.ndarray]] = []
         self.pending = 0
         # committed topic -> its id, from the version 4 values that carry one (an id is per topic, so
@@ -77,29 +74,14 @@ class CommitRunGatherer:
 
     def group_ids(self, names: list[str]) -> np.ndarray:
         """The gatherer's ids of these group names (interned on first sight)."""
-        out = np.empty(len(names), np.int64)
-        for i, name in enumerate(names):
-            gid = self._group_ids.get(name)
-            if gid is None:
-                gid = self._group_ids[name] = len(self._groups)
-                self._groups.append(name)
-                self._bucket_of.append(bucket_of(name, self.buckets))
-            out[i] = gid
-        return out
+        return self._groups.ids(names)
 
     def topic_ids_of(self, names: list[str]) -> np.ndarray:
         """The gatherer's ids of these topic names (committed or source topics)."""
-        out = np.empty(len(names), np.int64)
-        for i, name in enumerate(names):
-            tid = self._topic_ids.get(name)
-            if tid is None:
-                tid = self._topic_ids[name] = len(self._topics)
-                self._topics.append(name)
-            out[i] = tid
-        return out
+        return self._topics.ids(names)
 
     def topic_name(self, tid: int) -> str:
-        return self._topics[tid]
+        return self._topics.names[tid]
 
     def add(self, **cols: np.ndarray) -> None:
         """Commits in any order: the RUN_KEYS (ids from group_ids/topic_ids_of, partitions) and the
@@ -126,11 +108,12 @@ class CommitRunGatherer:
 
         key = runs["keys"]
         k = len(key["group"])
-        groups = pa.array(self._groups, pa.string())
-        topics = pa.array(self._topics, pa.string())
-        ids = [self.topic_ids.get(t) for t in self._topics]
+        groups = pa.array(self._groups.names, pa.string())
+        topics = pa.array(self._topics.names, pa.string())
+        ids = [self.topic_ids.get(t) for t in self._topics.names]
+        buckets = np.array([bucket_of(g, self.buckets) for g in self._groups.names], np.int32)
         values = {
-            "bucket": pa.array(np.asarray(self._bucket_of, np.int32)[key["group"]], pa.int32()),
+            "bucket": pa.array(buckets[key["group"]], pa.int32()),
             "group": groups.take(pa.array(key["group"])),
             "ts": pa.array(runs["last_ts"], pa.int64()),
             "rank": pa.array(np.zeros(k, np.int32)),
@@ -159,12 +142,27 @@ class CommitRunGatherer:
         return pa.RecordBatch.from_arrays([values[c] for c in ROUTED_COLUMNS], schema=self.schema)
 
     def _reset_names_if_large(self) -> None:
-        if len(self._groups) > 500_000:  # a task over a huge fleet: ids are only needed per flush
-            self._group_ids.clear()
-            self._groups.clear()
-            self._bucket_of.clear()
-            self._topic_ids.clear()
-            self._topics.clear()
+        if len(self._groups.names) > 500_000:  # a task over a huge fleet: ids are only needed per flush
+            self._groups = _Names()
+            self._topics = _Names()
+
+
+class _Names:
+    """Names interned as ids 0, 1, 2, ... in order of first sight."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self._ids: dict[str, int] = {}
+
+    def ids(self, names: list[str]) -> np.ndarray:
+        out = np.empty(len(names), np.int64)
+        for i, name in enumerate(names):
+            nid = self._ids.get(name)
+            if nid is None:
+                nid = self._ids[name] = len(self.names)
+                self.names.append(name)
+            out[i] = nid
+        return out
 
 
 def _binary(data: np.ndarray, bounds: np.ndarray) -> Any:
@@ -187,11 +185,10 @@ def summarise(cols: dict[str, np.ndarray], keys: tuple[str, ...] = RUN_KEYS) -> 
     ts = cols["ts"][order].astype(np.int64)
     log = cols["log"][order].astype(np.int64)
     n = len(ts)
-    first = np.ones(n, bool)
-    if n:
-        first[1:] = False
-        for col in key_cols.values():
-            first[1:] |= col[1:] != col[:-1]
+    first = np.zeros(n, bool)
+    first[:1] = True
+    for col in key_cols.values():
+        first[1:] |= col[1:] != col[:-1]
     starts = np.flatnonzero(first)
     ends = np.append(starts[1:], n)  # exclusive
     last = ends - 1
@@ -278,44 +275,6 @@ def _openers(ts: np.ndarray, first: np.ndarray) -> np.ndarray:
     return opener
 
 
-def commit_run(
-    c_topic: str,
-    c_partition: int,
-    first_ts: int,
-    first_log: int,
-    last_ts: int,
-    last_log: int,
-    mono: bool,
-    offset: int,
-    commit_ts: int,
-    epoch: int,
-    expire: int,
-    slots: bytes,
-    slot_start: int,
-    packed: bytes,
-    topic_id: str | None = None,
-) -> CommitRun:
-    """The model's CommitRun of a run row's columns."""
-    topic, partition = str(c_topic), int(c_partition)
-    return CommitRun(
-        topic,
-        partition,
-        int(first_ts),
-        int(first_log),
-        int(last_ts),
-        int(last_log),
-        bool(mono),
-        int(offset),
-        int(commit_ts),
-        int(epoch),
-        int(expire),
-        np.frombuffer(slots, SLOT_DTYPE).tolist(),
-        int(slot_start),
-        _rows_of(topic, partition, packed),
-        topic_id or None,
-    )
-
-
 def commit_runs_of_columns(
     c_topic: list[str],
     c_partition: list[int],
@@ -333,8 +292,9 @@ def commit_runs_of_columns(
     packed: list[bytes],
     topic_id: list[str | None],
 ) -> list[CommitRun]:
-    """`commit_run` of many run rows, from their columns as Python lists: the lag slots of all of
-    them are read from one buffer (a numpy call per run was a twentieth of a catch-up's model stage)."""
+    """The model's CommitRun of each run row, from the rows' columns as Python lists: the lag slots
+    of all of them are read from one buffer (a numpy call per run was a twentieth of a catch-up's
+    model stage)."""
     counts = [len(b) // SLOT_DTYPE.itemsize for b in slots]
     flat = np.frombuffer(b"".join(slots), SLOT_DTYPE).tolist()
     out: list[CommitRun] = []
@@ -356,7 +316,7 @@ def commit_runs_of_columns(
                 expire[i],
                 flat[at : at + counts[i]],
                 slot_start[i],
-                functools.partial(_unpacked_rows, topic, partition, bytes(packed[i])),
+                _rows_of(topic, partition, packed[i]),
                 topic_id[i] or None,
             )
         )

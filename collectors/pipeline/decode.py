@@ -182,11 +182,13 @@ def route_one(
     return list(out.values())
 
 
-# key bytes -> (group, bucket, topic, partition) of an OffsetCommit key, or None for any other key
-_COMMIT_KEYS: dict[int, dict[bytes, tuple[str, int, str, int] | None]] = {}
+# key bytes -> (group, topic, partition) of an OffsetCommit key the codec read (commit_keys leaves
+# it keys of an unusual shape), or None for any other key; per executor process
+_COMMIT_KEYS: dict[bytes, tuple[str, str, int] | None] = {}
 
 
-def _commit_key(key: bytes, buckets: int, cache: dict) -> tuple[str, int, str, int] | None:
+def _commit_key(key: bytes) -> tuple[str, str, int] | None:
+    cache = _COMMIT_KEYS
     hit = cache.get(key, False)
     if hit is not False:
         return hit
@@ -199,7 +201,7 @@ def _commit_key(key: bytes, buckets: int, cache: dict) -> tuple[str, int, str, i
         k = None  # the row-by-row path makes it a dead letter with the codec's error
     hit = None
     if isinstance(k, r.OffsetCommitKey):
-        hit = (k.group, bucket_of(k.group, buckets), k.topic, k.partition)
+        hit = (k.group, k.topic, k.partition)
     if len(cache) > 200_000:
         cache.clear()
     cache[key] = hit
@@ -228,7 +230,6 @@ def route_arrow(
 
     schema = arrow_schema()
     runs = CommitRunGatherer(schema, flush_rows or FLUSH_ROWS, buckets)
-    cache = _COMMIT_KEYS.setdefault(buckets, {})
     offsets_topics = [t for t, k in kinds.items() if k == "offsets"]
     for batch in batches:
         n = batch.num_rows
@@ -243,7 +244,7 @@ def route_arrow(
         rows = np.flatnonzero(cand)
         if len(rows):
             enc = pc.dictionary_encode(key.take(pa.array(rows)))
-            keys = _commit_keys(enc.dictionary, runs, buckets, cache)
+            keys = _commit_keys(enc.dictionary, runs)
             idx = np.asarray(enc.indices)
             sel = keys.ok[idx]
             rows, idx = rows[sel], idx[sel]
@@ -275,7 +276,7 @@ class _RunKeys:
     partition: Any  # int32
 
 
-def _commit_keys(dictionary: Any, runs: Any, buckets: int, cache: dict) -> _RunKeys:
+def _commit_keys(dictionary: Any, runs: Any) -> _RunKeys:
     """Decode a batch's distinct keys: a column at a time (commit_keys), and through the codec those
     of another shape (which may still be OffsetCommit keys, say with trailing bytes)."""
     import numpy as np
@@ -289,12 +290,12 @@ def _commit_keys(dictionary: Any, runs: Any, buckets: int, cache: dict) -> _RunK
     other = np.flatnonzero(~ok)
     if len(other):
         for i, k in zip(other.tolist(), dictionary.take(other).to_pylist(), strict=True):
-            hit = _commit_key(k, buckets, cache)
+            hit = _commit_key(k)
             if hit is not None:
                 ok[i] = True
                 group[i] = runs.group_ids([hit[0]])[0]
-                topic[i] = runs.topic_ids_of([hit[2]])[0]
-                partition[i] = hit[3]
+                topic[i] = runs.topic_ids_of([hit[1]])[0]
+                partition[i] = hit[2]
     return _RunKeys(ok, group, topic, partition)
 
 
