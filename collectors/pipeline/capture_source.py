@@ -31,7 +31,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
 from collectors.capture import CAPTURE_FILES
-from collectors.pipeline.kafka_source import SCHEMA
+from collectors.pipeline.rows import RAW_SCHEMA
 
 FORMAT = "groupscope_capture"
 OFFSETS_FILE = "offsets.jsonl"
@@ -213,7 +213,7 @@ class CaptureDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return SCHEMA
+        return RAW_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return CaptureStreamReader(self.options)

@@ -37,7 +37,6 @@ from collectors.pipeline.rows import RAW_SCHEMA
 
 log = logging.getLogger("groupscope.kafka_source")
 
-SCHEMA = RAW_SCHEMA  # the columns this source gives (collectors/pipeline/rows.py)
 FORMAT = "groupscope_kafka"
 
 Offsets = dict[str, dict[str, int]]
@@ -337,7 +336,7 @@ def read_partition(
     cols: dict[str, list[Any]] = {
         k: [] for k in ("topic", "partition", "offset", "timestamp", "key", "value")
     }
-    schema = arrow_schema(SCHEMA)
+    schema = arrow_schema(RAW_SCHEMA)
 
     def flush() -> Any:
         batch = pa.RecordBatch.from_pydict(cols, schema=schema)
@@ -421,7 +420,7 @@ class KafkaDataSource(DataSource):
         return FORMAT
 
     def schema(self) -> str:
-        return SCHEMA
+        return RAW_SCHEMA
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return KafkaStreamReader(schema, self.options)
