@@ -37,8 +37,14 @@ class OncePerMinute(logging.Filter):
         self._seen: dict[str, tuple[float, int]] = {}
         self._lock = threading.Lock()
 
+    def forget(self) -> None:
+        """Say everything again (a test that reads what is said starts from here)."""
+        with self._lock:
+            self._seen.clear()
+
     def filter(self, record: logging.LogRecord) -> bool:
-        key = _VOLATILE.sub("", record.getMessage())
+        # `reason` (logging's extra): what the message is about, whoever says it and how
+        key = _VOLATILE.sub("", getattr(record, "reason", None) or record.getMessage())
         now = time.monotonic()
         with self._lock:
             last, held = self._seen.get(key, (-1e18, 0))
@@ -56,6 +62,11 @@ class OncePerMinute(logging.Filter):
 
 _librdkafka_log = logging.getLogger("groupscope.kafka.librdkafka")
 _librdkafka_log.addFilter(OncePerMinute())
+
+# Why the cluster cannot be used, as the collector's parts find out (the start-up check, the Admin
+# poller): logged with extra={"reason": why}, the same reason is said once a minute whoever finds it.
+failure_log = logging.getLogger("groupscope.kafka.failures")
+failure_log.addFilter(OncePerMinute())
 
 
 class ErrorWatch:

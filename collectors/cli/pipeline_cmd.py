@@ -3,6 +3,7 @@ pipeline over a capture folder): sources -> decode -> coordinator model per grou
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 
@@ -65,8 +66,28 @@ def collect(
         res = run_pipeline(cfg, master=s.spark_master, duration_s=duration, progress=not no_progress)
     except KeyboardInterrupt:
         click.echo("groupscope: collector stopped", err=True)
-        return
+        _exit(0)
     click.echo(f"groupscope: collector ran {res.batches} batches in {res.seconds:.0f} s", err=True)
+    _exit(0)
+
+
+def _exit(code: int) -> None:
+    """End the process once the collector has stopped, without the interpreter's teardown.
+
+    Everything that must be written is by then (Spark stopped, Redis written, the Kafka threads
+    joined). What teardown would still do is free librdkafka handles that outlive their owners: an
+    AdminClient held in a reference cycle by its futures (confluent-kafka-python #975), a client of a
+    thread that did not finish within its join. Freed while the interpreter is half torn down, their
+    callbacks into Python crash the process (seen: SIGSEGV after a run against a broker that refused
+    the login), and a successful run would exit with a crash."""
+    import os
+    import sys
+
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
 
 
 @click.command()

@@ -42,10 +42,10 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.kafka_clients import (
     ErrorWatch,
-    OncePerMinute,
     client_config,
     describe_auth_failure,
     describe_tls_failure,
+    failure_log,
 )
 
 if TYPE_CHECKING:
@@ -56,8 +56,6 @@ from collectors.pipeline.admin_changes import ChangeFilter
 log = logging.getLogger("groupscope.admin")
 # A group's describe is sent at every poll for this long after it changed (admin_changes.py: "hot").
 DESCRIBE_HOT_MS = 30_000
-_failures_log = logging.getLogger("groupscope.admin.failures")
-_failures_log.addFilter(OncePerMinute())
 
 STATE_NAMES = {
     "UNKNOWN": "Unknown",
@@ -100,8 +98,10 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
             break
         except KafkaException as e:
             admin.poll(0)  # serve the client's error callback and log lines
-            if attempt == 0 or not (watch.auth_failed or watch.tls_failed):
-                log.warning("%s (attempt %d)", connect_failure(cfg.kafka, watch, e), attempt + 1)
+            why = connect_failure(cfg.kafka, watch, e)
+            failure_log.warning("%s (attempt %d)", why, attempt + 1, extra={"reason": why})
+            if watch.auth_failed or watch.tls_failed:
+                break  # credentials do not heal in seconds: the poller and the source retry later
             time.sleep(delay)
             delay *= 2
     if md is None:
@@ -309,8 +309,10 @@ class AdminPoller(_Loop):
                 with contextlib.suppress(Exception):
                     admin.poll(0)  # serve the error callback before saying why
                 why = connect_failure(self.cfg.kafka, watch, e)
-                # the same reason once a minute at most (OncePerMinute), with the next try's delay
-                _failures_log.warning("admin poll failed (next try in %.0f s): %s", delay, why)
+                # the same reason once a minute at most, whoever found it first, with the next delay
+                failure_log.warning(
+                    "admin poll failed (next try in %.0f s): %s", delay, why, extra={"reason": why}
+                )
                 with contextlib.suppress(Exception):
                     self.store.set_source_status("admin", False, why[:600], _now_ms())
             self._stop_evt.wait(max(0.0, delay - (time.monotonic() - t0)))

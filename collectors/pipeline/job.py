@@ -314,8 +314,11 @@ def run_pipeline(
         bar.close()
         if own_spark:
             spark.stop()
+        deadline = time.monotonic() + 15  # the poller's last describe and flush may take that long
         for t in threads:
-            t.join(5)
+            t.join(max(0.1, deadline - time.monotonic()))
+            if t.is_alive():
+                log.warning("%s did not stop within 15 s; leaving it", t.name)
     return RunResult(
         batches=int((query.lastProgress or {}).get("batchId", -1)) + 1,
         topics=topics,
