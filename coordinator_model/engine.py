@@ -22,12 +22,11 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import MISSING, dataclass, field, fields
 from itertools import pairwise
 from typing import Any
 
-from coordinator_model import lag as lagmod
 from coordinator_model.broker_log import (
     BrokerLogEvent,
     adding_instance_id,
@@ -51,6 +50,7 @@ from coordinator_model.evidence import (
     UnknownRecord,
 )
 from coordinator_model.group_metadata import CONSUMER_PROTOCOL_TYPE, coordinator_partition
+from coordinator_model.offsets import CommitRun, OffsetState, OffsetStore, merged_rows
 from coordinator_model.states import GroupState, derive_consumer_group_state, legal_path
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
@@ -132,66 +132,6 @@ class Generation:
                 setattr(self, f.name, f.default)
 
 
-@dataclass(slots=True)
-class OffsetState:
-    offset: int
-    commit_timestamp: int
-    ts: int
-    log_offset: int = -1
-    metadata: str = ""
-    leader_epoch: int = -1
-    expire_timestamp: int = -1
-
-    def __reduce__(self) -> tuple:
-        # A group keeps one per partition and the pipeline pickles the engine at every batch that
-        # touches it: a plain tuple pickles 3 times faster than a slots dataclass's default state.
-        return (
-            OffsetState,
-            (
-                self.offset,
-                self.commit_timestamp,
-                self.ts,
-                self.log_offset,
-                self.metadata,
-                self.leader_epoch,
-                self.expire_timestamp,
-            ),
-        )
-
-
-@dataclass(slots=True)
-class CommitRun:
-    """One partition's offset commits of one batch, in evidence order, as a catch-up delivers them:
-    summarised where they were read, so that applying them costs the same for 1 commit or 10,000.
-    Every commit has an empty metadata string and none is a tombstone."""
-
-    topic: str
-    partition: int
-    first_ts: int
-    first_log: int
-    last_ts: int
-    last_log: int
-    monotone: bool  # log offsets never go down along the run, and none is negative
-    # the last commit's fields
-    offset: int
-    commit_ts: int
-    epoch: int
-    expire: int
-    # the lag window's last WINDOW slots, (ts, offset) each, and the start of the last slot, as
-    # sampling makes them when the run's first commit opens a slot (see lag.PartitionWindow.add)
-    slots: list[tuple[int, int]]
-    slot_start: int
-    # every commit, as apply_commits rows (ts, topic, partition, offset, commit timestamp, leader
-    # epoch, expire timestamp, log offset), in order: for when the summary does not hold
-    rows: Callable[[], list[tuple]]
-    topic_id: str | None = None  # the topic's id, when version 4 values carried it (Kafka 4.1+)
-
-
-def _merged_rows(runs: Iterable[CommitRun]) -> list[tuple]:
-    """The commits of several runs as apply_commits rows, in evidence order (time, log offset)."""
-    return sorted((row for run in runs for row in run.rows()), key=lambda r: (r[0], r[7]))
-
-
 class GroupEngine:
     """Rebuilds one group's state, members, generations and timeline from evidence."""
 
@@ -219,9 +159,7 @@ class GroupEngine:
         self.replaced_instances: dict[str, str] = {}  # instance id -> old member id awaiting its new id
         self.empty_since: int | None = None
         # offsets and lag
-        self.offsets: dict[TP, OffsetState] = {}
-        self.end_offsets: dict[TP, lagmod.EndOffsetHistory] = {}
-        self.windows: dict[TP, lagmod.PartitionWindow] = {}
+        self.offsets = OffsetStore()
         # KIP-848
         self.group_epoch: int | None = None
         self.assignment_epoch: int | None = None
@@ -286,7 +224,7 @@ class GroupEngine:
             seq.append(row)
         # Partitions are independent of each other; the first commit kept (in evidence order, which
         # is by time) is when a group seen only through its commits became Empty.
-        firsts = [self._commit_seq(tp, seq) for tp, seq in by_tp.items()]
+        firsts = [self.offsets.commit_rows(tp, seq) for tp, seq in by_tp.items()]
         self._commits_end(firsts)
 
     def apply_commit_runs(self, runs: list[CommitRun]) -> None:
@@ -301,7 +239,7 @@ class GroupEngine:
         runs = sorted(runs, key=lambda r: (r.first_ts, r.first_log))
         last_ts = max(r.last_ts for r in runs)
         if last_ts >= self._next_due:
-            self._commits_one_by_one(_merged_rows(runs))
+            self._commits_one_by_one(merged_rows(runs))
             return
         self._commits_begin(last_ts)
         by_tp: dict[TP, list[CommitRun]] = {}
@@ -311,11 +249,11 @@ class GroupEngine:
         for tp, tp_runs in by_tp.items():
             chained = all((a.last_ts, a.last_log) < (b.first_ts, b.first_log) for a, b in pairwise(tp_runs))
             if not chained:  # runs of one partition that interleave in evidence order: merge them
-                firsts.append(self._commit_seq(tp, _merged_rows(tp_runs)))
+                firsts.append(self.offsets.commit_rows(tp, merged_rows(tp_runs)))
                 continue
             first = None
             for run in tp_runs:
-                t = self._commit_run(tp, run)
+                t = self.offsets.commit_run(tp, run)
                 first = t if first is None else first
             firsts.append(first)
         self._commits_end(firsts)
@@ -336,44 +274,6 @@ class GroupEngine:
             self.simple = True  # only commits: a standalone (assign()) group, described as Empty
             self._goto("Empty", min(kept), True)
 
-    def _commit_seq(self, tp: TP, seq: list[tuple]) -> int | None:
-        """One partition's commits (apply_commits rows, in evidence order); the time of the first
-        one kept, or None."""
-        cur = self.offsets.get(tp)
-        cur_log = cur.log_offset if cur is not None else None
-        kept = []
-        for row in seq:
-            # seed 000 onOffsetCommitAppend: an older commit record never replaces a newer one
-            if cur_log is not None and row[7] >= 0 and cur_log > row[7]:
-                continue
-            cur_log = row[7]
-            kept.append(row)
-        if not kept:
-            return None
-        ts, _, _, off, cts, epoch, expire, log_off = kept[-1]
-        self.offsets[tp] = OffsetState(off, cts if cts >= 0 else ts, ts, log_off, "", epoch, expire)
-        self._sample_many(tp, [(r[0], r[3]) for r in kept])
-        return kept[0][0]
-
-    def _commit_run(self, tp: TP, run: CommitRun) -> int | None:
-        """One run: from its summary when every commit of it is kept and its first commit opens a
-        lag slot (then neither depends on this engine's state), else commit by commit."""
-        cur = self.offsets.get(tp)
-        cur_log = cur.log_offset if cur is not None else None
-        w = self.windows.get(tp)
-        if (
-            run.monotone
-            and (cur_log is None or cur_log <= run.first_log)
-            and (w is None or not w.samples or run.first_ts - w.slot_start >= lagmod.MIN_DISTANCE_MS)
-        ):
-            cts = run.commit_ts if run.commit_ts >= 0 else run.last_ts
-            self.offsets[tp] = OffsetState(
-                run.offset, cts, run.last_ts, run.last_log, "", run.epoch, run.expire
-            )
-            self._set_window(tp, run.slots, run.slot_start)
-            return run.first_ts
-        return self._commit_seq(tp, run.rows())
-
     def preview_commits(self, commits: Iterable[OffsetCommit]) -> None:
         """Offset commits shown before their turn: committed offsets and lag samples only, no timers
         and no state inference. Only for a throwaway copy of an engine (the live pipeline shows a
@@ -382,39 +282,7 @@ class GroupEngine:
         for ev in sorted(commits, key=sort_key):
             if ev.offset is not None:
                 self.now = max(self.now, ev.ts)
-                self._store_commit(ev)
-
-    def _sample_many(self, tp: TP, commits: list[tuple[int, int]]) -> None:
-        """`_sample` after each of `commits` [(ts, offset)] in turn; the samples a later commit of the
-        same slot replaces, or that fall out of the window, are never built."""
-        w = self.windows.get(tp)
-        slots: list[Any] = list(w.samples) if w is not None else []
-        start = w.slot_start if w is not None else 0
-        for ts, off in commits:
-            if slots and ts - start < lagmod.MIN_DISTANCE_MS:
-                slots[-1] = (ts, off)
-            else:
-                slots.append((ts, off))
-                start = ts
-        self._set_window(tp, slots, start, replace=True)
-
-    def _set_window(self, tp: TP, slots: list[Any], start: int, replace: bool = False) -> None:
-        """Append the new slots' (ts, offset) to a partition's lag window (or, `replace`, make `slots`,
-        which begin with the window's own samples, the window), keeping the last WINDOW."""
-        w = self.windows.get(tp)
-        if w is None:
-            w = self.windows[tp] = lagmod.PartitionWindow()
-        if not replace:
-            slots = [*w.samples, *slots[-lagmod.WINDOW :]]
-        h = self.end_offsets.get(tp)
-        samples = []
-        for s in slots[-lagmod.WINDOW :]:
-            if isinstance(s, tuple):
-                end = h.at(s[0]) if h is not None else None
-                s = lagmod.CommitSample(s[0], s[1], lagmod.lag_offsets(s[1], end), end)
-            samples.append(s)
-        w.samples = samples
-        w.slot_start = start
+                self.offsets.commit((ev.topic, ev.partition), _offset_state(ev))
 
     def advance(self, now_ms: int) -> None:
         """Run the timers up to `now_ms`: session expiry seen from missing heartbeats, offsets expiry."""
@@ -848,36 +716,14 @@ class GroupEngine:
             self._learn_topic_id(ev.topic_id, ev.topic)
         tp = (ev.topic, ev.partition)
         if ev.offset is None:
-            cur = self.offsets.get(tp)
-            if cur is None or cur.log_offset <= ev.log_offset:
-                self.offsets.pop(tp, None)
+            self.offsets.tombstone(tp, ev.log_offset)
             return
-        if not self._store_commit(ev):
+        if not self.offsets.commit(tp, _offset_state(ev)):
             return
         if self.state is None and not self.members and self.type == "classic":
             # only commits: a standalone (assign()) group, Kafka describes it as Empty
             self.simple = True
             self._goto("Empty", ev.ts, True)
-
-    def _store_commit(self, ev: OffsetCommit) -> bool:
-        """Keep a (non-tombstone) commit as its partition's committed offset and sample its lag;
-        False when it is older than the one kept (seed 000 onOffsetCommitAppend: an older commit
-        record never replaces a newer one)."""
-        tp = (ev.topic, ev.partition)
-        cur = self.offsets.get(tp)
-        if cur is not None and ev.log_offset >= 0 and cur.log_offset > ev.log_offset:
-            return False
-        self.offsets[tp] = OffsetState(
-            ev.offset,
-            ev.commit_timestamp if ev.commit_timestamp >= 0 else ev.ts,
-            ev.ts,
-            ev.log_offset,
-            ev.metadata,
-            ev.leader_epoch,
-            ev.expire_timestamp,
-        )
-        self._sample(tp, ev.ts)
-        return True
 
     def _on_unknown_record(self, ev: UnknownRecord) -> None:
         pass
@@ -1030,8 +876,8 @@ class GroupEngine:
         }
         if seen:
             count = max(seen) + 1
-            sizes = {t: 1 + max(p for tt, p in self.end_offsets if tt == t) for t in subs
-                     if any(tt == t for tt, _ in self.end_offsets)}  # fmt: skip
+            counts = {t: self.offsets.partition_count(t) for t in subs}
+            sizes = {t: n for t, n in counts.items() if n is not None}
             fits = [t for t, n in sizes.items() if n == count]
             if len(fits) == 1 and len(sizes) == len(subs) and list(sizes.values()).count(count) == 1:
                 return fits[0]
@@ -1150,7 +996,7 @@ class GroupEngine:
             self._goto("Dead", ev.ts)
             self.deleted = True
             self.members.clear()
-            self.offsets.clear()
+            self.offsets.forget()
             return
         self._typed("classic", "broker_log")
         if k == "simple_group_created":
@@ -1769,60 +1615,20 @@ class GroupEngine:
         self._k848_state(ev.ts)
 
     def _on_committed(self, ev: CommittedSnapshot) -> None:
-        seen = set()
-        for topic, partition, offset in ev.offsets:
-            tp = (topic, partition)
-            seen.add(tp)
-            cur = self.offsets.get(tp)
-            if cur is not None and cur.ts > ev.ts:
-                continue
-            if cur is None or cur.offset != offset:
-                # a snapshot repeats the committed offset every poll: only a changed offset is a
-                # commit for the Burrow window (a consumer that stopped must not look STALLed)
-                self.offsets[tp] = OffsetState(offset, ev.ts, ev.ts, cur.log_offset if cur else -1)
-                self._sample(tp, ev.ts)
-        if "offsets" not in self.sources:
-            for tp in [tp for tp in self.offsets if tp not in seen]:
-                del self.offsets[tp]
+        self.offsets.snapshot(ev.ts, ev.offsets, drop_unseen="offsets" not in self.sources)
 
     # ------------------------------------------------------------------------------------------
     # offsets, lag
     def _end_offset(self, ev: EndOffset) -> None:
-        tp = (ev.topic, ev.partition)
-        h = self.end_offsets.get(tp)
-        if h is None:
-            h = self.end_offsets[tp] = lagmod.EndOffsetHistory()
-            if self.type == "consumer":
-                self._k848_names()  # a partition count may name a topic id
-        h.add(ev.ts, ev.end_offset)
-        cur = self.offsets.get(tp)
-        if cur is not None and cur.ts <= ev.ts and cur.offset > ev.end_offset:
-            # a consumer cannot commit past the log's end: this answer is behind (a broker whose
-            # ListOffsets counts batches, not records) or the log was truncated; lag is a lower bound
-            self._conflict(
-                "end_offsets",
-                ev.ts,
-                f"log-end offset {ev.end_offset} of {ev.topic}-{ev.partition} is below its committed "
-                f"offset {cur.offset}: lag there is a lower bound",
-            )
-
-    def _sample(self, tp: TP, ts: int) -> None:
-        cur = self.offsets.get(tp)
-        if cur is None:
-            return
-        h = self.end_offsets.get(tp)
-        end = h.at(ts) if h is not None else None
-        w = self.windows.get(tp)
-        if w is None:
-            w = self.windows[tp] = lagmod.PartitionWindow()
-        w.add(lagmod.CommitSample(ts, cur.offset, lagmod.lag_offsets(cur.offset, end), end))
+        new, note = self.offsets.end_offset((ev.topic, ev.partition), ev.ts, ev.end_offset)
+        if new and self.type == "consumer":
+            self._k848_names()  # a partition count may name a topic id
+        if note is not None:
+            self._conflict("end_offsets", ev.ts, note)
 
     def _expire_offsets(self, now: int) -> None:
         """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""
-        for tp, at in self._offset_expiries():
-            if now >= at:
-                del self.offsets[tp]
-                self.windows.pop(tp, None)
+        self.offsets.expire(now, self._offset_expiries())
 
     def next_offset_expiry(self) -> int | None:
         """When the first committed offset expires if nothing else happens to the group (None: none
@@ -1831,32 +1637,19 @@ class GroupEngine:
 
     def _offset_expiries(self) -> list[tuple[TP, int]]:
         """The offsets that expire in the group's present state (removeExpiredOffsets' choice by state
-        and protocol type), each with the time it expires at: its own expire timestamp (v1 commits),
-        else the retention after its base (when the group became Empty, else its commit)."""
-        if not self.offsets:
+        and protocol type), each with the time it expires at."""
+        if not self.offsets.committed:
             return []
-        base: int | None = None  # None: each offset's own commit timestamp
         if self.protocol_type and self.state == "Empty":
-            items: Iterable[tuple[TP, OffsetState]] = self.offsets.items()
-            base = self.empty_since
-        elif self.protocol_type == CONSUMER_PROTOCOL_TYPE:
+            return self.offsets.expiries(self.retention_ms, self.empty_since)
+        if self.protocol_type == CONSUMER_PROTOCOL_TYPE:
             subscribed = {t for m in self.members.values() for t in m.subscription}
             if not subscribed:
                 return []
-            items = [(tp, o) for tp, o in self.offsets.items() if tp[0] not in subscribed]
-        elif not self.protocol_type:
-            items = self.offsets.items()
-        else:
-            return []
-        retention = self.retention_ms
-        out = []
-        for tp, o in items:
-            e = o.expire_timestamp
-            if e is not None and e > 0:
-                out.append((tp, e))
-            else:
-                out.append((tp, (o.commit_timestamp if base is None else base) + retention))
-        return out
+            return self.offsets.expiries(self.retention_ms, None, lambda tp: tp[0] not in subscribed)
+        if not self.protocol_type:
+            return self.offsets.expiries(self.retention_ms, None)
+        return []
 
     def _trim(self, now: int) -> None:
         cutoff = now - self.retention_ms
@@ -1865,56 +1658,13 @@ class GroupEngine:
         for store in (self.generations, self.epochs):
             for k in [k for k, g in store.items() if g.end is not None and g.end < cutoff]:
                 del store[k]
-        for h in self.end_offsets.values():
-            h.trim_before(cutoff)
+        self.offsets.trim(cutoff)
 
     # ------------------------------------------------------------------------------------------
     # output
     def lag(self, now: int) -> dict:
-        parts = []
-        per_member: dict[str, dict[str, Any]] = {}
         owner = {tp: mid for mid, m in self.members.items() for tp in m.assignment}
-        statuses = []
-        topics = {tp for tp in self.offsets} | {tp for m in self.members.values() for tp in m.assignment}
-        for tp in sorted(topics):
-            o = self.offsets.get(tp)
-            h = self.end_offsets.get(tp)
-            end = h.latest if h is not None else None
-            committed = o.offset if o is not None else None
-            lo = lagmod.lag_offsets(committed, end)
-            ls = lagmod.lag_seconds(committed, h, now)
-            status = lagmod.evaluate_partition(self.windows.get(tp, lagmod.PartitionWindow()), lo, now)
-            if o is None:
-                status = "NO_COMMIT"
-            elif lo is None:
-                status = "UNKNOWN"
-            else:
-                statuses.append(status)
-            row = {
-                "topic": tp[0],
-                "partition": tp[1],
-                "committed": committed,
-                "has_commit": o is not None,
-                "end_offset": end,
-                "lag": lo,
-                "lag_seconds": ls,
-                "status": status,
-                "member_id": owner.get(tp),
-            }
-            parts.append(row)
-            if tp in owner:
-                pm = per_member.setdefault(owner[tp], {"member_id": owner[tp], "lag": 0, "lag_seconds": 0.0})
-                pm["lag"] += lo or 0
-                pm["lag_seconds"] = max(pm["lag_seconds"], ls or 0.0)
-        known = [p["lag"] for p in parts if p["lag"] is not None]
-        secs = [p["lag_seconds"] for p in parts if p["lag_seconds"] is not None]
-        return {
-            "total": sum(known) if known else None,
-            "max_seconds": max(secs) if secs else None,
-            "status": lagmod.group_status(statuses),
-            "partitions": parts,
-            "members": sorted(per_member.values(), key=lambda r: r["member_id"]),
-        }
+        return self.offsets.lag(now, owner)
 
     def document(self, at_ms: int | None = None) -> dict:
         now = self.now if at_ms is None else at_ms
@@ -1998,21 +1748,11 @@ class GroupEngine:
                     "gap_ms": g.gap_ms,
                 }
             )
-        offsets = [
-            {
-                "topic": tp[0],
-                "partition": tp[1],
-                "offset": o.offset,
-                "commit_timestamp": o.commit_timestamp,
-                "metadata": o.metadata,
-                "leader_epoch": o.leader_epoch,
-            }
-            for tp, o in sorted(self.offsets.items())
-        ]
+        offsets = self.offsets.rows()
         return {
             "group": self.group,
             "type": self.type or "classic",
-            "state": self.state if self.state is not None else ("Empty" if self.offsets else None),
+            "state": self.state if self.state is not None else ("Empty" if self.offsets.committed else None),
             "protocol_type": self.protocol_type
             if self.protocol_type
             else (None if self.simple else self.protocol_type),
@@ -2040,6 +1780,11 @@ class GroupEngine:
         fresh = GroupEngine.__new__(GroupEngine)
         GroupEngine.__init__(fresh, state.get("group", ""), state.get("retention_ms", DEFAULT_RETENTION_MS))
         self.__dict__.update(fresh.__dict__)
+        if isinstance(state.get("offsets"), dict):  # before offsets/: three dicts on the engine
+            state = dict(state)
+            state["offsets"] = OffsetStore(
+                state.pop("offsets"), state.pop("end_offsets", None), state.pop("windows", None)
+            )
         self.__dict__.update(state)
 
     def _inferred_notes(self) -> list[str]:
@@ -2174,6 +1919,15 @@ def _topics_of(ev: Evidence) -> list[str]:
     if isinstance(ev, HeartbeatEvent):
         return [t for t, _ in ev.partitions]
     return []
+
+
+def _offset_state(ev: OffsetCommit) -> OffsetState:
+    """What a partition keeps of a (non-tombstone) commit record."""
+    assert ev.offset is not None
+    cts = ev.commit_timestamp if ev.commit_timestamp >= 0 else ev.ts
+    return OffsetState(
+        ev.offset, cts, ev.ts, ev.log_offset, ev.metadata, ev.leader_epoch, ev.expire_timestamp
+    )
 
 
 def merge_sorted(*streams: Iterable[Evidence]) -> Iterable[Evidence]:

@@ -11,7 +11,6 @@ import pytest
 from conftest import CAPTURES
 
 from collectors.capture import offsets_line_to_evidence, read_capture
-from coordinator_model import lag as lagmod
 from coordinator_model.engine import GroupEngine, Member, rebuild
 from coordinator_model.evidence import (
     CommittedSnapshot,
@@ -25,6 +24,7 @@ from coordinator_model.evidence import (
     from_end_offset_json,
     from_heartbeat_json,
 )
+from coordinator_model.offsets import lag as lagmod
 
 HB = {
     "ts": 1000,
@@ -217,9 +217,9 @@ def test_offset_commit_rules_in_the_engine() -> None:
     eng = GroupEngine("g")
     eng.apply(OffsetCommit(1000, "g", "t", 0, 50, 1000, log_offset=20))
     eng.apply(OffsetCommit(900, "g", "t", 0, 40, 900, log_offset=10))  # older record, read late
-    assert eng.offsets[("t", 0)].offset == 50
+    assert eng.offsets.committed[("t", 0)].offset == 50
     eng.apply(OffsetCommit(2000, "g", "t", 0, None, log_offset=30))  # tombstone
-    assert ("t", 0) not in eng.offsets
+    assert ("t", 0) not in eng.offsets.committed
     eng.apply(OffsetCommit(3000, "g", "t", 1, 7, 3000, log_offset=31))
     eng.advance(3000 + 7 * 24 * 3600 * 1000)  # a standalone group's commits expire from commit time
     assert eng.document()["offsets"] == [] and eng.document()["simple"] is True
@@ -461,6 +461,22 @@ def test_next_offset_expiry_is_when_the_first_offset_expires():
     eng.apply(OffsetCommit(2000, "g", "t", 1, 5, 2000, -1, "", 4000, 2))
     assert eng.next_offset_expiry() == 4000
     eng.advance(4000)
-    assert list(eng.offsets) == [("t", 0)] and eng.next_offset_expiry() == 11_000
+    assert list(eng.offsets.committed) == [("t", 0)] and eng.next_offset_expiry() == 11_000
     eng.advance(11_000)
-    assert not eng.offsets and eng.next_offset_expiry() is None
+    assert not eng.offsets.committed and eng.next_offset_expiry() is None
+
+
+def test_engines_pickled_by_an_older_version_load_and_run() -> None:
+    """The pipeline's Spark state holds pickled engines: those written before offsets/ (commit
+    4327628: three offset dicts on the engine, lag.py at the package's top) load, document the same
+    and keep running their timers."""
+    here = Path(__file__).parent / "fixtures" / "engine-pickles"
+    engines = pickle.loads((here / "lag-ramp-4327628.pkl").read_bytes())
+    want = json.loads((here / "lag-ramp-4327628.json").read_text())
+    got = json.loads(json.dumps({g: e.document() for g, e in engines.items()}, default=str))
+    assert got == want
+    eng = next(iter(engines.values()))
+    assert eng.offsets.committed and eng.next_offset_expiry() is not None
+    eng.advance(eng.next_offset_expiry())
+    assert not eng.offsets.committed  # an Empty group's offsets expire after the retention
+    assert pickle.loads(pickle.dumps(eng)).document() == eng.document()

@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 
 from collectors.pipeline.rows import ROUTED_COLUMNS, bucket_of
-from coordinator_model.engine import CommitRun
-from coordinator_model.lag import MIN_DISTANCE_MS, WINDOW
+from coordinator_model.offsets import CommitRun
+from coordinator_model.offsets.lag import MIN_DISTANCE_MS, WINDOW
 
 RUN_KIND = "commits"
 # One commit of a run, packed; little-endian whatever the machine, so any executor can read it.

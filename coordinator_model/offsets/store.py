@@ -1,0 +1,305 @@
+"""A group's committed offsets and what is known of each partition's log end, with Kafka's rules for
+them written once: which commit record a partition keeps (OffsetMetadataManager's append rule), when
+an offset expires (removeExpiredOffsets), and the lag that follows (offsets/lag.py).
+
+The store knows nothing of the group's state: the group model decides which offsets can expire
+(that depends on the group's state and protocol) and hands the store the base time; the store
+applies the rule. Both kinds of group (classic and KIP-848) keep their offsets here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from coordinator_model.offsets import lag as lagmod
+from coordinator_model.offsets.runs import CommitRun
+
+TP = tuple[str, int]
+
+
+@dataclass(slots=True)
+class OffsetState:
+    offset: int
+    commit_timestamp: int
+    ts: int
+    log_offset: int = -1
+    metadata: str = ""
+    leader_epoch: int = -1
+    expire_timestamp: int = -1
+
+    def __reduce__(self) -> tuple:
+        # A group keeps one per partition and the pipeline pickles the engine at every batch that
+        # touches it: a plain tuple pickles 3 times faster than a slots dataclass's default state.
+        return (
+            OffsetState,
+            (
+                self.offset,
+                self.commit_timestamp,
+                self.ts,
+                self.log_offset,
+                self.metadata,
+                self.leader_epoch,
+                self.expire_timestamp,
+            ),
+        )
+
+
+def replaces(kept: OffsetState | None, log_offset: int) -> bool:
+    """Seed 000, onOffsetCommitAppend: a commit record replaces the partition's kept offset unless
+    the kept one was written later in the log (an older record never replaces a newer one; a commit
+    with no log position, an Admin API answer, always does)."""
+    return kept is None or log_offset < 0 or kept.log_offset <= log_offset
+
+
+class OffsetStore:
+    """Committed offsets (`committed`), log-end histories (`ends`) and lag windows (`windows`) per
+    partition of one group."""
+
+    __slots__ = ("committed", "ends", "windows")
+
+    def __init__(
+        self,
+        committed: dict[TP, OffsetState] | None = None,
+        ends: dict[TP, lagmod.EndOffsetHistory] | None = None,
+        windows: dict[TP, lagmod.PartitionWindow] | None = None,
+    ) -> None:
+        self.committed: dict[TP, OffsetState] = committed if committed is not None else {}
+        self.ends: dict[TP, lagmod.EndOffsetHistory] = ends if ends is not None else {}
+        self.windows: dict[TP, lagmod.PartitionWindow] = windows if windows is not None else {}
+
+    def __reduce__(self) -> tuple:
+        return (OffsetStore, (self.committed, self.ends, self.windows))
+
+    # ---- commits ------------------------------------------------------------------------------
+    def commit(self, tp: TP, state: OffsetState) -> bool:
+        """Keep one (non-tombstone) commit as `tp`'s offset and sample its lag; False when the append
+        rule keeps the offset already there."""
+        if not replaces(self.committed.get(tp), state.log_offset):
+            return False
+        self.committed[tp] = state
+        self._sample(tp, state.ts)
+        return True
+
+    def tombstone(self, tp: TP, log_offset: int) -> None:
+        """An offset deletion record: it removes the offset unless a later record wrote it again."""
+        cur = self.committed.get(tp)
+        if cur is None or cur.log_offset <= log_offset:
+            self.committed.pop(tp, None)
+
+    def commit_rows(self, tp: TP, seq: list[tuple]) -> int | None:
+        """One partition's commits (GroupEngine.apply_commits rows, in evidence order), with exactly
+        the effect of `commit` on each; the time of the first one kept, or None."""
+        cur = self.committed.get(tp)
+        cur_log = cur.log_offset if cur is not None else None
+        kept = []
+        for row in seq:
+            if cur_log is not None and row[7] >= 0 and cur_log > row[7]:
+                continue  # the append rule, as `replaces` (inlined: a catch-up meets millions)
+            cur_log = row[7]
+            kept.append(row)
+        if not kept:
+            return None
+        ts, _, _, off, cts, epoch, expire, log_off = kept[-1]
+        self.committed[tp] = OffsetState(off, cts if cts >= 0 else ts, ts, log_off, "", epoch, expire)
+        self._sample_many(tp, [(r[0], r[3]) for r in kept])
+        return kept[0][0]
+
+    def commit_run(self, tp: TP, run: CommitRun) -> int | None:
+        """One run: from its summary when every commit of it is kept and its first commit opens a
+        lag slot (then neither depends on what the store holds), else commit by commit."""
+        cur = self.committed.get(tp)
+        w = self.windows.get(tp)
+        if (
+            run.monotone
+            and (cur is None or cur.log_offset <= run.first_log)
+            and (w is None or not w.samples or run.first_ts - w.slot_start >= lagmod.MIN_DISTANCE_MS)
+        ):
+            cts = run.commit_ts if run.commit_ts >= 0 else run.last_ts
+            self.committed[tp] = OffsetState(
+                run.offset, cts, run.last_ts, run.last_log, "", run.epoch, run.expire
+            )
+            self._set_window(tp, run.slots, run.slot_start)
+            return run.first_ts
+        return self.commit_rows(tp, run.rows())
+
+    def snapshot(self, ts: int, offsets: Iterable[tuple[str, int, int]], drop_unseen: bool) -> None:
+        """Committed offsets as an Admin API answer (OffsetFetch) gave them at `ts`; `drop_unseen`:
+        the answer is the only word on offsets, so a partition it no longer lists has none."""
+        seen = set()
+        for topic, partition, offset in offsets:
+            tp = (topic, partition)
+            seen.add(tp)
+            cur = self.committed.get(tp)
+            if cur is not None and cur.ts > ts:
+                continue
+            if cur is None or cur.offset != offset:
+                # a snapshot repeats the committed offset every poll: only a changed offset is a
+                # commit for the Burrow window (a consumer that stopped must not look STALLed)
+                self.committed[tp] = OffsetState(offset, ts, ts, cur.log_offset if cur else -1)
+                self._sample(tp, ts)
+        if drop_unseen:
+            for tp in [tp for tp in self.committed if tp not in seen]:
+                del self.committed[tp]
+
+    def forget(self) -> None:
+        """The group was deleted: its offsets went with it (log ends are the topics' own)."""
+        self.committed.clear()
+
+    # ---- log ends ------------------------------------------------------------------------------
+    def end_offset(self, tp: TP, ts: int, end: int) -> tuple[bool, str | None]:
+        """A partition's log-end offset at `ts`: (whether the partition is new to the store, a note
+        when the offset committed there is beyond that end)."""
+        h = self.ends.get(tp)
+        new = h is None
+        if h is None:
+            h = self.ends[tp] = lagmod.EndOffsetHistory()
+        h.add(ts, end)
+        cur = self.committed.get(tp)
+        if cur is not None and cur.ts <= ts and cur.offset > end:
+            # a consumer cannot commit past the log's end: this answer is behind (a broker whose
+            # ListOffsets counts batches, not records) or the log was truncated; lag is a lower bound
+            return new, (
+                f"log-end offset {end} of {tp[0]}-{tp[1]} is below its committed "
+                f"offset {cur.offset}: lag there is a lower bound"
+            )
+        return new, None
+
+    def partition_count(self, topic: str) -> int | None:
+        """How many partitions `topic` has, as far as the log ends seen show (None: none seen)."""
+        parts = [p for t, p in self.ends if t == topic]
+        return 1 + max(parts) if parts else None
+
+    # ---- expiry --------------------------------------------------------------------------------
+    def expiries(
+        self, retention_ms: int, base: int | None, only: Callable[[TP], bool] | None = None
+    ) -> list[tuple[TP, int]]:
+        """removeExpiredOffsets' times: each offset (of those `only` admits) expires at its own expire
+        timestamp (v1 commits), else `retention_ms` after `base` (when the group became Empty), else
+        after its commit."""
+        out = []
+        for tp, o in self.committed.items():
+            if only is not None and not only(tp):
+                continue
+            e = o.expire_timestamp
+            if e is not None and e > 0:
+                out.append((tp, e))
+            else:
+                out.append((tp, (o.commit_timestamp if base is None else base) + retention_ms))
+        return out
+
+    def expire(self, now: int, expiries: Iterable[tuple[TP, int]]) -> None:
+        for tp, at in expiries:
+            if now >= at:
+                del self.committed[tp]
+                self.windows.pop(tp, None)
+
+    def trim(self, cutoff: int) -> None:
+        for h in self.ends.values():
+            h.trim_before(cutoff)
+
+    # ---- lag -----------------------------------------------------------------------------------
+    def _sample(self, tp: TP, ts: int) -> None:
+        cur = self.committed.get(tp)
+        if cur is None:
+            return
+        h = self.ends.get(tp)
+        end = h.at(ts) if h is not None else None
+        w = self.windows.get(tp)
+        if w is None:
+            w = self.windows[tp] = lagmod.PartitionWindow()
+        w.add(lagmod.CommitSample(ts, cur.offset, lagmod.lag_offsets(cur.offset, end), end))
+
+    def _sample_many(self, tp: TP, commits: list[tuple[int, int]]) -> None:
+        """`_sample` after each of `commits` [(ts, offset)] in turn; the samples a later commit of the
+        same slot replaces, or that fall out of the window, are never built."""
+        w = self.windows.get(tp)
+        slots: list[Any] = list(w.samples) if w is not None else []
+        start = w.slot_start if w is not None else 0
+        for ts, off in commits:
+            if slots and ts - start < lagmod.MIN_DISTANCE_MS:
+                slots[-1] = (ts, off)
+            else:
+                slots.append((ts, off))
+                start = ts
+        self._set_window(tp, slots, start, replace=True)
+
+    def _set_window(self, tp: TP, slots: list[Any], start: int, replace: bool = False) -> None:
+        """Append the new slots' (ts, offset) to a partition's lag window (or, `replace`, make `slots`,
+        which begin with the window's own samples, the window), keeping the last WINDOW."""
+        w = self.windows.get(tp)
+        if w is None:
+            w = self.windows[tp] = lagmod.PartitionWindow()
+        if not replace:
+            slots = [*w.samples, *slots[-lagmod.WINDOW :]]
+        h = self.ends.get(tp)
+        samples = []
+        for s in slots[-lagmod.WINDOW :]:
+            if isinstance(s, tuple):
+                end = h.at(s[0]) if h is not None else None
+                s = lagmod.CommitSample(s[0], s[1], lagmod.lag_offsets(s[1], end), end)
+            samples.append(s)
+        w.samples = samples
+        w.slot_start = start
+
+    def lag(self, now: int, owner: dict[TP, str]) -> dict:
+        """The group's lag as its document carries it: per partition (committed or owned by a member
+        in `owner`), per member, and the group's total, worst time lag and Burrow status."""
+        parts = []
+        per_member: dict[str, dict[str, Any]] = {}
+        statuses = []
+        for tp in sorted(set(self.committed) | set(owner)):
+            o = self.committed.get(tp)
+            h = self.ends.get(tp)
+            end = h.latest if h is not None else None
+            committed = o.offset if o is not None else None
+            lo = lagmod.lag_offsets(committed, end)
+            ls = lagmod.lag_seconds(committed, h, now)
+            status = lagmod.evaluate_partition(self.windows.get(tp, lagmod.PartitionWindow()), lo, now)
+            if o is None:
+                status = "NO_COMMIT"
+            elif lo is None:
+                status = "UNKNOWN"
+            else:
+                statuses.append(status)
+            parts.append(
+                {
+                    "topic": tp[0],
+                    "partition": tp[1],
+                    "committed": committed,
+                    "has_commit": o is not None,
+                    "end_offset": end,
+                    "lag": lo,
+                    "lag_seconds": ls,
+                    "status": status,
+                    "member_id": owner.get(tp),
+                }
+            )
+            if tp in owner:
+                pm = per_member.setdefault(owner[tp], {"member_id": owner[tp], "lag": 0, "lag_seconds": 0.0})
+                pm["lag"] += lo or 0
+                pm["lag_seconds"] = max(pm["lag_seconds"], ls or 0.0)
+        known = [p["lag"] for p in parts if p["lag"] is not None]
+        secs = [p["lag_seconds"] for p in parts if p["lag_seconds"] is not None]
+        return {
+            "total": sum(known) if known else None,
+            "max_seconds": max(secs) if secs else None,
+            "status": lagmod.group_status(statuses),
+            "partitions": parts,
+            "members": sorted(per_member.values(), key=lambda r: r["member_id"]),
+        }
+
+    def rows(self) -> list[dict[str, Any]]:
+        """The committed offsets as the group's document lists them."""
+        return [
+            {
+                "topic": tp[0],
+                "partition": tp[1],
+                "offset": o.offset,
+                "commit_timestamp": o.commit_timestamp,
+                "metadata": o.metadata,
+                "leader_epoch": o.leader_epoch,
+            }
+            for tp, o in sorted(self.committed.items())
+        ]
