@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import heapq
 import re
-from collections.abc import Iterable
-from dataclasses import MISSING, dataclass, field, fields
+from collections.abc import Callable, Iterable
 from itertools import pairwise
 from typing import Any
 
@@ -33,6 +32,7 @@ from coordinator_model.broker_log import (
     cause_of_reason,
     reason_members,
 )
+from coordinator_model.consumer import ConsumerGroupModel, has_k848_details
 from coordinator_model.evidence import (
     CommittedSnapshot,
     ConsumerGroupEpoch,
@@ -50,8 +50,9 @@ from coordinator_model.evidence import (
     UnknownRecord,
 )
 from coordinator_model.group_metadata import CONSUMER_PROTOCOL_TYPE, coordinator_partition
+from coordinator_model.membership import MAX_GENERATIONS, MEMBER_STATES, TP, Generation, Member
 from coordinator_model.offsets import CommitRun, OffsetState, OffsetStore, merged_rows
-from coordinator_model.states import GroupState, derive_consumer_group_state, legal_path
+from coordinator_model.states import GroupState, legal_path
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 ABANDON_MS = 1000  # a joiner that leaves this long after its join got through the join phase
@@ -62,74 +63,10 @@ MAX_CONFLICTS = 20
 REJOIN_WINDOW_MS = 5_000  # a rebalance this soon after a known member's JoinGroup is that join's
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_TIMELINE = 5000
-MAX_GENERATIONS = 2000
 MAX_DEPARTED = 500
-MEMBER_STATES = {0: "stable", 1: "unrevoked_partitions", 2: "unreleased_partitions", 127: "unknown"}
 
 # tie-break for evidence with the same timestamp: snapshots last, so "as of ts" equals the snapshot
 _PRIORITY = {"offsets": 1, "broker_log": 0, "heartbeats": 2, "end_offsets": 3, "describe": 4}
-
-TP = tuple[str, int]
-
-
-@dataclass(slots=True)
-class Member:
-    member_id: str
-    group_instance_id: str | None = None
-    client_id: str | None = None
-    client_host: str | None = None
-    session_timeout_ms: int | None = None
-    rebalance_timeout_ms: int | None = None
-    max_poll_interval_ms: int | None = None
-    subscription: tuple[str, ...] = ()
-    assignment: tuple[TP, ...] = ()
-    last_heartbeat: int | None = None
-    joined_at: int | None = None
-    poll_stall_at: int | None = None
-    closed: bool = False  # a static member's client closed: only its session timeout removes it
-    # KIP-848
-    member_epoch: int | None = None
-    previous_member_epoch: int | None = None
-    member_state: int | None = None
-    assigned_ids: tuple[tuple[str, int], ...] = ()
-    pending_ids: tuple[tuple[str, int], ...] = ()
-    target_ids: tuple[tuple[str, int], ...] | None = None
-    target_assignment: tuple[TP, ...] | None = None
-    client_assignment: tuple[TP, ...] = ()  # what the client's own events say it holds
-    server_assignor: str | None = None
-    in_records: bool = False  # KIP-848: has a ConsumerGroupMemberMetadata record
-
-
-@dataclass(slots=True)
-class Generation:
-    generation: int | None
-    start: int
-    cause: str = "unknown"
-    reason: str | None = None
-    stabilized: int | None = None  # CompletingRebalance began
-    stable: int | None = None  # assignment received (Stable) or Empty
-    end: int | None = None
-    members: tuple[str, ...] = ()
-    joined: list[str] = field(default_factory=list)
-    left: list[str] = field(default_factory=list)
-    assignment: dict[str, tuple[TP, ...]] = field(default_factory=dict)
-    protocol: str | None = None
-    leader: str | None = None
-    inferred: set[str] = field(default_factory=set)
-    empty: bool = False
-    member_id: str | None = None  # session/poll timeout: the member whose timeout caused it
-    gap_ms: int | None = None  # ... and how long it had been silent (heartbeats) or stalled (poll)
-
-    def __setstate__(self, state: Any) -> None:
-        # a generation pickled before a field was added gets that field's default
-        slots = state[1] if isinstance(state, tuple) else state
-        for f in fields(self):
-            if f.name in slots:
-                setattr(self, f.name, slots[f.name])
-            elif f.default_factory is not MISSING:
-                setattr(self, f.name, f.default_factory())
-            else:
-                setattr(self, f.name, f.default)
 
 
 class GroupEngine:
@@ -161,14 +98,7 @@ class GroupEngine:
         # offsets and lag
         self.offsets = OffsetStore()
         # KIP-848
-        self.group_epoch: int | None = None
-        self.assignment_epoch: int | None = None
-        self.epoch_source_ts = {"records": -1, "describe": -1, "broker_log": -1}
-        self.describe_state: tuple[int, str] | None = None
-        self.topic_names: dict[str, str] = {}
-        self.assignor: str | None = None
-        self.epochs: dict[int, Generation] = {}
-        self._epoch_pending: dict[str, Any] = {"joined": [], "left": [], "cause": None}
+        self.consumer = ConsumerGroupModel(self)
         self._departed_members: dict[str, Member] = {}  # for the poll_stall of a member that just left
         self._next_due = 2**62  # earliest session expiry to check (heartbeat-only inference)
         self._last_describe_ts: int | None = None
@@ -234,8 +164,8 @@ class GroupEngine:
         if not runs:
             return
         for run in runs:
-            if run.topic_id is not None and run.topic_id not in self.topic_names:
-                self._learn_topic_id(run.topic_id, run.topic)
+            if run.topic_id is not None and run.topic_id not in self.consumer.topic_names:
+                self.consumer.learn_topic_id(run.topic_id, run.topic)
         runs = sorted(runs, key=lambda r: (r.first_ts, r.first_log))
         last_ts = max(r.last_ts for r in runs)
         if last_ts >= self._next_due:
@@ -296,7 +226,7 @@ class GroupEngine:
             return False
         return not (self.type == "consumer" and ("offsets" in self.sources or "describe" in self.sources))
 
-    def _arm(self, m: Member) -> None:
+    def arm(self, m: Member) -> None:
         """Schedule the check of `m`'s session expiry (heartbeats are its only liveness evidence)."""
         if m.last_heartbeat is not None and m.session_timeout_ms and self._timers_apply():
             self._next_due = min(self._next_due, m.last_heartbeat + m.session_timeout_ms)
@@ -325,12 +255,12 @@ class GroupEngine:
     def _last_ts(self) -> int:
         return self.timeline[-1][1] if self.timeline else -(2**62)
 
-    def _clamp(self, ts: int) -> int:
+    def clamp(self, ts: int) -> int:
         return max(ts, self._last_ts())
 
     def _goto(self, state: str, ts: int, inferred: bool = False, again: bool = False) -> None:
         """Move to `state` at `ts` through the legal states Kafka would have passed (those inferred)."""
-        ts = self._clamp(ts)
+        ts = self.clamp(ts)
         if self.state is None or (self.state == "Dead" and state != "Dead"):
             if self.state == "Dead":
                 self._reset_incarnation()
@@ -381,7 +311,7 @@ class GroupEngine:
             elif g.cause == "unknown":
                 g.cause = cause
             return g
-        ts = self._clamp(ts)
+        ts = self.clamp(ts)
         g = Generation(generation=None, start=ts, cause=cause, reason=reason)
         if inferred:
             g.inferred.update({"start", "cause"})
@@ -465,7 +395,7 @@ class GroupEngine:
 
     # ------------------------------------------------------------------------------------------
     # membership primitives
-    def _member(self, member_id: str) -> Member:
+    def member(self, member_id: str) -> Member:
         m = self.members.get(member_id)
         if m is None:
             m = Member(member_id)
@@ -473,7 +403,7 @@ class GroupEngine:
             self.departed.pop(member_id, None)
         return m
 
-    def _remove_member(self, member_id: str, ts: int) -> Member | None:
+    def remove_member(self, member_id: str, ts: int) -> Member | None:
         m = self.members.pop(member_id, None)
         self.departed[member_id] = ts
         if len(self.departed) > MAX_DEPARTED:
@@ -494,10 +424,10 @@ class GroupEngine:
     def _expire(self, member_id: str, ts: int) -> None:
         """Session timeout inferred from heartbeats that stopped (no broker log)."""
         if self.type == "consumer":
-            self._remove_member(member_id, ts)  # fenced: the member session expired
-            self._k848_state(ts)
+            self.remove_member(member_id, ts)  # fenced: the member session expired
+            self.consumer.update_state(ts)
             return
-        m = self._remove_member(member_id, ts)
+        m = self.remove_member(member_id, ts)
         g = None
         if self.state in ("Stable", "CompletingRebalance"):
             rows, state = len(self.timeline), self.state
@@ -556,7 +486,7 @@ class GroupEngine:
             left = self._poll_left_at(m, ts)
             if left is None:
                 continue
-            self._remove_member(m.member_id, min(left, ts))
+            self.remove_member(m.member_id, min(left, ts))
             g.left.append(m.member_id)
             g.cause = "poll_timeout"
             g.member_id = m.member_id
@@ -712,8 +642,8 @@ class GroupEngine:
 
     def _on_offset_commit(self, ev: OffsetCommit) -> None:
         self.type = self.type or "classic"
-        if ev.topic_id is not None and ev.topic_id not in self.topic_names:
-            self._learn_topic_id(ev.topic_id, ev.topic)
+        if ev.topic_id is not None and ev.topic_id not in self.consumer.topic_names:
+            self.consumer.learn_topic_id(ev.topic_id, ev.topic)
         tp = (ev.topic, ev.partition)
         if ev.offset is None:
             self.offsets.tombstone(tp, ev.log_offset)
@@ -729,7 +659,7 @@ class GroupEngine:
         pass
 
     # KIP-848 records
-    def _k848(self, source: str = "records") -> None:
+    def as_consumer(self, source: str = "records") -> None:
         if self.type != "consumer" or _TYPE_WEIGHT[source] > _TYPE_WEIGHT.get(self.type_source or "", 0):
             self.type_source = source
         self.type = "consumer"
@@ -744,21 +674,18 @@ class GroupEngine:
     def _retype(self, kind: str, ts: int, why: str) -> None:
         """The group's type came from an Admin API answer that stronger evidence contradicts: start the
         group again as `kind` (what was derived from that answer was derived for the wrong protocol)."""
-        self._conflict("type", ts, why)
+        self.conflict("type", ts, why)
         self.type, self.type_source = kind, "client"
         self.timeline.clear()
         self.state = None
         self.generations.clear()
-        self.epochs.clear()
         self.open = None
-        self.generation = self.group_epoch = self.assignment_epoch = None
-        self.describe_state = None
-        self.assignor = None
-        self._epoch_pending = {"joined": [], "left": [], "cause": None}
+        self.generation = None
+        self.consumer.reset()
         if kind == "consumer":
-            self._k848("client")
+            self.as_consumer("client")
 
-    def _conflict(self, kind: str, ts: int, note: str) -> None:
+    def conflict(self, kind: str, ts: int, note: str) -> None:
         """Two sources disagree and the weaker one was not believed: say so (once per kind, counted)."""
         c = self.conflicts.get(kind)
         if c is None:
@@ -766,218 +693,6 @@ class GroupEngine:
                 return
             c = self.conflicts[kind] = {"kind": kind, "first": ts, "last": ts, "count": 0, "note": note}
         c["last"], c["count"], c["note"] = ts, c["count"] + 1, note
-
-    def _on_cg_epoch(self, ev: ConsumerGroupEpoch) -> None:
-        self._k848()
-        if ev.epoch is None:
-            self.deleted = True
-            self.members.clear()
-            self._k848_state(ev.ts)
-            return
-        old = self.group_epoch
-        self.group_epoch = ev.epoch
-        self.epoch_source_ts["records"] = ev.ts
-        if old is None or ev.epoch > old:
-            self._epoch_bump(ev.epoch, ev.ts, inferred=False)
-        self._k848_state(ev.ts)
-
-    def _learn_topic_id(self, topic_id: str, name: str) -> None:
-        """A topic id's name from the cluster itself (a commit's topicId, the broker's describe):
-        exact, so it replaces whatever was guessed, and the members' assignments are named again."""
-        self.topic_names[topic_id] = name
-        if self.type == "consumer":
-            self._k848_names()
-
-    def _on_cg_topics(self, ev: ConsumerGroupTopics) -> None:
-        self._k848()
-        for tid, name, _ in ev.topics:
-            self.topic_names[tid] = name
-        self._k848_names()
-
-    def _on_cg_member(self, ev: ConsumerMemberSubscription) -> None:
-        self._k848()
-        if ev.deleted:
-            if ev.member_id in self.members:
-                self._remove_member(ev.member_id, ev.ts)
-                self._epoch_note(left=ev.member_id)
-        else:
-            new = ev.member_id not in self.members
-            m = self._member(ev.member_id)
-            m.in_records = True
-            m.group_instance_id = ev.instance_id
-            m.client_id, m.client_host = ev.client_id, ev.client_host
-            m.subscription = ev.subscribed_topics
-            m.rebalance_timeout_ms = ev.rebalance_timeout_ms if ev.rebalance_timeout_ms >= 0 else None
-            m.server_assignor = ev.server_assignor
-            if ev.server_assignor:
-                self.assignor = ev.server_assignor
-            if new:
-                m.joined_at = ev.ts
-                self._epoch_note(joined=ev.member_id)
-        self._k848_state(ev.ts)
-
-    def _on_cg_target_epoch(self, ev: ConsumerTargetAssignment) -> None:
-        self._k848()
-        if ev.epoch is not None:
-            self.assignment_epoch = ev.epoch
-            self.epoch_source_ts["records"] = ev.ts
-            g = self.epochs.get(ev.epoch)
-            if g is not None and g.stabilized is None:
-                g.stabilized = ev.ts
-        self._k848_state(ev.ts)
-
-    def _on_cg_target_member(self, ev: ConsumerTargetMember) -> None:
-        self._k848()
-        if ev.partitions is None:
-            m = self.members.get(ev.member_id)
-            if m is not None:
-                m.target_ids = None
-        elif ev.member_id in self.members or ev.member_id not in self.departed:
-            m = self._member(ev.member_id)
-            m.target_ids = ev.partitions
-            m.target_assignment = self._names(ev.partitions)
-
-    def _on_cg_assignment(self, ev: ConsumerMemberAssignment) -> None:
-        self._k848()
-        m = self.members.get(ev.member_id)
-        if ev.deleted:
-            if m is not None:
-                m.member_epoch = None
-                m.member_state = None
-                m.assigned_ids = ()
-        else:
-            if m is None:
-                if ev.member_id in self.departed:
-                    return
-                m = self._member(ev.member_id)
-            m.member_epoch, m.previous_member_epoch = ev.member_epoch, ev.previous_member_epoch
-            m.member_state = ev.state
-            m.assigned_ids, m.pending_ids = ev.assigned, ev.pending_revocation
-            m.assignment = self._names(ev.assigned)
-        self._k848_state(ev.ts)
-
-    def _names(self, ids: Iterable[tuple[str, int]]) -> tuple[TP, ...]:
-        return tuple(sorted((self._topic_name(t), p) for t, p in ids))
-
-    def _topic_name(self, topic_id: str) -> str:
-        name = self.topic_names.get(topic_id)
-        if name is not None:
-            return name
-        # one subscribed topic: every id is that topic
-        subs = {t for m in self.members.values() for t in m.subscription}
-        if len(subs) == 1:
-            return next(iter(subs))
-        # a subscribed topic whose partition count (from log-end offsets) no other one has
-        seen = {
-            p
-            for m in self.members.values()
-            for t, p in (*m.assigned_ids, *(m.target_ids or ()))
-            if t == topic_id
-        }
-        if seen:
-            count = max(seen) + 1
-            counts = {t: self.offsets.partition_count(t) for t in subs}
-            sizes = {t: n for t, n in counts.items() if n is not None}
-            fits = [t for t, n in sizes.items() if n == count]
-            if len(fits) == 1 and len(sizes) == len(subs) and list(sizes.values()).count(count) == 1:
-                return fits[0]
-        return topic_id
-
-    def _learn_topic_names(self, ids: tuple[tuple[str, int], ...], named: tuple[TP, ...]) -> None:
-        """Match one member's partitions by topic id (records) and by name (a snapshot): a topic whose
-        partition set appears once on each side is the same topic."""
-        by_id: dict[str, frozenset[int]] = {}
-        by_name: dict[str, frozenset[int]] = {}
-        for t, p in ids:
-            by_id[t] = by_id.get(t, frozenset()) | {p}
-        for t, p in named:
-            by_name[t] = by_name.get(t, frozenset()) | {p}
-        for tid, parts in by_id.items():
-            names = [n for n, ps in by_name.items() if ps == parts]
-            if len(names) == 1 and list(by_id.values()).count(parts) == 1:
-                self.topic_names.setdefault(tid, names[0])
-
-    def _k848_names(self) -> None:
-        for m in self.members.values():
-            m.assignment = self._names(m.assigned_ids) if m.assigned_ids else m.assignment
-            if m.target_ids is not None:
-                m.target_assignment = self._names(m.target_ids)
-
-    def _epoch_bump(self, epoch: int, ts: int, inferred: bool) -> None:
-        g = self.epochs.get(epoch)
-        if g is None:
-            g = Generation(generation=epoch, start=ts, protocol=self.assignor)
-            if inferred:
-                g.inferred.add("start")
-            prev = [k for k in self.epochs if k < epoch]
-            if prev and self.epochs[max(prev)].end is None:
-                self.epochs[max(prev)].end = ts
-            self.epochs[epoch] = g
-            if len(self.epochs) > MAX_GENERATIONS:
-                del self.epochs[min(self.epochs)]
-            pending = self._epoch_pending
-            g.joined.extend(pending["joined"])
-            g.left.extend(pending["left"])
-            g.cause = pending.get("cause") or g.cause
-            self._epoch_pending = {"joined": [], "left": [], "cause": None}
-            if g.cause == "unknown":
-                # A new group's first epoch: 1 up to Kafka 4.0; from 4.1 the coordinator's first bump
-                # is to 2 ("Bumped group epoch to 2"), with no epoch-1 record. Epoch 2 with an earlier
-                # epoch known is an ordinary bump.
-                g.cause = (
-                    "group_created"
-                    if epoch == 1 or (epoch == 2 and not prev)
-                    else "member_left"
-                    if g.left
-                    else "member_joined"
-                    if g.joined
-                    else "metadata_change"
-                )
-
-    def _epoch_note(
-        self, joined: str | None = None, left: str | None = None, cause: str | None = None
-    ) -> None:
-        """Membership changes that lead to the next epoch bump (records arrive member first, epoch after)."""
-        p = self._epoch_pending
-        if joined:
-            p["joined"].append(joined)
-        if left:
-            p["left"].append(left)
-        if cause:
-            p["cause"] = cause
-
-    def _k848_current_state(self) -> str:
-        if self.deleted:
-            return "Dead"
-        members = [m for m in self.members.values()]
-        if "offsets" in self.sources:
-            members = [m for m in members if m.in_records]
-        if not {"offsets", "broker_log", "describe"} & self.sources:
-            # only client events: membership is known, epochs and reconciliation are not
-            return "Stable" if members else "Empty"
-        ge = self.group_epoch or 0
-        ae = self.assignment_epoch or 0
-        latest_records = self.epoch_source_ts["records"]
-        d = self.describe_state
-        if d is not None and d[0] >= max(latest_records, self.epoch_source_ts["broker_log"]):
-            return d[1]
-        # a member without a current-assignment record yet is, like Kafka's default, stable at epoch 0
-        reconciled = all((m.member_state or 0) == 0 and (m.member_epoch or 0) == ae for m in members)
-        if "offsets" not in self.sources and d is not None:
-            # without records, member epochs come from the last snapshot: trust it while epochs agree
-            reconciled = d[1] == "Stable" and ae == (self.assignment_epoch or 0)
-        return derive_consumer_group_state(len(members), ge, ae, reconciled).value
-
-    def _k848_state(self, ts: int) -> None:
-        st = self._k848_current_state()
-        if st != self.state:
-            ts = self._clamp(ts)
-            self.timeline.append([st, ts, "offsets" not in self.sources and "describe" not in self.sources])
-            self.state = st
-            if st == "Stable":
-                g = self.epochs.get(self.group_epoch or -1)
-                if g is not None and g.stable is None:
-                    g.stable = ts
 
     # ------------------------------------------------------------------------------------------
     # 2. broker log
@@ -990,7 +705,7 @@ class GroupEngine:
             "consumer_member_left",
             "consumer_member_fenced",
         ):
-            self._on_broker_k848(ev)
+            self.consumer.on_broker(ev)
             return
         if k == "groups_deleted":
             self._goto("Dead", ev.ts)
@@ -1026,7 +741,7 @@ class GroupEngine:
             if old == 0 and cause == "member_joined":
                 g.cause = "group_created" if self.generation == 0 else cause
             for mid in names["joined"]:
-                m = self._member(mid)
+                m = self.member(mid)
                 m.group_instance_id = adding_instance_id(ev.reason or "") or m.group_instance_id
                 m.joined_at = ev.ts
                 if mid not in g.joined:
@@ -1035,7 +750,7 @@ class GroupEngine:
                 m = self.members.get(mid)
                 if cause == "member_left" and self._poll_stalled(mid, ev.ts, m or self._departed_member(mid)):
                     g.cause = "poll_timeout"
-                self._remove_member(mid, ev.ts)
+                self.remove_member(mid, ev.ts)
                 if mid not in g.left:
                     g.left.append(mid)
             self._goto("PreparingRebalance", ev.ts)
@@ -1053,7 +768,7 @@ class GroupEngine:
             g.leader = ev.member_id
             self.leader = ev.member_id
             if ev.member_id and ev.member_id not in self.members and ev.member_id not in self.departed:
-                self._member(ev.member_id)
+                self.member(ev.member_id)
             if not g.members:
                 g.members = tuple(self.members)
             self._goto("Stable", ev.ts)
@@ -1066,7 +781,7 @@ class GroupEngine:
         if k in ("member_failed", "member_left"):
             m = self.members.get(ev.member_id)
             stalled = self._poll_stalled(ev.member_id, ev.ts, m)
-            self._remove_member(ev.member_id, ev.ts)
+            self.remove_member(ev.member_id, ev.ts)
             if (
                 self.open is not None
                 and self.state == "PreparingRebalance"
@@ -1081,7 +796,7 @@ class GroupEngine:
             return
         if k == "member_added":
             self.pending_members.discard(ev.member_id)
-            m = self._member(ev.member_id)
+            m = self.member(ev.member_id)
             m.group_instance_id = ev.group_instance_id or m.group_instance_id
             m.joined_at = m.joined_at or ev.ts
             return
@@ -1094,36 +809,6 @@ class GroupEngine:
 
     def _departed_member(self, member_id: str) -> Member | None:
         return self._departed_members.get(member_id)
-
-    def _on_broker_k848(self, ev: BrokerLogEvent) -> None:
-        self._k848("broker_log")
-        self.epoch_source_ts["broker_log"] = ev.ts
-        k = ev.kind
-        if k == "group_epoch":
-            if self.group_epoch is None or ev.epoch > self.group_epoch:
-                self.group_epoch = ev.epoch
-                self._epoch_bump(ev.epoch, ev.ts, inferred=False)
-        elif k == "target_assignment":
-            if self.assignment_epoch is None or ev.epoch > self.assignment_epoch:
-                self.assignment_epoch = ev.epoch
-            if ev.assignor:
-                self.assignor = ev.assignor
-            g = self.epochs.get(ev.epoch)
-            if g is not None and g.stabilized is None:
-                g.stabilized = ev.ts
-            if g is not None:
-                g.protocol = ev.assignor or self.assignor
-        elif k == "consumer_member_joined":
-            if ev.member_id not in self.members:
-                self._member(ev.member_id).joined_at = ev.ts
-                self._epoch_note(joined=ev.member_id)
-        else:
-            if ev.member_id in self.members:
-                self._remove_member(ev.member_id, ev.ts)
-            self._epoch_note(
-                left=ev.member_id, cause="session_timeout" if k == "consumer_member_fenced" else None
-            )
-        self._k848_state(ev.ts)
 
     # ------------------------------------------------------------------------------------------
     # 3. heartbeat events
@@ -1141,7 +826,7 @@ class GroupEngine:
         if self.type is None:
             self._typed(kind, "client")
             if consumer:
-                self._k848("client")
+                self.as_consumer("client")
         elif self.type != kind and self.type_source == "describe":
             self._retype(
                 kind, ev.ts, f"the Admin API described the group as {self.type}; its clients use {kind}"
@@ -1151,7 +836,7 @@ class GroupEngine:
         broker = "broker_log" in self.sources
         records = "offsets" in self.sources
         if self.type == "consumer":
-            self._heartbeat_k848(ev)
+            self.consumer.on_heartbeat(ev)
             return
         if ev.event == "leave":
             m = self.members.get(mid)
@@ -1161,7 +846,7 @@ class GroupEngine:
             if m.group_instance_id or ev.group_instance_id:
                 # static members never send LeaveGroup (seed 001): the session timeout will remove it
                 m.closed = True
-                self._arm(m)
+                self.arm(m)
                 return
             if broker or self.type == "consumer":
                 return  # the broker's LeaveGroup line will say it
@@ -1180,7 +865,7 @@ class GroupEngine:
                 g.members = tuple(self.members)
                 self._gen_cause(g)
                 self._goto("CompletingRebalance", ev.ts, True)
-            self._remove_member(mid, ev.ts)
+            self.remove_member(mid, ev.ts)
             if self.state in ("Stable", "CompletingRebalance") or self.state is None:
                 g = self._open_rebalance(ev.ts, "poll_timeout" if stalled else "member_left", None, True)
                 g.left.append(mid)
@@ -1218,7 +903,7 @@ class GroupEngine:
                 known = True
         if not known and self.type == "consumer" and records:
             return
-        m = self._member(mid)
+        m = self.member(mid)
         m.group_instance_id = ev.group_instance_id or m.group_instance_id
         m.client_id = ev.client_id or m.client_id
         m.client_host = ev.host or m.client_host
@@ -1231,7 +916,7 @@ class GroupEngine:
             # a rebalance that follows at once is its doing
             m.closed = False
             self._rejoined = (mid, ev.ts)
-        self._arm(m)
+        self.arm(m)
         if not known:
             m.joined_at = ev.ts
             if not broker and self.type == "classic":
@@ -1317,62 +1002,25 @@ class GroupEngine:
                     g.assignment = {k: v.assignment for k, v in self.members.items()}
                     g.members = tuple(self.members)
 
-    def _heartbeat_k848(self, ev: HeartbeatEvent) -> None:
-        """KIP-848 members: client events give membership and, without records or snapshots, the
-        assignment; epochs only come from the other sources."""
-        mid = ev.member_id
-        authoritative = (
-            "offsets" in self.sources or "describe" in self.sources or "broker_log" in self.sources
-        )
-        if ev.event == "leave":
-            if not authoritative and mid in self.members:
-                self._remove_member(mid, ev.ts)
-                self._k848_state(ev.ts)
-            elif mid in self.members:
-                self.members[mid].closed = True  # the broker's records or snapshots will remove it
-            return
-        if mid in self.departed and mid not in self.members:
-            return
-        if mid not in self.members and authoritative:
-            return  # membership is the broker's to say
-        m = self._member(mid)
-        m.client_id = ev.client_id or m.client_id
-        m.client_host = ev.host or m.client_host
-        m.group_instance_id = ev.group_instance_id or m.group_instance_id
-        m.session_timeout_ms = ev.session_timeout_ms or m.session_timeout_ms
-        m.last_heartbeat = ev.ts
-        self._arm(m)
-        if ev.event in ("assigned", "revoked", "lost"):
-            held = set(m.client_assignment)
-            held = held | set(ev.partitions) if ev.event == "assigned" else held - set(ev.partitions)
-            m.client_assignment = tuple(sorted(held))
-            if not authoritative:
-                m.assignment = m.client_assignment
-            elif m.assigned_ids and any(t not in self.topic_names for t, _ in m.assigned_ids):
-                # the client names the partitions the records give by topic id
-                self._learn_topic_names(m.assigned_ids, m.client_assignment)
-                self._k848_names()
-        self._k848_state(ev.ts)
-
     # ------------------------------------------------------------------------------------------
     # 4. Admin API
     def _on_describe(self, ev: DescribeSnapshot) -> None:
         if ev.type == "consumer" or ev.broker_state:
             if (
                 self.type == "classic"
-                and not _k848_details(ev)
+                and not has_k848_details(ev)
                 and _TYPE_WEIGHT.get(self.type_source or "", 0) > _TYPE_WEIGHT["describe"]
             ):
                 # the clients (or the coordinator's records) say classic; an Admin answer of type
                 # consumer without KIP-848 details (the broker's ConsumerGroupDescribe state and
                 # epochs, or members' target assignments) is not believed
-                self._conflict(
+                self.conflict(
                     "type",
                     ev.ts,
                     "the Admin API describes the group as consumer (KIP-848); its clients use classic",
                 )
             else:
-                self._on_describe_k848(ev)
+                self.consumer.on_describe(ev)
                 return
         if ev.state == "Dead":
             if self.state is not None and self.state != "Dead" and not ev.members:
@@ -1383,17 +1031,17 @@ class GroupEngine:
         self._typed("classic", "describe")
         if ev.simple:
             self.simple = True
-        if ev.assignor and self._names_a_member(ev.assignor):
-            self._conflict(
+        if ev.assignor and self.names_a_member(ev.assignor):
+            self.conflict(
                 "assignor", ev.ts, f"the Admin API's assignor field holds a member id ({ev.assignor})"
             )
         elif ev.assignor:
             self.protocol = ev.assignor
-        doubt = self._contradiction(ev)
+        doubt = self.contradiction(ev)
         if doubt is not None:
             # a snapshot that cannot be right: it does not wipe members or assignment, nor move the
             # state the client events follow
-            self._conflict("members", ev.ts, doubt)
+            self.conflict("members", ev.ts, doubt)
             self._last_describe_ts = ev.ts
             return
         # members and assignments are exact at ts
@@ -1415,7 +1063,7 @@ class GroupEngine:
                 # gone while its heartbeats had stopped: the coordinator expired its session
                 self._expire(mid, min(ev.ts, m.last_heartbeat + m.session_timeout_ms))
             else:
-                self._remove_member(mid, ev.ts)
+                self.remove_member(mid, ev.ts)
                 if self.open is not None and mid not in self.open.left:
                     self.open.left.append(mid)
         keep = dict(self.members)
@@ -1491,13 +1139,13 @@ class GroupEngine:
             elif "offsets" not in self.sources:
                 self._become_empty(ev.ts, inferred=True)
 
-    def _names_a_member(self, assignor: str) -> bool:
+    def names_a_member(self, assignor: str) -> bool:
         """An assignor field that is a member id (seen, or shaped like one) is not an assignor name."""
         if assignor in self.members or assignor in self.departed:
             return True
         return bool(_UUID.search(assignor)) or looks_like_consumer_member_id(assignor, None)
 
-    def _contradiction(self, ev: DescribeSnapshot) -> str | None:
+    def contradiction(self, ev: DescribeSnapshot) -> str | None:
         """Why a snapshot cannot be right, or None. Kafka lists every member of a group that is not
         Empty, so a live state without members is self-contradictory: when client events follow the
         group, they are believed instead. An Empty snapshot is believed unless members heartbeated
@@ -1560,60 +1208,6 @@ class GroupEngine:
         self._goto("CompletingRebalance", ev.ts, True)
         self._goto("Stable", ev.ts, True)
 
-    def _on_describe_k848(self, ev: DescribeSnapshot) -> None:
-        self._k848("describe_broker" if _k848_details(ev) else "describe")
-        for tid, name in ev.topic_ids:
-            if self.topic_names.get(tid) != name:
-                self._learn_topic_id(tid, name)
-        if ev.assignor and self._names_a_member(ev.assignor):
-            self._conflict(
-                "assignor", ev.ts, f"the Admin API's assignor field is a member id ({ev.assignor})"
-            )
-        elif ev.assignor and (ev.members or self.assignor is None):
-            # an Empty group is described with the default assignor, whatever its members used
-            self.assignor = ev.assignor
-        doubt = self._contradiction(ev)
-        if doubt is not None:
-            self._conflict("members", ev.ts, doubt)  # as for classic groups: members are kept
-            return
-        if ev.group_epoch is not None:
-            if self.group_epoch is None or ev.group_epoch > self.group_epoch:
-                self._epoch_bump(ev.group_epoch, ev.ts, inferred=True)
-            self.group_epoch = ev.group_epoch
-            self.epoch_source_ts["describe"] = ev.ts
-        if ev.assignment_epoch is not None:
-            self.assignment_epoch = ev.assignment_epoch
-        if ev.broker_state:
-            self.describe_state = (ev.ts, ev.broker_state)
-        elif ev.state in ("Empty", "Stable", "Dead"):
-            self.describe_state = (ev.ts, ev.state)
-        prev = set(self.members)
-        if "offsets" not in self.sources:
-            keep = dict(self.members)
-            self.members = {}
-            for dm in ev.members:
-                m = keep.get(dm.member_id) or Member(dm.member_id, joined_at=ev.ts)
-                m.group_instance_id = dm.group_instance_id
-                m.client_id, m.client_host = dm.client_id, dm.host
-                m.assignment = dm.assignment
-                m.target_assignment = dm.target_assignment
-                m.member_epoch = dm.member_epoch if dm.member_epoch is not None else m.member_epoch
-                m.subscription = dm.subscription or m.subscription
-                self.members[dm.member_id] = m
-            for mid in set(self.members) - prev:
-                self._epoch_note(joined=mid)
-            for mid in prev - set(self.members):
-                self.departed[mid] = ev.ts
-                self._epoch_note(left=mid)
-        else:
-            # records own membership; the snapshot still knows topic names for partitions
-            for dm in ev.members:
-                m = self.members.get(dm.member_id)
-                if m is not None and m.assigned_ids:
-                    self._learn_topic_names(m.assigned_ids, dm.assignment)
-            self._k848_names()
-        self._k848_state(ev.ts)
-
     def _on_committed(self, ev: CommittedSnapshot) -> None:
         self.offsets.snapshot(ev.ts, ev.offsets, drop_unseen="offsets" not in self.sources)
 
@@ -1622,9 +1216,9 @@ class GroupEngine:
     def _end_offset(self, ev: EndOffset) -> None:
         new, note = self.offsets.end_offset((ev.topic, ev.partition), ev.ts, ev.end_offset)
         if new and self.type == "consumer":
-            self._k848_names()  # a partition count may name a topic id
+            self.consumer.rename_partitions()  # a partition count may name a topic id
         if note is not None:
-            self._conflict("end_offsets", ev.ts, note)
+            self.conflict("end_offsets", ev.ts, note)
 
     def _expire_offsets(self, now: int) -> None:
         """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""
@@ -1655,7 +1249,7 @@ class GroupEngine:
         cutoff = now - self.retention_ms
         while len(self.timeline) > 1 and self.timeline[1][1] < cutoff:
             del self.timeline[0]
-        for store in (self.generations, self.epochs):
+        for store in (self.generations, self.consumer.epochs):
             for k in [k for k, g in store.items() if g.end is not None and g.end < cutoff]:
                 del store[k]
         self.offsets.trim(cutoff)
@@ -1685,7 +1279,7 @@ class GroupEngine:
             if consumer:
                 row["member_epoch"] = m.member_epoch
                 row["state"] = MEMBER_STATES.get(m.member_state) if m.member_state is not None else None
-                row["pending_revocation"] = [list(tp) for tp in self._names(m.pending_ids)]
+                row["pending_revocation"] = [list(tp) for tp in self.consumer.names(m.pending_ids)]
                 row["target_assignment"] = (
                     [list(tp) for tp in m.target_assignment] if m.target_assignment is not None else None
                 )
@@ -1694,7 +1288,7 @@ class GroupEngine:
         for i, (state, start, inferred) in enumerate(self.timeline):
             end = self.timeline[i + 1][1] if i + 1 < len(self.timeline) else None
             timeline.append({"state": state, "start": start, "end": end, "inferred": bool(inferred)})
-        gens_src = self.epochs if consumer else self.generations
+        gens_src = self.consumer.epochs if consumer else self.generations
         generations = []
         for k in sorted(gens_src):
             g = gens_src[k]
@@ -1756,10 +1350,10 @@ class GroupEngine:
             "protocol_type": self.protocol_type
             if self.protocol_type
             else (None if self.simple else self.protocol_type),
-            "protocol": self.assignor if consumer else self.protocol,
+            "protocol": self.consumer.assignor if consumer else self.protocol,
             "generation": None if consumer else self.generation,
-            "group_epoch": self.group_epoch if consumer else None,
-            "assignment_epoch": self.assignment_epoch if consumer else None,
+            "group_epoch": self.consumer.group_epoch if consumer else None,
+            "assignment_epoch": self.consumer.assignment_epoch if consumer else None,
             "leader": None if consumer else self.leader,
             "coordinator_partition": coordinator_partition(self.group),
             "simple": self.simple,
@@ -1780,11 +1374,17 @@ class GroupEngine:
         fresh = GroupEngine.__new__(GroupEngine)
         GroupEngine.__init__(fresh, state.get("group", ""), state.get("retention_ms", DEFAULT_RETENTION_MS))
         self.__dict__.update(fresh.__dict__)
+        state = dict(state)
         if isinstance(state.get("offsets"), dict):  # before offsets/: three dicts on the engine
-            state = dict(state)
             state["offsets"] = OffsetStore(
                 state.pop("offsets"), state.pop("end_offsets", None), state.pop("windows", None)
             )
+        if "consumer" not in state:  # before consumer/: the KIP-848 fields on the engine
+            consumer = ConsumerGroupModel(self)
+            for old, new in _CONSUMER_FIELDS.items():
+                if old in state:
+                    setattr(consumer, new, state.pop(old))
+            state["consumer"] = consumer
         self.__dict__.update(state)
 
     def _inferred_notes(self) -> list[str]:
@@ -1820,32 +1420,41 @@ class GroupEngine:
 # broker that is not Apache Kafka may answer ConsumerGroupDescribe for a classic group)
 _TYPE_WEIGHT = {"describe": 1, "describe_broker": 2, "client": 2, "records": 3, "broker_log": 3}
 
+# KIP-848 fields an engine pickled before consumer/ kept itself -> their ConsumerGroupModel names
+_CONSUMER_FIELDS = {
+    "group_epoch": "group_epoch",
+    "assignment_epoch": "assignment_epoch",
+    "epoch_source_ts": "epoch_source_ts",
+    "describe_state": "describe_state",
+    "topic_names": "topic_names",
+    "assignor": "assignor",
+    "epochs": "epochs",
+    "_epoch_pending": "pending",
+}
+
 _LIVE_OR_EMPTY = ("Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "Empty")
+
+
+def _consumer(method: str) -> Callable[[GroupEngine, Any], None]:
+    """A handler that hands a KIP-848 record to the group's consumer-group model."""
+    return lambda engine, ev: getattr(engine.consumer, method)(ev)
+
 
 _HANDLERS = {
     GroupMetadataSnapshot: GroupEngine._on_group_metadata,
     OffsetCommit: GroupEngine._on_offset_commit,
     UnknownRecord: GroupEngine._on_unknown_record,
-    ConsumerGroupEpoch: GroupEngine._on_cg_epoch,
-    ConsumerGroupTopics: GroupEngine._on_cg_topics,
-    ConsumerMemberSubscription: GroupEngine._on_cg_member,
-    ConsumerTargetAssignment: GroupEngine._on_cg_target_epoch,
-    ConsumerTargetMember: GroupEngine._on_cg_target_member,
-    ConsumerMemberAssignment: GroupEngine._on_cg_assignment,
+    ConsumerGroupEpoch: _consumer("on_epoch"),
+    ConsumerGroupTopics: _consumer("on_topics"),
+    ConsumerMemberSubscription: _consumer("on_member"),
+    ConsumerTargetAssignment: _consumer("on_target_epoch"),
+    ConsumerTargetMember: _consumer("on_target_member"),
+    ConsumerMemberAssignment: _consumer("on_assignment"),
     BrokerLogEvent: GroupEngine._on_broker,
     HeartbeatEvent: GroupEngine._on_heartbeat,
     DescribeSnapshot: GroupEngine._on_describe,
     CommittedSnapshot: GroupEngine._on_committed,
 }
-
-
-def _k848_details(ev: DescribeSnapshot) -> bool:
-    """A description that only a KIP-848 group has: the broker's own state and epochs, or members with
-    a target assignment or a member epoch (classic members have neither; an empty target list is not
-    taken as one, in case a client library fills it in for classic members)."""
-    return bool(ev.broker_state) or any(
-        dm.target_assignment or dm.member_epoch is not None for dm in ev.members
-    )
 
 
 def looks_like_consumer_member_id(member_id: str, client_id: str | None) -> bool:

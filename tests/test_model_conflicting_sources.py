@@ -232,7 +232,7 @@ def test_a_kip848_describe_with_the_broker_details_is_believed() -> None:
     eng.apply(
         DescribeSnapshot(500, "g", "consumer", "Stable", "range", (), broker_state="Stable", group_epoch=1)
     )
-    assert eng.type == "consumer" and eng.assignor == "range" and not eng.conflicts
+    assert eng.type == "consumer" and eng.consumer.assignor == "range" and not eng.conflicts
 
 
 def test_advance_expires_a_silent_member_and_measures_its_gap() -> None:
@@ -351,7 +351,7 @@ def test_a_kip848_group_keeps_its_members_against_a_member_less_answer() -> None
         from_heartbeat_json({**ev, "ts": 2000, "member_id": a, "event": "assigned", "partitions": [["t", 0]]})
     )
     eng.apply(DescribeSnapshot(2500, "g", "consumer", "Stable", "uniform", ()))
-    assert eng.type == "consumer" and set(eng.members) == {a} and eng.assignor == "uniform"
+    assert eng.type == "consumer" and set(eng.members) == {a} and eng.consumer.assignor == "uniform"
     assert [c["kind"] for c in eng.document()["conflicts"]] == ["members"]
 
 

@@ -406,7 +406,7 @@ def test_the_brokers_describe_names_a_kip848_assignment() -> None:
     ev = from_describe_json(line)
     assert ev.topic_ids == (("ID-A", "a"), ("ID-B", "b"))
     e.apply(ev)
-    assert e.topic_names == {"ID-A": "a", "ID-B": "b"}
+    assert e.consumer.topic_names == {"ID-A": "a", "ID-B": "b"}
     assert _assignment(e) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
 
 
@@ -466,17 +466,24 @@ def test_next_offset_expiry_is_when_the_first_offset_expires():
     assert not eng.offsets.committed and eng.next_offset_expiry() is None
 
 
-def test_engines_pickled_by_an_older_version_load_and_run() -> None:
-    """The pipeline's Spark state holds pickled engines: those written before offsets/ (commit
-    4327628: three offset dicts on the engine, lag.py at the package's top) load, document the same
-    and keep running their timers."""
+@pytest.mark.parametrize("capture", ["lag-ramp", "kip848-lifecycle"])
+def test_engines_pickled_by_an_older_version_load_and_run(capture: str) -> None:
+    """The pipeline's Spark state holds pickled engines: those written before offsets/ and consumer/
+    (commit 4327628: offsets, log ends and lag windows as three dicts on the engine, the KIP-848 fields
+    on the engine too, lag.py at the package's top) load, document the same and keep running."""
     here = Path(__file__).parent / "fixtures" / "engine-pickles"
-    engines = pickle.loads((here / "lag-ramp-4327628.pkl").read_bytes())
-    want = json.loads((here / "lag-ramp-4327628.json").read_text())
+    engines = pickle.loads((here / f"{capture}-4327628.pkl").read_bytes())
+    want = json.loads((here / f"{capture}-4327628.json").read_text())
     got = json.loads(json.dumps({g: e.document() for g, e in engines.items()}, default=str))
     assert got == want
-    eng = next(iter(engines.values()))
-    assert eng.offsets.committed and eng.next_offset_expiry() is not None
-    eng.advance(eng.next_offset_expiry())
-    assert not eng.offsets.committed  # an Empty group's offsets expire after the retention
-    assert pickle.loads(pickle.dumps(eng)).document() == eng.document()
+    for eng in engines.values():
+        assert eng.consumer.engine is eng
+        if eng.type == "consumer":
+            assert eng.consumer.epochs and eng.consumer.group_epoch is not None
+        first = eng.next_offset_expiry()
+        if first is not None:
+            before = len(eng.offsets.committed)
+            eng.advance(first)
+            assert len(eng.offsets.committed) < before  # the first offset due expired
+        again = pickle.loads(pickle.dumps(eng))
+        assert again.document() == eng.document() and again.consumer.engine is again
