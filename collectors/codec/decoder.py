@@ -18,6 +18,7 @@ KIP-848 consumer groups, share groups, streams groups).
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 from typing import Any
 
 from collectors.codec import records as r
@@ -146,9 +147,27 @@ def decode_members(value: r.GroupMetadataValue) -> None:
     """Mark each member's payloads as consumer protocol (StickyAssignor userData too when the
     group's protocol is sticky); they are decoded on first access of `subscription_decoded` /
     `assignment_decoded`, None when not parseable."""
-    payload_format = 2 if value.protocol in STICKY_PROTOCOLS else 1
+    reader = _STICKY_PAYLOADS if value.protocol in STICKY_PROTOCOLS else _CONSUMER_PAYLOADS
     for member in value.members:
-        member.payload_format = payload_format
+        member.payload_reader = reader
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerPayloads:
+    """Reads a classic member's consumer-protocol payloads (`sticky`: with StickyAssignor userData)
+    for records.MemberMetadata, which holds one instead of importing this module."""
+
+    sticky: bool
+
+    def subscription(self, data: bytes | None) -> r.ConsumerProtocolSubscription | None:
+        return decode_subscription(data, self.sticky)
+
+    def assignment(self, data: bytes | None) -> r.ConsumerProtocolAssignment | None:
+        return decode_assignment(data, self.sticky)
+
+
+_CONSUMER_PAYLOADS = ConsumerPayloads(False)
+_STICKY_PAYLOADS = ConsumerPayloads(True)
 
 
 def _read_versioned(data: bytes, readers: dict[int, Any]) -> Any:

@@ -174,9 +174,11 @@ class MemberMetadata:
     _subscription_decoded: Any = field(default=_UNREAD, compare=False, repr=False, init=False)
     _assignment_decoded: Any = field(default=_UNREAD, compare=False, repr=False, init=False)
     unknown_tagged_fields: TaggedFields = ()
-    # 0: opaque bytes; 1: consumer protocol; 2: consumer protocol with StickyAssignor userData.
-    # Set by the decoder from the group's protocolType / protocol.
-    payload_format: int = field(default=0, compare=False, repr=False)
+    # How to read the payloads (the consumer protocol, with StickyAssignor userData or not), None for
+    # opaque bytes: set by the decoder from the group's protocolType / protocol. The reader is the
+    # decoder's, so the data does not import its decoder (and a record unpickled in a Spark worker
+    # brings the decoder's module along).
+    payload_reader: Any = field(default=None, compare=False, repr=False)
 
     def __init__(
         self,
@@ -191,7 +193,7 @@ class MemberMetadata:
         subscription_decoded: Any = _UNREAD,  # ConsumerProtocolSubscription | None; unset: lazy
         assignment_decoded: Any = _UNREAD,  # ConsumerProtocolAssignment | None; unset: lazy
         unknown_tagged_fields: TaggedFields = (),
-        payload_format: int = 0,
+        payload_reader: Any = None,
     ) -> None:
         self.member_id = member_id
         self.group_instance_id = group_instance_id
@@ -204,17 +206,15 @@ class MemberMetadata:
         self._subscription_decoded = subscription_decoded
         self._assignment_decoded = assignment_decoded
         self.unknown_tagged_fields = unknown_tagged_fields
-        self.payload_format = payload_format
+        self.payload_reader = payload_reader
 
     @property
     def subscription_decoded(self) -> ConsumerProtocolSubscription | None:
         value = self._subscription_decoded
         if value is _UNREAD:
             value = None
-            if self.payload_format:
-                from collectors.codec.decoder import decode_subscription
-
-                value = decode_subscription(self.subscription, self.payload_format == 2)
+            if self.payload_reader is not None:
+                value = self.payload_reader.subscription(self.subscription)
             self._subscription_decoded = value
         return value
 
@@ -227,10 +227,8 @@ class MemberMetadata:
         value = self._assignment_decoded
         if value is _UNREAD:
             value = None
-            if self.payload_format:
-                from collectors.codec.decoder import decode_assignment
-
-                value = decode_assignment(self.assignment, self.payload_format == 2)
+            if self.payload_reader is not None:
+                value = self.payload_reader.assignment(self.assignment)
             self._assignment_decoded = value
         return value
 
