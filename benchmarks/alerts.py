@@ -1,5 +1,5 @@
 """Benchmark: alert evaluation cycles over 50,000 groups in Redis, and a /metrics scrape, each on the
-sink's summaries (collectors/alerts/summary.py) and, as the baseline measured in the same run, on the
+sink's summaries (collectors/storage/summaries.py) and, as the baseline measured in the same run, on the
 documents (the path before summaries: `Evaluator(summaries=False)`, and a prometheus_client registry
 reading fleet rows and documents).
 
@@ -42,7 +42,7 @@ from benchmarks.metrics import reference_registry  # noqa: E402
 from collectors.alerts.evaluate import Evaluator  # noqa: E402
 from collectors.alerts.metrics import MetricsSource  # noqa: E402
 from collectors.local_servers import RedisServer  # noqa: E402
-from collectors.redis_store import RedisStore  # noqa: E402
+from collectors.storage.redis_store import RedisStore  # noqa: E402
 from coordinator_model.alerting import parse_alert_config  # noqa: E402
 
 PATHS = ("summaries", "documents")

@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from benchmarks.dashboard_data import small_fleet_doc, synthetic_group
 from collectors.config import Settings
 from collectors.local_servers import RedisServer, free_port
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 from dashboard.app import create_app
 from dashboard.urls import group_url
 

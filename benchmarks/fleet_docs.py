@@ -11,7 +11,7 @@ from pathlib import Path
 import redis
 
 from collectors.capture import read_capture
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 from coordinator_model.engine import rebuild
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -257,7 +257,7 @@ def live_latency(
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient
 
-    from collectors.redis_store import RedisStore
+    from collectors.storage.redis_store import RedisStore
 
     store = RedisStore.from_url(redis_url)
     admin = AdminClient({"bootstrap.servers": bootstrap})

@@ -6,7 +6,7 @@ pages routed by URL, so any view can be shared as a link:
     /groups/<name>/whatif    the what-if engine on that group
     /alerts                  active alerts and their history
 
-The app only reads group data from Redis (through collectors.redis_store.RedisStore). Celery uses the
+The app only reads group data from Redis (through collectors.storage.redis_store.RedisStore). Celery uses the
 same Redis as broker and result store for the what-if page's background callbacks.
 """
 

@@ -1,6 +1,6 @@
 """What the dashboard reads, and how it tells "no data" from "cannot reach Redis".
 
-Every read goes through collectors.redis_store.RedisStore (the pipeline's documented read API); the
+Every read goes through collectors.storage.redis_store.RedisStore (the pipeline's documented read API); the
 dashboard never writes group data. A Redis error becomes :class:`Unavailable`, which pages turn into
 the red banner; the next refresh simply tries again, so the banner clears by itself.
 """
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 
 # The grid's columns that the fleet index can sort by server-side (RedisStore.SORT_KEYS).
 GRID_SORT = {

@@ -15,7 +15,7 @@ from conftest import FIXTURES
 from collectors.alerts.evaluate import Evaluator
 from collectors.alerts.store import AlertStore
 from collectors.capture import read_capture
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 from coordinator_model.alerting import parse_alert_config
 from coordinator_model.engine import rebuild
 

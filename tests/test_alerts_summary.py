@@ -1,4 +1,4 @@
-"""The summaries the sink writes beside each document (collectors/alerts/summary.py) give exactly what
+"""The summaries the sink writes beside each document (collectors/storage/summaries.py) give exactly what
 the documents give: the same findings and recheck times from the rules (a hypothesis property over
 odd documents, configurations and moments, and the real captures replayed through Redis), the same
 alerts from the evaluator, the same quiet-group shortcut, and the same Prometheus series."""
@@ -25,7 +25,9 @@ from test_alert_docs import MIN, T0, S, mid, part, steady_doc, storm_doc
 from collectors.alerts.evaluate import Evaluator
 from collectors.alerts.metrics import MetricsSource, make_registry, make_wsgi_app
 from collectors.alerts.store import AlertStore
-from collectors.alerts.summary import (
+from collectors.capture import read_capture
+from collectors.storage.redis_store import SUMMARY_KEYS, RedisStore, _history_digest
+from collectors.storage.summaries import (
     PackedEvaluator,
     decode_facts,
     lag_rows,
@@ -34,8 +36,6 @@ from collectors.alerts.summary import (
     summaries_usable,
     summarize,
 )
-from collectors.capture import read_capture
-from collectors.redis_store import SUMMARY_KEYS, RedisStore, _history_digest
 from coordinator_model.alerting import AlertConfig, evaluate_group, parse_alert_config
 from coordinator_model.alerting.docview import PartitionLag, partition_lags
 from coordinator_model.engine import rebuild

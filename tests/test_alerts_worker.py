@@ -20,7 +20,7 @@ from test_alert_docs import capture_doc, part, steady_doc
 from test_notif_servers import HookServer, SMTPServer, closed_port, three_channels, wait_for
 
 from collectors.alerts.store import AlertStore
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 
 pytestmark = pytest.mark.servers
 ROOT = Path(__file__).resolve().parent.parent

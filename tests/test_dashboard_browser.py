@@ -54,7 +54,7 @@ def served(redis_server: RedisServer) -> Iterator[dict[str, Any]]:
     redis.Redis.from_url(url).flushdb()
     docs = {d["group"]: d for ds in fill(url).values() for d in ds}
     # A group whose name needs every kind of URL escaping (a copy of a KIP-848 group).
-    from collectors.redis_store import RedisStore
+    from collectors.storage.redis_store import RedisStore
 
     odd = {**docs["k848-range-060433h"], "group": ODD_NAME}
     RedisStore(redis.Redis.from_url(url)).write_group(odd, int(time.time() * 1000), as_of_ms=odd["as_of"])

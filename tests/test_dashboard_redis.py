@@ -16,7 +16,7 @@ from browser.dashboard_fill import CAPTURES, model_docs
 
 from collectors.config import Settings
 from collectors.local_servers import free_port
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 from dashboard.app import create_app
 from dashboard.data import DashboardData, fleet_page
 from dashboard.pages.group import group_outputs

@@ -30,7 +30,7 @@ from confluent_kafka.admin import AdminClient
 from collectors.demo.scenarios import SCENARIOS
 from collectors.demo.supervisor import DEMO_ID_ENV, leftover_pids
 from collectors.local_servers import free_port
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 from coordinator_model.broker_log import BrokerLogEvent, parse_broker_log_line
 from coordinator_model.errors import EvidenceError
 

@@ -51,7 +51,7 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from collectors.pipeline.admin_poller import STATE_NAMES, end_offset_lines
 from collectors.pipeline.job import PipelineConfig, run_pipeline
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 from coordinator_model.broker_log import BrokerLogEvent, cause_of_reason, parse_broker_log_line
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]

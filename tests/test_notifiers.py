@@ -21,7 +21,7 @@ from collectors.alerts.notify import (
     send_with_retry,
 )
 from collectors.cli.main import cli
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 from coordinator_model.alerting import parse_alert_config
 
 EVENT = {

@@ -20,7 +20,7 @@ from collectors.pipeline.decode import DEAD_BUCKET, DEAD_LETTER_KEY, TICK_TOPIC,
 from collectors.pipeline.job import PipelineConfig, _records_behind, run_pipeline
 from collectors.pipeline.kafka_source import count_between, kafka_conf_from_options, pack_ranges, plan_end
 from collectors.pipeline.sink import lag_point
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 
 offsets_st = st.dictionaries(
     st.sampled_from(["a", "b"]),

@@ -34,7 +34,7 @@ from collectors.embedded_kafka import KafkaBroker
 from collectors.local_servers import RedisServer
 from collectors.pipeline.decode import decode_one
 from collectors.pipeline.job import PipelineConfig, run_pipeline
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 

@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from collectors.redis_store import HOUR_MS, RedisStore, fleet_row, lag_totals
+from collectors.storage.redis_store import HOUR_MS, RedisStore, fleet_row, lag_totals
 
 pytestmark = pytest.mark.servers
 

@@ -24,7 +24,7 @@ from collectors.config import load_settings
 from collectors.kafka_clients import failure_log
 from collectors.pipeline.admin_poller import AdminPoller, check_topics
 from collectors.pipeline.job import PipelineConfig, run_pipeline
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 

@@ -6,7 +6,7 @@ groups whose stamp moved, plus groups whose findings may change with time alone 
 growing duration), which the rules announce through `recheck_at` (`gs:alerts:recheck`). Groups are
 read 1,000 per round trip, and all writes of a chunk go in one pipeline.
 
-Live cycles read the sink's summaries (collectors/alerts/summary.py) instead of documents: the rule
+Live cycles read the sink's summaries (collectors/storage/summaries.py) instead of documents: the rule
 head (state, timeline, generations, already parsed) and facts about the rest. With the facts the
 rules that cannot return anything are left out; a group whose lag rules must look at its partitions
 (it lags, or it is Empty with messages waiting), or that has no summaries (written by an older
@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.alerts.store import Alert, AlertStore
-from collectors.alerts.summary import (
+from collectors.storage.redis_store import RedisStore
+from collectors.storage.summaries import (
     Facts,
     PackedEvaluator,
     decode_facts,
@@ -47,7 +48,6 @@ from collectors.alerts.summary import (
     quiet_lag_seconds,
     summaries_usable,
 )
-from collectors.redis_store import RedisStore
 from coordinator_model.alerting import AlertConfig, Evaluation, Finding, evaluate_group
 from coordinator_model.alerting.docview import GONE_STATES
 
@@ -194,7 +194,7 @@ class Evaluator:
     @staticmethod
     def _doc_signature(doc: dict[str, Any]) -> str:
         """The signature `_signatures` computes from Redis, computed from the document itself (the
-        fleet row and the generation row are derived from it by collectors/redis_store.py). Were the
+        fleet row and the generation row are derived from it by collectors/storage/redis_store.py). Were the
         two ever to differ, the group would only be re-read more often, never judged less."""
         timeline = doc.get("timeline") or []
         last_change = timeline[-1].get("start") if timeline and isinstance(timeline[-1], dict) else None

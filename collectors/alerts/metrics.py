@@ -22,7 +22,7 @@ Mount `make_wsgi_app(redis_url)` anywhere (the dashboard serves it at /metrics),
 `start_metrics_server(port, redis_url)` (what `groupscope worker --metrics-port` does).
 
 Fast at 50,000 groups because a scrape reads one small summary per group, written by the sink with
-the document (`gs:summary:metrics`, collectors/alerts/summary.py), instead of every fleet row and
+the document (`gs:summary:metrics`, collectors/storage/summaries.py), instead of every fleet row and
 every document; a group without one (written by an older collector) is read from its fleet row and
 document as before, and so is per-partition lag (`metrics_per_partition`, off by default). The WSGI
 app and the server write the text exposition format themselves: prometheus_client formats each of
@@ -53,8 +53,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
 from collectors.alerts.store import AlertStore
-from collectors.alerts.summary import GROUP_FAMILIES, esc, lag_rows, metric_lines, metric_values, num
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
+from collectors.storage.summaries import GROUP_FAMILIES, esc, lag_rows, metric_lines, metric_values, num
 
 log = logging.getLogger(__name__)
 

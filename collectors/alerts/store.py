@@ -1,6 +1,6 @@
 """Alerts in Redis: the active set, the history with evidence, and the evaluator's bookkeeping.
 
-Keys (prefix `gs` by default, like collectors/redis_store.py; documented in docs/alerts.md):
+Keys (prefix `gs` by default, like collectors/storage/redis_store.py; documented in docs/alerts.md):
 - `gs:alerts:active`       hash  `RULE|GROUP` -> alert JSON, one per (group, rule) while it fires
 - `gs:alerts:log`          hash  alert id -> alert JSON (firing or resolved), the history's bodies
 - `gs:alerts:history`      zset  alert id scored by `since`, newest last

@@ -9,7 +9,7 @@ import time
 import click
 
 from collectors.cli.options import redis_option, settings_from
-from collectors.redis_store import SORT_KEYS, RedisStore
+from collectors.storage.redis_store import SORT_KEYS, RedisStore
 
 
 def _store(redis_url: str | None) -> RedisStore:

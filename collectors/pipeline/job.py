@@ -22,7 +22,7 @@ from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_up
 from collectors.pipeline.rows import ROUTED_SCHEMA
 from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
 from collectors.pipeline.wake_hints import WakeHints
-from collectors.redis_store import RedisStore
+from collectors.storage.redis_store import RedisStore
 
 log = logging.getLogger("groupscope.pipeline")
 

@@ -1,8 +1,8 @@
 """Third stage: the Redis sink, through foreachBatch + foreachPartition.
 
 Each executor partition opens its own Redis client and writes through a non-transactional pipeline,
-executed every ~1000 commands. Every write is idempotent (see collectors/redis_store.py), so when Spark
-replays a micro-batch after a failure or a restart, Redis ends up exactly as if it ran once.
+executed every ~1000 commands. Every write is idempotent (see collectors/storage/redis_store.py), so
+when Spark replays a micro-batch after a failure or a restart, Redis ends up exactly as if it ran once.
 Redis unreachable: the partition retries with exponential backoff (up to `redis_retry_s`), then fails
 the batch, which Spark retries from the checkpoint; nothing is skipped.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.redis_store import RedisStore, lag_totals
+from collectors.storage.redis_store import RedisStore, lag_totals
 
 log = logging.getLogger("groupscope.sink")
 

@@ -57,7 +57,7 @@ def fill(redis_url: str) -> dict[str, list[dict[str, Any]]]:
     """Write every capture's documents, the lag history of lag-ramp and a collector heartbeat."""
     import redis
 
-    from collectors.redis_store import RedisStore
+    from collectors.storage.redis_store import RedisStore
 
     store = RedisStore(redis.Redis.from_url(redis_url))
     docs = capture_documents()

@@ -12,7 +12,7 @@ Design choices, and why:
   replayed after a failure rewrites the same fields and adds nothing.
 - Every write goes through a non-transactional pipeline; the caller decides when to execute it, so the
   sink can send ~1000 commands per round trip.
-- Next to each document the sink keeps compact summaries of it (collectors/alerts/summary.py): what
+- Next to each document the sink keeps compact summaries of it (collectors/storage/summaries.py): what
   the alert rules read, already parsed, and what a Prometheus scrape reads, so neither parses 50,000
   documents. They are derived from the document alone, written in the same pipeline, and removed
   with the group.
@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.alerts import summary as _summary
+from collectors.storage import summaries as _summary
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ class RedisStore:
         The fleet-wide hashes and indexes get one command each for all the documents (a catch-up
         writes thousands of groups a batch, and per-group commands were most of the sink's time); a
         group's timeline and generations are rewritten only when their digest changed. The summaries
-        (collectors/alerts/summary.py) go to fleet-wide hashes the same way; a group's rule head
+        (collectors/storage/summaries.py) go to fleet-wide hashes the same way; a group's rule head
         only when the key of what it is built from changed."""
         listed = list(items)
         given = list(texts) if texts is not None else [None] * len(listed)

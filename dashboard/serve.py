@@ -1,5 +1,8 @@
 """`groupscope dashboard`: serve the dashboard with gunicorn (a production WSGI server), plus a Celery
-worker for the what-if page's background computations unless --no-worker says one runs elsewhere."""
+worker for the what-if page's background computations unless --no-worker says one runs elsewhere.
+
+The command lives with the dashboard it serves; the `groupscope` command line (collectors/cli/main.py)
+names it by module in its table of subcommands, so nothing in collectors/ imports dashboard/."""
 
 from __future__ import annotations
 
