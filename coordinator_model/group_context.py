@@ -14,8 +14,10 @@ from coordinator_model.offsets import OffsetStore
 class GroupContext(Protocol):
     members: dict[str, Member]
     departed: dict[str, int]  # member id -> when it left (late evidence must not revive it)
+    departed_members: dict[str, Member]  # the last few that left, for their late events
     sources: set[str]  # the sources that have spoken about the group
     type: str | None
+    protocol_type: str | None
     state: str | None
     timeline: list[list]  # [state, start, inferred]
     deleted: bool
@@ -24,6 +26,9 @@ class GroupContext(Protocol):
     def as_consumer(self, source: str = "records") -> None:
         """`source` says the group speaks the consumer protocol (weighed against who said otherwise)."""
 
+    def typed(self, kind: str, source: str) -> None:
+        """`source` says the group is of `kind` (weighed against who said otherwise)."""
+
     def member(self, member_id: str) -> Member:
         """The member, created if new."""
 
@@ -31,6 +36,11 @@ class GroupContext(Protocol):
 
     def arm(self, m: Member) -> None:
         """Schedule the check of `m`'s session expiry."""
+
+    def last_ts(self) -> int:
+        """When the group last changed state."""
+
+    def departed_member(self, member_id: str) -> Member | None: ...
 
     def clamp(self, ts: int) -> int:
         """`ts`, or the latest transition's time when late evidence would precede it."""

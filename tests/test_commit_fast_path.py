@@ -265,7 +265,12 @@ def _assert_same(bulk: GroupEngine, one: GroupEngine, later: int) -> None:
     assert bulk.offsets.committed == one.offsets.committed
     assert bulk.offsets.windows == one.offsets.windows
     assert bulk.timeline == one.timeline
-    assert (bulk.now, bulk.sources, bulk.type, bulk.simple) == (one.now, one.sources, one.type, one.simple)
+    assert (bulk.now, bulk.sources, bulk.type, bulk.classic.simple) == (
+        one.now,
+        one.sources,
+        one.type,
+        one.classic.simple,
+    )
     one.advance(later)
     bulk.advance(later)
     assert bulk.document() == one.document()

@@ -209,7 +209,7 @@ def test_a_snapshot_taken_mid_rebalance_keeps_the_assignment() -> None:
     )
     eng.apply(DescribeSnapshot(4000, "g", "classic", "PreparingRebalance", "", (dm(a), dm(b))))
     assert dict((m, x.assignment) for m, x in eng.members.items()) == {a: (("t", 0),), b: (("t", 1),)}
-    assert eng.protocol == "range" and eng.state == "PreparingRebalance"
+    assert eng.classic.protocol == "range" and eng.state == "PreparingRebalance"
     assert not eng.conflicts
 
 
@@ -297,13 +297,16 @@ def test_an_end_offset_below_a_commit_is_a_conflict_not_a_negative_lag() -> None
 
 def test_engines_pickled_before_these_fields_still_load() -> None:
     eng = rebuild(_HB_ONLY)["demo-crash"]
+    # the engine as it was pickled before classic/: the classic group's fields on the engine itself
     state = dict(eng.__dict__)
+    classic = state.pop("classic")
+    state.update({k: v for k, v in vars(classic).items() if k != "engine"})
     for name in ("conflicts", "client_protocol", "type_source", "incremental", "_expiry_undo"):
         state.pop(name)
     old = GroupEngine.__new__(GroupEngine)
     old.__setstate__(state)
     assert old.document()["generations"] == eng.document()["generations"]
-    gen = next(iter(eng.generations.values()))
+    gen = next(iter(eng.classic.generations.values()))
     bare = Generation.__new__(Generation)
     bare.__setstate__((None, {"generation": 1, "start": 5}))
     assert bare.gap_ms is None and bare.left == [] and gen.gap_ms is None

@@ -137,12 +137,12 @@ def test_random_evidence_never_makes_an_illegal_transition(evs, sort_first: bool
         for ev in evs:  # out of order: skew between sources
             was_dead = eng.state == "Dead"
             eng.apply(ev)
-            if eng.generation is not None and not was_dead and eng.state != "Dead":
-                assert eng.generation >= last_gen or eng.generation is None
+            if eng.classic.generation is not None and not was_dead and eng.state != "Dead":
+                assert eng.classic.generation >= last_gen or eng.classic.generation is None
             if eng.state == "Dead":
                 last_gen = -1
-            elif eng.generation is not None:
-                last_gen = max(last_gen, eng.generation)
+            elif eng.classic.generation is not None:
+                last_gen = max(last_gen, eng.classic.generation)
     eng.advance(120_000)
     doc = eng.document()
     _check_timeline(doc)
