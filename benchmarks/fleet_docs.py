@@ -12,7 +12,7 @@ import redis
 
 from collectors.capture import read_capture
 from collectors.storage.redis_store import RedisStore
-from coordinator_model.engine import rebuild
+from coordinator_model.rebuild import rebuild
 
 ROOT = Path(__file__).resolve().parent.parent
 CAPTURES = ROOT / "tests" / "fixtures" / "real-kafka-4.0"

@@ -18,7 +18,7 @@ import statistics
 import time
 import tracemalloc
 
-from coordinator_model.engine import GroupEngine, sort_evidence
+from coordinator_model.engine import GroupEngine
 from coordinator_model.evidence import (
     BrokerLogEvent,
     EndOffset,
@@ -27,6 +27,7 @@ from coordinator_model.evidence import (
     MemberSnapshot,
     OffsetCommit,
 )
+from coordinator_model.evidence_order import sort_evidence
 
 
 def group_evidence(i: int, seconds: int) -> list:

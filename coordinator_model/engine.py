@@ -20,7 +20,6 @@ rebalance start is moved to the broker's time when the broker's line comes in.
 
 from __future__ import annotations
 
-import heapq
 import re
 from collections.abc import Callable, Iterable
 from itertools import pairwise
@@ -31,6 +30,7 @@ from coordinator_model.broker_log import (
 )
 from coordinator_model.classic import DESCRIBE_SKEW_MS, ClassicGroupModel
 from coordinator_model.consumer import ConsumerGroupModel, has_k848_details
+from coordinator_model.document import group_document
 from coordinator_model.evidence import (
     CommittedSnapshot,
     ConsumerGroupEpoch,
@@ -47,9 +47,9 @@ from coordinator_model.evidence import (
     OffsetCommit,
     UnknownRecord,
 )
-from coordinator_model.group_metadata import CONSUMER_PROTOCOL_TYPE, coordinator_partition
+from coordinator_model.evidence_order import sort_evidence, sort_key
+from coordinator_model.group_metadata import CONSUMER_PROTOCOL_TYPE
 from coordinator_model.membership import (
-    MEMBER_STATES,
     TP,
     Generation,  # noqa: F401  engines pickled before membership.py
     Member,
@@ -60,9 +60,6 @@ DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 MAX_CONFLICTS = 20
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_DEPARTED = 500
-
-# tie-break for evidence with the same timestamp: snapshots last, so "as of ts" equals the snapshot
-_PRIORITY = {"offsets": 1, "broker_log": 0, "heartbeats": 2, "end_offsets": 3, "describe": 4}
 
 
 class GroupEngine:
@@ -486,114 +483,8 @@ class GroupEngine:
         return self.offsets.lag(now, owner)
 
     def document(self, at_ms: int | None = None) -> dict:
-        now = self.now if at_ms is None else at_ms
-        consumer = self.type == "consumer"
-        members = []
-        for m in sorted(self.members.values(), key=lambda m: m.member_id):
-            row: dict[str, Any] = {
-                "member_id": m.member_id,
-                "group_instance_id": m.group_instance_id,
-                "client_id": m.client_id,
-                "client_host": m.client_host,
-                "session_timeout_ms": m.session_timeout_ms,
-                "rebalance_timeout_ms": m.rebalance_timeout_ms,
-                "subscription": list(m.subscription),
-                "assignment": [list(tp) for tp in m.assignment],
-                "last_heartbeat": m.last_heartbeat,
-            }
-            if consumer:
-                row["member_epoch"] = m.member_epoch
-                row["state"] = MEMBER_STATES.get(m.member_state) if m.member_state is not None else None
-                row["pending_revocation"] = [list(tp) for tp in self.consumer.names(m.pending_ids)]
-                row["target_assignment"] = (
-                    [list(tp) for tp in m.target_assignment] if m.target_assignment is not None else None
-                )
-            members.append(row)
-        timeline = []
-        for i, (state, start, inferred) in enumerate(self.timeline):
-            end = self.timeline[i + 1][1] if i + 1 < len(self.timeline) else None
-            timeline.append({"state": state, "start": start, "end": end, "inferred": bool(inferred)})
-        gens_src = self.consumer.epochs if consumer else self.classic.generations
-        generations = []
-        for k in sorted(gens_src):
-            g = gens_src[k]
-            generations.append(
-                {
-                    "generation": g.generation,
-                    "start": g.start,
-                    "end": g.end,
-                    "stabilized": g.stabilized,
-                    "stable": g.stable,
-                    "duration_ms": (g.stable - g.start) if g.stable is not None else None,
-                    "members": list(g.members),
-                    "members_joined": list(g.joined),
-                    "members_left": list(g.left),
-                    "assignment": {mid: [list(tp) for tp in a] for mid, a in g.assignment.items()},
-                    "protocol": g.protocol,
-                    "leader": g.leader,
-                    "cause": g.cause,
-                    "reason": g.reason,
-                    "empty": g.empty,
-                    "inferred": sorted(g.inferred),
-                    "member_id": g.member_id,
-                    "gap_ms": g.gap_ms,
-                }
-            )
-        if self.classic.open is not None and not consumer:
-            g = self.classic.open
-            self.classic.fill_gap(g)
-            overdue = max([m.rebalance_timeout_ms or 0 for m in self.members.values()] + [0])
-            generations.append(
-                {
-                    "generation": (self.classic.generation or 0) + 1
-                    if g.generation is None
-                    else g.generation,
-                    "start": g.start,
-                    "end": None,
-                    "stabilized": None,
-                    "stable": None,
-                    "duration_ms": None,
-                    "in_progress_ms": max(0, now - g.start),
-                    "overdue": bool(overdue) and now - g.start > overdue,
-                    "members": list(self.members),
-                    "members_joined": list(g.joined),
-                    "members_left": list(g.left),
-                    "assignment": {},
-                    "protocol": None,
-                    "leader": None,
-                    "cause": g.cause,
-                    "reason": g.reason,
-                    "empty": False,
-                    "inferred": sorted(g.inferred | {"generation"} if g.generation is None else g.inferred),
-                    "member_id": g.member_id,
-                    "gap_ms": g.gap_ms,
-                }
-            )
-        offsets = self.offsets.rows()
-        return {
-            "group": self.group,
-            "type": self.type or "classic",
-            "state": self.state if self.state is not None else ("Empty" if self.offsets.committed else None),
-            "protocol_type": self.protocol_type
-            if self.protocol_type
-            else (None if self.classic.simple else self.protocol_type),
-            "protocol": self.consumer.assignor if consumer else self.classic.protocol,
-            "generation": None if consumer else self.classic.generation,
-            "group_epoch": self.consumer.group_epoch if consumer else None,
-            "assignment_epoch": self.consumer.assignment_epoch if consumer else None,
-            "leader": None if consumer else self.classic.leader,
-            "coordinator_partition": coordinator_partition(self.group),
-            "simple": self.classic.simple,
-            "members": members,
-            "offsets": offsets,
-            "timeline": timeline,
-            "generations": generations,
-            "lag": self.lag(now),
-            "sources": sorted(self.sources),
-            "inferred": self._inferred_notes(),
-            "conflicts": [dict(c) for c in self.conflicts.values()],
-            "as_of": now,
-        }
+        """The group as the collector stores and shows it (coordinator_model/document.py)."""
+        return group_document(self, self.now if at_ms is None else at_ms)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Engines pickled by an older version (the pipeline keeps them in Spark state) get the
@@ -621,34 +512,6 @@ class GroupEngine:
             if "_departed_members" in state:
                 state["departed_members"] = state.pop("_departed_members")
         self.__dict__.update(state)
-
-    def _inferred_notes(self) -> list[str]:
-        s = self.sources
-        notes = [
-            f"conflict ({c['kind']}, {c['count']}x): {c['note']}; not believed"
-            for c in self.conflicts.values()
-        ]
-        if self.type == "consumer":
-            if not {"offsets", "describe", "broker_log"} & s:
-                notes.append("state: Empty/Stable from client events only; epochs and reconciliation unknown")
-                return notes
-            if "offsets" not in s and "describe" not in s:
-                notes.append("state: derived from broker epoch lines; member reconciliation is not observed")
-            if "offsets" not in s and "broker_log" not in s:
-                notes.append("epochs: only as of the last Admin API snapshot")
-            return notes
-        if "broker_log" not in s:
-            notes.append("rebalance reasons: causes inferred from membership changes (no broker log)")
-            notes.append("timeline: PreparingRebalance starts inferred from client events or snapshots")
-        if "offsets" not in s and "broker_log" not in s:
-            notes.append(
-                "generation: counted from observed rebalances (no GroupMetadata records, no broker log)"
-            )
-        if "offsets" not in s and "describe" not in s:
-            notes.append("members/assignment: from client events and broker log only")
-        if "heartbeats" not in s:
-            notes.append("last_heartbeat: unknown (no client heartbeat events)")
-        return notes
 
 
 # how much each source's word on the group's protocol weighs: the Admin API's type is the weakest (a
@@ -724,71 +587,6 @@ def looks_like_consumer_member_id(member_id: str, client_id: str | None) -> bool
     return all(c.isalnum() or c in "+/_-" for c in member_id)
 
 
-def sort_key(ev: Evidence) -> tuple[int, int, int]:
-    return (ev.ts, _PRIORITY.get(ev.source, 5), getattr(ev, "log_offset", 0))
-
-
-def sort_evidence(evs: Iterable[Evidence]) -> list[Evidence]:
-    return sorted(evs, key=sort_key)
-
-
-def rebuild(
-    evidence: Iterable[Evidence], at_ms: int | None = None, retention_ms: int = DEFAULT_RETENTION_MS
-) -> dict[str, GroupEngine]:
-    """Rebuild every group the evidence names. End offsets go to every group that commits to (or is
-    assigned) that topic. `at_ms`: only evidence up to that moment, timers run to it."""
-    evs = [ev for ev in evidence if at_ms is None or ev.ts <= at_ms]
-    evs = sort_evidence(evs)
-    engines: dict[str, GroupEngine] = {}
-    topic_groups: dict[str, set[str]] = {}
-    ends: list[EndOffset] = []
-    for ev in evs:
-        if isinstance(ev, EndOffset):
-            ends.append(ev)
-            continue
-        groups = ev.groups if isinstance(ev, BrokerLogEvent) and ev.groups else (ev.group,)
-        for grp in groups:
-            if grp is None:
-                continue
-            eng = engines.get(grp)
-            if eng is None:
-                eng = engines[grp] = GroupEngine(grp, retention_ms)
-            for t in _topics_of(ev):
-                topic_groups.setdefault(t, set()).add(grp)
-    # second pass in time order, now that we know which group reads which topic
-    for ev in evs:
-        if isinstance(ev, EndOffset):
-            for grp in topic_groups.get(ev.topic, ()):
-                engines[grp].apply(ev)
-            continue
-        groups = ev.groups if isinstance(ev, BrokerLogEvent) and ev.groups else (ev.group,)
-        for grp in groups:
-            if grp is not None:
-                engines[grp].apply(ev)
-    end = at_ms if at_ms is not None else max((ev.ts for ev in evs), default=0)
-    for eng in engines.values():
-        eng.advance(end)
-    return engines
-
-
-def _topics_of(ev: Evidence) -> list[str]:
-    if isinstance(ev, OffsetCommit):
-        return [ev.topic]
-    if isinstance(ev, CommittedSnapshot):
-        return [t for t, _, _ in ev.offsets]
-    if isinstance(ev, GroupMetadataSnapshot):
-        return [t for m in ev.members for t in m.subscription]
-    if isinstance(ev, ConsumerMemberSubscription):
-        return list(ev.subscribed_topics)
-    if isinstance(ev, ConsumerGroupTopics):
-        return [name for _, name, _ in ev.topics]
-    if isinstance(ev, DescribeSnapshot):
-        return [t for m in ev.members for t, _ in m.assignment]
-    if isinstance(ev, HeartbeatEvent):
-        return [t for t, _ in ev.partitions]
-    return []
-
-
 def _offset_state(ev: OffsetCommit) -> OffsetState:
     """What a partition keeps of a (non-tombstone) commit record."""
     assert ev.offset is not None
@@ -796,8 +594,3 @@ def _offset_state(ev: OffsetCommit) -> OffsetState:
     return OffsetState(
         ev.offset, cts, ev.ts, ev.log_offset, ev.metadata, ev.leader_epoch, ev.expire_timestamp
     )
-
-
-def merge_sorted(*streams: Iterable[Evidence]) -> Iterable[Evidence]:
-    """Merge already time-ordered evidence streams."""
-    return heapq.merge(*streams, key=sort_key)

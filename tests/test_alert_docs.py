@@ -119,7 +119,7 @@ def capture_doc(scenario: str, offset_ms: int, now_ms: int) -> dict[str, Any]:
     from conftest import CAPTURES
 
     from collectors.capture import read_capture
-    from coordinator_model.engine import rebuild
+    from coordinator_model.rebuild import rebuild
 
     cap = read_capture(CAPTURES / scenario)
     at = min(e.ts for e in cap.evidence) + offset_ms

@@ -38,7 +38,7 @@ from collectors.storage.summaries import (
 )
 from coordinator_model.alerting import AlertConfig, evaluate_group, parse_alert_config
 from coordinator_model.alerting.docview import PartitionLag, partition_lags
-from coordinator_model.engine import rebuild
+from coordinator_model.rebuild import rebuild
 
 # --- documents, configurations and moments ---------------------------------------------------------
 

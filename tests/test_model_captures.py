@@ -15,8 +15,8 @@ from conftest import capture_dirs
 
 from collectors.capture import read_capture
 from coordinator_model.broker_log import BrokerLogEvent, cause_of_reason
-from coordinator_model.engine import rebuild
 from coordinator_model.evidence import DescribeSnapshot, GroupMetadataSnapshot, HeartbeatEvent
+from coordinator_model.rebuild import rebuild
 from coordinator_model.states import GroupState
 
 SOURCES = ("offsets", "broker_log", "heartbeats", "describe", "end_offsets")

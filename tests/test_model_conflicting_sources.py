@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from collectors.capture import read_capture
 from collectors.cli.main import cli
-from coordinator_model.engine import Generation, GroupEngine, rebuild, sort_evidence
+from coordinator_model.engine import GroupEngine
 from coordinator_model.evidence import (
     BrokerLogEvent,
     DescribedMember,
@@ -27,6 +27,9 @@ from coordinator_model.evidence import (
     from_heartbeat_json,
     parse_broker_log_line,
 )
+from coordinator_model.evidence_order import sort_evidence
+from coordinator_model.membership import Generation
+from coordinator_model.rebuild import rebuild
 from coordinator_model.whatif.adapter import whatif_input_from_group_document
 
 TANSU = Path(__file__).parent / "fixtures" / "tansu-demo"

@@ -11,7 +11,7 @@ import pytest
 from conftest import CAPTURES
 
 from collectors.capture import offsets_line_to_evidence, read_capture
-from coordinator_model.engine import GroupEngine, Member, rebuild
+from coordinator_model.engine import GroupEngine
 from coordinator_model.evidence import (
     CommittedSnapshot,
     DescribeSnapshot,
@@ -24,7 +24,9 @@ from coordinator_model.evidence import (
     from_end_offset_json,
     from_heartbeat_json,
 )
+from coordinator_model.membership import Member
 from coordinator_model.offsets import lag as lagmod
+from coordinator_model.rebuild import rebuild
 
 HB = {
     "ts": 1000,

@@ -146,7 +146,7 @@ def test_replay_sends_bad_lines_to_dead_letters_and_goes_on(spark, redis_server,
 
 def test_capture_rows_follow_the_model_order_and_end_with_ticks():
     from collectors.capture import read_capture
-    from coordinator_model.engine import sort_evidence
+    from coordinator_model.evidence_order import sort_evidence
 
     cap = CAPTURES / "lag-ramp"
     rows = load_capture(str(cap))

@@ -280,7 +280,7 @@ def broker_generations(bootstrap: str, group: str) -> dict[int, dict[str, list[l
 
 def expected_document(evidence: list[Any], group: str, at_ms: int | None = None) -> dict:
     """What the model makes of the same evidence in one process (up to `at_ms`, timers run to it)."""
-    from coordinator_model.engine import rebuild
+    from coordinator_model.rebuild import rebuild
 
     return rebuild(evidence, at_ms=at_ms)[group].document()
 

@@ -9,7 +9,7 @@ from conftest import capture_dirs
 
 from collectors.capture import read_capture
 from coordinator_model.assignors import ASSIGNORS
-from coordinator_model.engine import rebuild
+from coordinator_model.rebuild import rebuild
 from coordinator_model.whatif import run_whatif, whatif_input_from_group_document
 
 

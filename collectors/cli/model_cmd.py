@@ -15,7 +15,7 @@ import click
 def model(capture_dir: str, as_json: bool, at_ms: int | None) -> None:
     """Rebuild every group of a capture folder in one process and print it."""
     from collectors.capture import read_capture
-    from coordinator_model.engine import rebuild
+    from coordinator_model.rebuild import rebuild
     from coordinator_model.render import render_text
 
     cap = read_capture(capture_dir)

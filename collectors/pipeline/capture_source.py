@@ -79,8 +79,9 @@ def load_capture(path: str) -> list[tuple[int, Row]]:
     evidence, log-end offsets fanned out to their groups, and one end-of-capture tick per group.
     Cached per process, so executors read the folder once, not once per partition."""
     from collectors.pipeline.decode import KINDS_OF_CAPTURE_FILES, TICK_TOPIC, decode_one
-    from coordinator_model.engine import _topics_of, sort_key
     from coordinator_model.evidence import EndOffset, from_end_offset_json
+    from coordinator_model.evidence_order import sort_key
+    from coordinator_model.rebuild import topics_of
 
     p = Path(path)
     stamp = max((os.stat(p / f).st_mtime for f in CAPTURE_FILES if (p / f).exists()), default=0.0)
@@ -112,7 +113,7 @@ def load_capture(path: str) -> list[tuple[int, Row]]:
             continue
         for g, _, _, e in evs:
             groups.add(g)
-            for t in _topics_of(e):
+            for t in topics_of(e):
                 topic_groups.setdefault(t, set()).add(g)
     items.sort(key=lambda x: (x[0], x[1], x[2]))
     out: list[tuple[int, Row]] = []

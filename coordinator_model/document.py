@@ -1,0 +1,162 @@
+"""The group document: one group's reconstruction as the collector stores it in Redis, the CLI
+prints it (`groupscope model --json`, `groupscope group NAME --json`) and the dashboard, the alert
+rules and what-if read it (docs/redis-schema.md). The engine's `document()` is its only writer.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from coordinator_model.group_context import GroupContext
+from coordinator_model.group_metadata import coordinator_partition
+from coordinator_model.membership import MEMBER_STATES
+
+
+class DocumentedGroup(GroupContext, Protocol):
+    """What the document is written from: the shared parts of the group and its kind's model."""
+
+    group: str
+    conflicts: dict[str, dict[str, Any]]
+    classic: Any  # classic.ClassicGroupModel
+    consumer: Any  # consumer.ConsumerGroupModel
+
+    def lag(self, now: int) -> dict: ...
+
+
+def group_document(engine: DocumentedGroup, now: int) -> dict:
+    """One group's document as of `now`: what `groupscope model --json` prints and the sink stores
+    (docs/redis-schema.md)."""
+    consumer = engine.type == "consumer"
+    members = []
+    for m in sorted(engine.members.values(), key=lambda m: m.member_id):
+        row: dict[str, Any] = {
+            "member_id": m.member_id,
+            "group_instance_id": m.group_instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "session_timeout_ms": m.session_timeout_ms,
+            "rebalance_timeout_ms": m.rebalance_timeout_ms,
+            "subscription": list(m.subscription),
+            "assignment": [list(tp) for tp in m.assignment],
+            "last_heartbeat": m.last_heartbeat,
+        }
+        if consumer:
+            row["member_epoch"] = m.member_epoch
+            row["state"] = MEMBER_STATES.get(m.member_state) if m.member_state is not None else None
+            row["pending_revocation"] = [list(tp) for tp in engine.consumer.names(m.pending_ids)]
+            row["target_assignment"] = (
+                [list(tp) for tp in m.target_assignment] if m.target_assignment is not None else None
+            )
+        members.append(row)
+    timeline = []
+    for i, (state, start, inferred) in enumerate(engine.timeline):
+        end = engine.timeline[i + 1][1] if i + 1 < len(engine.timeline) else None
+        timeline.append({"state": state, "start": start, "end": end, "inferred": bool(inferred)})
+    gens_src = engine.consumer.epochs if consumer else engine.classic.generations
+    generations = []
+    for k in sorted(gens_src):
+        g = gens_src[k]
+        generations.append(
+            {
+                "generation": g.generation,
+                "start": g.start,
+                "end": g.end,
+                "stabilized": g.stabilized,
+                "stable": g.stable,
+                "duration_ms": (g.stable - g.start) if g.stable is not None else None,
+                "members": list(g.members),
+                "members_joined": list(g.joined),
+                "members_left": list(g.left),
+                "assignment": {mid: [list(tp) for tp in a] for mid, a in g.assignment.items()},
+                "protocol": g.protocol,
+                "leader": g.leader,
+                "cause": g.cause,
+                "reason": g.reason,
+                "empty": g.empty,
+                "inferred": sorted(g.inferred),
+                "member_id": g.member_id,
+                "gap_ms": g.gap_ms,
+            }
+        )
+    if engine.classic.open is not None and not consumer:
+        g = engine.classic.open
+        engine.classic.fill_gap(g)
+        overdue = max([m.rebalance_timeout_ms or 0 for m in engine.members.values()] + [0])
+        generations.append(
+            {
+                "generation": (engine.classic.generation or 0) + 1 if g.generation is None else g.generation,
+                "start": g.start,
+                "end": None,
+                "stabilized": None,
+                "stable": None,
+                "duration_ms": None,
+                "in_progress_ms": max(0, now - g.start),
+                "overdue": bool(overdue) and now - g.start > overdue,
+                "members": list(engine.members),
+                "members_joined": list(g.joined),
+                "members_left": list(g.left),
+                "assignment": {},
+                "protocol": None,
+                "leader": None,
+                "cause": g.cause,
+                "reason": g.reason,
+                "empty": False,
+                "inferred": sorted(g.inferred | {"generation"} if g.generation is None else g.inferred),
+                "member_id": g.member_id,
+                "gap_ms": g.gap_ms,
+            }
+        )
+    offsets = engine.offsets.rows()
+    return {
+        "group": engine.group,
+        "type": engine.type or "classic",
+        "state": engine.state
+        if engine.state is not None
+        else ("Empty" if engine.offsets.committed else None),
+        "protocol_type": engine.protocol_type
+        if engine.protocol_type
+        else (None if engine.classic.simple else engine.protocol_type),
+        "protocol": engine.consumer.assignor if consumer else engine.classic.protocol,
+        "generation": None if consumer else engine.classic.generation,
+        "group_epoch": engine.consumer.group_epoch if consumer else None,
+        "assignment_epoch": engine.consumer.assignment_epoch if consumer else None,
+        "leader": None if consumer else engine.classic.leader,
+        "coordinator_partition": coordinator_partition(engine.group),
+        "simple": engine.classic.simple,
+        "members": members,
+        "offsets": offsets,
+        "timeline": timeline,
+        "generations": generations,
+        "lag": engine.lag(now),
+        "sources": sorted(engine.sources),
+        "inferred": inferred_notes(engine),
+        "conflicts": [dict(c) for c in engine.conflicts.values()],
+        "as_of": now,
+    }
+
+
+def inferred_notes(engine: DocumentedGroup) -> list[str]:
+    """What the document says it could not see, and so inferred or left out."""
+    s = engine.sources
+    notes = [
+        f"conflict ({c['kind']}, {c['count']}x): {c['note']}; not believed" for c in engine.conflicts.values()
+    ]
+    if engine.type == "consumer":
+        if not {"offsets", "describe", "broker_log"} & s:
+            notes.append("state: Empty/Stable from client events only; epochs and reconciliation unknown")
+            return notes
+        if "offsets" not in s and "describe" not in s:
+            notes.append("state: derived from broker epoch lines; member reconciliation is not observed")
+        if "offsets" not in s and "broker_log" not in s:
+            notes.append("epochs: only as of the last Admin API snapshot")
+        return notes
+    if "broker_log" not in s:
+        notes.append("rebalance reasons: causes inferred from membership changes (no broker log)")
+        notes.append("timeline: PreparingRebalance starts inferred from client events or snapshots")
+    if "offsets" not in s and "broker_log" not in s:
+        notes.append("generation: counted from observed rebalances (no GroupMetadata records, no broker log)")
+    if "offsets" not in s and "describe" not in s:
+        notes.append("members/assignment: from client events and broker log only")
+    if "heartbeats" not in s:
+        notes.append("last_heartbeat: unknown (no client heartbeat events)")
+    return notes
