@@ -1,0 +1,323 @@
+"""A classic group's state machine and its generations: the moves between Kafka's five states
+(seed 000, GroupMetadata.transitionTo with its legal previous states, states.py), the rebalance
+that opens when a group leaves Stable and the generation it produces, and why it happened.
+
+Evidence often skips states Kafka never writes down (no record says PreparingRebalance): `goto`
+passes the states Kafka must have passed, marks them inferred, and checks every step against the
+seed's table, so the timeline never shows an illegal transition. classic/group.py replays each
+source's evidence onto this.
+"""
+
+from __future__ import annotations
+
+from coordinator_model.group_context import GroupContext
+from coordinator_model.membership import MAX_GENERATIONS, Generation, Member
+from coordinator_model.states import GroupState, assert_valid_transition, legal_path
+
+MAX_TIMELINE = 5000
+POLL_LEAVE_SLACK_MS = 2_000  # a poll_stall event is emitted up to about a second late
+POLL_STALL_WINDOW_MS = 30_000  # a LeaveGroup this soon after a poll_stall is the poll interval expiring
+
+
+class ClassicRebalances:
+    """The classic group's state, rebalances and generations (the group's shared parts on `engine`)."""
+
+    def __init__(self, engine: GroupContext) -> None:
+        self.engine = engine
+        self.generation: int | None = None
+        self.generation_inferred = False
+        self.protocol: str | None = None
+        self.leader: str | None = None
+        self.pending_members: set[str] = set()
+        self.generations: dict[int, Generation] = {}
+        self.open: Generation | None = None  # a rebalance that has not produced its generation yet
+        self.simple = False
+        self.replaced_instances: dict[str, str] = {}  # instance id -> old member id awaiting its new id
+        self.empty_since: int | None = None
+        self._last_describe_ts: int | None = None
+        self._expiry_undo: tuple[str, int, str, Generation, int] | None = None
+        self.snapshot_members = False  # an Admin API snapshot has listed members (and so assignments)
+        self.incremental = False  # client events show cooperative (incremental) rebalancing
+        self._rejoined: tuple[str, int] | None = None  # a known (static) member's latest new JoinGroup
+
+    def goto(self, state: str, ts: int, inferred: bool = False, again: bool = False) -> None:
+        """Move to `state` at `ts` through the legal states Kafka would have passed (those inferred)."""
+        ts = self.engine.clamp(ts)
+        if self.engine.state is None or (self.engine.state == "Dead" and state != "Dead"):
+            if self.engine.state == "Dead":
+                self.reset_incarnation()
+            self.engine.timeline.append([state, ts, inferred])
+            self.engine.state = state
+            return
+        if self.engine.state == state and not again:
+            return
+        current = GroupState.parse(self.engine.state)
+        path = legal_path(current, GroupState.parse(state))
+        for step in path:  # seed 000's transitionTo: every step the timeline shows is a legal one
+            assert_valid_transition(current, step)
+            current = step
+        for step in path[:-1]:
+            self.engine.timeline.append([step.value, ts, True])
+        self.engine.timeline.append([state, ts, inferred])
+        self.engine.state = state
+        if state == "Empty":
+            self.empty_since = ts
+        if len(self.engine.timeline) > MAX_TIMELINE:
+            del self.engine.timeline[: len(self.engine.timeline) - MAX_TIMELINE]
+
+    def reset_incarnation(self) -> None:
+        """A deleted group id used again is a new group (Kafka creates a new GroupMetadata)."""
+        self.engine.members.clear()
+        self.open = None
+        self.generations.clear()  # generation numbers start again; the timeline keeps the old life
+        self.generation = None
+        self.protocol = None
+        self.leader = None
+        self.engine.deleted = False
+
+    def open_rebalance(self, ts: int, cause: str, reason: str | None, inferred: bool) -> Generation:
+        """A rebalance starts (PreparingRebalance). Merges with an inferred one already open."""
+        if self.open is not None:
+            g = self.open
+            if not inferred and "start" in g.inferred:
+                # the broker's account replaces the client-side guess
+                g.start = ts
+                g.inferred.discard("start")
+                g.cause, g.reason = cause, reason
+                g.inferred.discard("cause")
+                for i in range(len(self.engine.timeline) - 1, -1, -1):
+                    row = self.engine.timeline[i]
+                    if row[0] == "PreparingRebalance":
+                        if row[2]:
+                            floor = self.engine.timeline[i - 1][1] if i > 0 else row[1]
+                            ceiling = (
+                                self.engine.timeline[i + 1][1] if i + 1 < len(self.engine.timeline) else ts
+                            )
+                            row[1] = min(max(ts, floor), ceiling)
+                            row[2] = False
+                        break
+            elif g.cause == "unknown":
+                g.cause = cause
+            return g
+        ts = self.engine.clamp(ts)
+        g = Generation(generation=None, start=ts, cause=cause, reason=reason)
+        if inferred:
+            g.inferred.update({"start", "cause"})
+        self.open = g
+        self.goto("PreparingRebalance", ts, inferred)
+        return g
+
+    def close_generation(self, gen: int, ts: int, inferred: bool) -> Generation:
+        """Generation `gen` exists from now on: attach the open rebalance to it."""
+        g = self.generations.get(gen)
+        if g is None:
+            g = self.open if self.open is not None and (self.open.generation or 0) <= gen else None
+            if g is None:
+                g = Generation(generation=gen, start=ts, inferred={"start", "cause"})
+            g.generation = gen
+            self.generations[gen] = g
+            if len(self.generations) > MAX_GENERATIONS:
+                del self.generations[min(self.generations)]
+            # the previous generation ends where this rebalance began
+            prev = [k for k in self.generations if k < gen]
+            if prev:
+                p = self.generations[max(prev)]
+                if p.end is None:
+                    p.end = g.start
+        if self.open is g:
+            self.open = None
+        self.fill_gap(g)
+        if self.generation is None or gen > self.generation:
+            # a jump of more than one: rebalances that left no record (abandoned before SyncGroup)
+            if self.generation is not None and gen > self.generation + 1:
+                for missing in range(self.generation + 1, gen):
+                    if missing not in self.generations:
+                        self.generations[missing] = Generation(
+                            generation=missing,
+                            start=g.start,
+                            end=g.start,
+                            inferred={"start", "cause", "members", "assignment"},
+                        )
+            self.generation = gen
+        if inferred:
+            self.generation_inferred = True
+        return g
+
+    def gen_cause(self, g: Generation) -> None:
+        """Cause from the members that joined/left when the broker did not say."""
+        if g.cause != "unknown" and "cause" not in g.inferred:
+            self.fill_gap(g)
+            return  # the broker's reason
+        if g.cause == "unknown":
+            if g.generation == 1:
+                g.cause = "group_created"
+            elif g.left:
+                g.cause = "member_left"
+            elif g.joined:
+                g.cause = "member_joined"
+            elif (self.protocol and "cooperative" in self.protocol) or self.incremental:
+                # cooperative protocols rebalance twice: the leader rejoins to hand out revoked partitions
+                g.cause = "leader_rejoin"
+        if g.cause == "member_left" and g.left and all(self.went_silent(mid) for mid in g.left):
+            # The broker's record came before the session timer fired (the probe's last heartbeat
+            # event can trail the broker's last heartbeat by up to an interval): a member that sent
+            # no LeaveGroup and fell silent for most of its session was expired, it did not leave.
+            g.cause = "session_timeout"
+        if g.cause == "member_left" and any(
+            self.poll_stalled(
+                mid, g.start, self.engine.members.get(mid) or self.engine.departed_members.get(mid)
+            )
+            for mid in g.left
+        ):
+            g.cause = "poll_timeout"
+        g.inferred.add("cause")
+        self.fill_gap(g)
+
+    def went_silent(self, member_id: str) -> bool:
+        """Its heartbeat events stopped at least half its session timeout before it was removed. A
+        LeaveGroup's `leave` event counts as a heartbeat (its time is the leave's), so a member that
+        left cleanly never qualifies; nor does one the clients never reported on."""
+        m = self.engine.members.get(member_id) or self.engine.departed_members.get(member_id)
+        gone = self.engine.departed.get(member_id)
+        if m is None or gone is None or m.last_heartbeat is None or not m.session_timeout_ms:
+            return False
+        return "heartbeats" in self.engine.sources and gone - m.last_heartbeat >= m.session_timeout_ms // 2
+
+    def poll_stalled(self, member_id: str, ts: int, m: Member | None) -> bool:
+        if m is None or m.poll_stall_at is None:
+            return False
+        return 0 <= ts - m.poll_stall_at <= max(POLL_STALL_WINDOW_MS, (m.max_poll_interval_ms or 0))
+
+    def expire(self, member_id: str, ts: int) -> None:
+        """Session timeout inferred from heartbeats that stopped (no broker log)."""
+        m = self.engine.remove_member(member_id, ts)
+        g = None
+        if self.engine.state in ("Stable", "CompletingRebalance"):
+            rows, state = len(self.engine.timeline), self.engine.state
+            g = self.open_rebalance(ts, "session_timeout", None, True)
+            g.left.append(member_id)
+            self._expiry_undo = (member_id, rows, state, g, len(self.engine.timeline))
+        elif self.open is not None:
+            g = self.open
+            if "cause" in g.inferred and g.cause == "unknown" and not g.joined and not g.left:
+                # the survivors' revocation came first: it was this member's session expiring
+                g.cause = "session_timeout"
+            g.left.append(member_id)
+        if g is not None and g.cause == "session_timeout" and g.member_id is None:
+            g.member_id = member_id
+            g.gap_ms = ts - m.last_heartbeat if m is not None and m.last_heartbeat is not None else None
+        if m is not None and not self.engine.members and self.engine.state == "PreparingRebalance":
+            self.become_empty(ts, inferred=True)
+
+    def revive(self, member_id: str) -> bool:
+        """Undo a session expiry inferred from silent heartbeats when the member speaks again before
+        anything else happened: an event from before the expiry that arrived late (the timers ran
+        ahead of the events' transport), or a poll_stall (librdkafka serves the statistics behind
+        heartbeat events from poll(), so a stalled poll() silences the probe before it reports)."""
+        u = self._expiry_undo
+        self._expiry_undo = None
+        if u is None or u[0] != member_id or self.open is not u[3] or len(self.engine.timeline) != u[4]:
+            return False
+        g = u[3]
+        if g.left != [member_id] or g.joined or self.engine.state != "PreparingRebalance":
+            return False
+        m = self.engine.departed_members.pop(member_id, None)
+        if m is None:
+            return False
+        del self.engine.timeline[u[1] :]
+        self.engine.state = u[2]
+        self.open = None
+        self.engine.departed.pop(member_id, None)
+        self.engine.members[member_id] = m
+        return True
+
+    def poll_left_at(self, m: Member, ts: int) -> int | None:
+        """When `m`'s client left the group by itself because its poll interval expired (librdkafka
+        sends LeaveGroup then), if a rebalance seen at `ts` can be that; None otherwise."""
+        if m.poll_stall_at is None or m.closed:
+            return None
+        interval = m.max_poll_interval_ms or m.rebalance_timeout_ms or 0
+        left = m.poll_stall_at + interval // 2  # poll_stall is reported at half the interval
+        if left - POLL_LEAVE_SLACK_MS <= ts <= m.poll_stall_at + max(POLL_STALL_WINDOW_MS, interval):
+            return left
+        return None
+
+    def poll_expired(self, ts: int, g: Generation) -> None:
+        """A rebalance that began with no join or leave in sight: a member whose poll() stalled long
+        enough has left by itself (heartbeats from the background thread go on, so they say nothing)."""
+        for m in sorted(self.engine.members.values(), key=lambda m: m.poll_stall_at or 0):
+            left = self.poll_left_at(m, ts)
+            if left is None:
+                continue
+            self.engine.remove_member(m.member_id, min(left, ts))
+            g.left.append(m.member_id)
+            g.cause = "poll_timeout"
+            g.member_id = m.member_id
+            g.gap_ms = self.poll_gap(m, min(left, ts))
+            return
+
+    def stall_ended(self, mid: str, m: Member, ts: int) -> None:
+        """The stalled client polled again at `ts` (librdkafka reports `lost` from that poll): the
+        poll gap of its poll_timeout generation is now known in full, from the stall's start to this
+        poll, not just to the leave. The what-if needs the full gap: a max.poll.interval.ms below
+        it would not have avoided the rebalance."""
+        if m.poll_stall_at is None:
+            return
+        start = m.poll_stall_at - (m.max_poll_interval_ms or m.rebalance_timeout_ms or 0) // 2
+        recent = [self.open] + [self.generations[k] for k in sorted(self.generations, reverse=True)[:3]]
+        for g in recent:
+            if g is not None and g.cause == "poll_timeout" and (g.member_id or mid) == mid and mid in g.left:
+                g.member_id = mid
+                g.gap_ms = max(g.gap_ms or 0, ts - start)
+                return
+
+    @staticmethod
+    def poll_gap(m: Member | None, left_ts: int) -> int | None:
+        """How long the member had not polled when it left: from the stall's start (the poll_stall
+        event comes at half the interval) to the leave, else the poll interval itself."""
+        if m is None:
+            return None
+        interval = m.max_poll_interval_ms or m.rebalance_timeout_ms
+        if m.poll_stall_at is not None:
+            return max(0, left_ts - (m.poll_stall_at - (interval or 0) // 2))
+        return interval
+
+    def fill_gap(self, g: Generation) -> None:
+        """member_id and gap_ms of a session or poll timeout generation, from the member's last
+        heartbeat (session) or poll stall (poll) and the time it was removed."""
+        if g.gap_ms is not None or g.cause not in ("session_timeout", "poll_timeout"):
+            return
+        for mid in [g.member_id] if g.member_id else list(g.left):
+            m = self.engine.members.get(mid) or self.engine.departed_members.get(mid)
+            removed = self.engine.departed.get(mid, g.start)
+            if g.cause == "session_timeout":
+                if m is None or m.last_heartbeat is None or m.last_heartbeat > removed:
+                    continue
+                gap = removed - m.last_heartbeat
+            else:
+                if m is None:
+                    continue
+                if g.member_id is None and len(g.left) > 1 and not self.poll_stalled(mid, removed, m):
+                    continue  # of several leavers, the one whose poll() stalled
+                gap = self.poll_gap(m, removed)
+            g.member_id = mid
+            g.gap_ms = gap
+            return
+        if g.member_id is None and len(g.left) == 1:
+            g.member_id = g.left[0]
+
+    def become_empty(self, ts: int, inferred: bool, gen: int | None = None) -> None:
+        if gen is None:
+            gen = (self.generation or 0) + 1
+        if self.open is None and self.engine.state != "PreparingRebalance":
+            self.open_rebalance(ts, "unknown", None, True)
+        g = self.close_generation(gen, ts, inferred)
+        g.empty = True
+        g.stable = ts
+        g.members = ()
+        g.protocol = None
+        self.gen_cause(g)
+        self.engine.members.clear()
+        self.protocol = None
+        self.leader = None
+        self.goto("Empty", ts, inferred)
