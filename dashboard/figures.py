@@ -102,11 +102,19 @@ def timeline_figure(
                 x=[max(x[2] - x[1], 1) for x in rows],
                 orientation="h",
                 marker_color=STATE_COLORS.get(state, "#546e7a"),
+                # an inferred period (no source saw it begin) is hatched
+                marker_pattern_shape=["/" if x[3].inferred else "" for x in rows],
                 customdata=[
-                    [iso(x[3].start), iso(x[3].end) if x[3].end else "now", _dur(x[2] - x[1])] for x in rows
+                    [
+                        iso(x[3].start),
+                        iso(x[3].end) if x[3].end else "now",
+                        _dur(x[2] - x[1]),
+                        "<br>inferred (no source saw it begin)" if x[3].inferred else "",
+                    ]
+                    for x in rows
                 ],
                 hovertemplate="<b>%{y}</b><br>from %{customdata[0]}<br>to %{customdata[1]}"
-                "<br>%{customdata[2]}<extra></extra>",
+                "<br>%{customdata[2]}%{customdata[3]}<extra></extra>",
             )
         )
     fig.update_xaxes(type="date")

@@ -266,13 +266,14 @@ class Band:
     state: str
     start: int
     end: int | None
+    inferred: bool = False  # no source saw this state begin: the model inferred it
 
 
 def timeline(doc: Mapping[str, Any]) -> list[Band]:
     out = []
     for b in doc.get("timeline") or []:
         if isinstance(b, Mapping) and b.get("state") and _int(b.get("start")) is not None:
-            out.append(Band(str(b["state"]), int(b["start"]), _int(b.get("end"))))
+            out.append(Band(str(b["state"]), int(b["start"]), _int(b.get("end")), b.get("inferred") is True))
     return sorted(out, key=lambda b: b.start)
 
 

@@ -276,3 +276,26 @@ def test_empty_group_heatmap_shows_the_last_assignment(storm: dict) -> None:
     fig = heatmap(storm)
     assert f"generation {last['generation']}" in fig["layout"]["title"]["text"]
     assert fig["data"][0]["y"] == list(last["assignment"])
+
+
+def test_inferred_states_are_hatched_and_inferred_causes_marked() -> None:
+    """A group seen only through its commits and the Admin API: what no source saw is shown so."""
+    from collectors.capture import read_capture
+    from coordinator_model.rebuild import rebuild
+    from dashboard.pages.group import generation_rows
+
+    evs = read_capture(CAPTURES / "classic-range-lifecycle").evidence
+    seen = [e for e in evs if e.source in ("offsets", "describe", "end_offsets")]
+    doc = next(e.document() for e in rebuild(seen).values() if e.type == "classic")
+    bands = gd.timeline(doc)
+    assert any(b.inferred for b in bands) and any(not b.inferred for b in bands)
+    fig = timeline_figure(bands, None, bands[-1].start + 1000)
+    shapes = {
+        (t.name, shape) for t in fig.data for shape in (t.marker.pattern.shape or ()) if t.marker.pattern
+    }
+    by_state = {(b.state, "/" if b.inferred else "") for b in bands}
+    assert shapes == by_state
+    rows = generation_rows(gd.generations(doc))
+    marked = [r for r, g in zip(rows, doc["generations"], strict=True) if "cause" in g["inferred"]]
+    assert marked and all(r["cause"].endswith(" (inferred)") for r in marked)
+    assert all(not r["cause"].endswith("(inferred)") for r in rows if r not in marked)

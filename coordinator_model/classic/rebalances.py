@@ -17,6 +17,8 @@ from coordinator_model.states import GroupState, assert_valid_transition, legal_
 MAX_TIMELINE = 5000
 POLL_LEAVE_SLACK_MS = 2_000  # a poll_stall event is emitted up to about a second late
 POLL_STALL_WINDOW_MS = 30_000  # a LeaveGroup this soon after a poll_stall is the poll interval expiring
+# a member quiet for twice its commit interval plus this, before its rebalance settled, had stopped
+QUIET_SLACK_MS = 1_500
 
 
 class ClassicRebalances:
@@ -146,6 +148,10 @@ class ClassicRebalances:
     def gen_cause(self, g: Generation) -> None:
         """Cause from the members that joined/left when the broker did not say."""
         if g.cause != "unknown" and "cause" not in g.inferred:
+            if g.cause == "member_left" and g.left and "heartbeats" not in self.engine.sources:
+                # an explicit LeaveGroup is also how a client leaves when its poll interval expired:
+                # its commits say which (the broker's reason stands otherwise)
+                self.cause_from_commits(g, only_poll=True)
             self.fill_gap(g)
             return  # the broker's reason
         if g.cause == "unknown":
@@ -158,6 +164,8 @@ class ClassicRebalances:
             elif (self.protocol and "cooperative" in self.protocol) or self.incremental:
                 # cooperative protocols rebalance twice: the leader rejoins to hand out revoked partitions
                 g.cause = "leader_rejoin"
+        if g.cause == "member_left" and g.left and "heartbeats" not in self.engine.sources:
+            self.cause_from_commits(g)
         if g.cause == "member_left" and g.left and all(self.went_silent(mid) for mid in g.left):
             # The broker's record came before the session timer fired (the probe's last heartbeat
             # event can trail the broker's last heartbeat by up to an interval): a member that sent
@@ -172,6 +180,57 @@ class ClassicRebalances:
             g.cause = "poll_timeout"
         g.inferred.add("cause")
         self.fill_gap(g)
+
+    def cause_from_commits(self, g: Generation, only_poll: bool = False) -> None:
+        """Without client events, how the members of `g.left` went, read from their commits: a member
+        commits its partitions at its own pace until it goes; one that closes cleanly commits a last
+        time and sends LeaveGroup (the rebalance begins right after that commit), one that crashed
+        or froze went quiet about a session timeout before it was removed, one that stopped polling
+        about its max.poll.interval (the rebalance timeout a classic client sends) before it left.
+        Inferred, and said so: the cause is in `g.inferred`. `only_poll`: the broker said LeaveGroup,
+        so only a poll timeout (whose client sends one) can be read from the commits."""
+        ref = g.stabilized if g.stabilized is not None else g.stable if g.stable is not None else g.start
+        verdicts: list[tuple[str | None, str, int]] = []  # (how it went, member, quiet for)
+        for mid in g.left:
+            m = self.engine.members.get(mid) or self.engine.departed_members.get(mid)
+            seen = self.engine.offsets.last_commit(m.assignment) if m is not None else None
+            if m is None or seen is None:
+                verdicts.append((None, mid, 0))
+                continue
+            last, cadence = seen
+            gap = ref - last
+            st, rt = m.session_timeout_ms or 0, m.rebalance_timeout_ms or 0
+            if cadence is None or gap < 2 * cadence + QUIET_SLACK_MS:
+                verdicts.append(("member_left", mid, last))  # committing at its pace until it went
+            elif rt and gap >= 0.8 * rt and gap >= (st + rt) / 2:
+                verdicts.append(("poll_timeout", mid, gap))
+            elif st and gap >= 0.8 * st:
+                verdicts.append(("session_timeout", mid, gap))
+            else:
+                verdicts.append((None, mid, gap))  # quiet for a while, for no reason the evidence shows
+        how = [v for v, _, _ in verdicts]
+        if "poll_timeout" in how or (not only_poll and how and all(v == "session_timeout" for v in how)):
+            cause = "poll_timeout" if "poll_timeout" in how else "session_timeout"
+            g.cause = cause
+            g.inferred.add("cause")
+            g.member_id, g.gap_ms = next((mid, gap) for v, mid, gap in verdicts if v == cause)
+        elif not only_poll and "start" in g.inferred and "member_left" in how:
+            # a member that closes commits a last time, then sends LeaveGroup
+            self.move_start(g, min(t for v, _, t in verdicts if v == "member_left"))
+
+    def move_start(self, g: Generation, ts: int) -> None:
+        """An inferred rebalance start moved earlier to `ts` (never before the state it followed)."""
+        tl = self.engine.timeline
+        for i in range(len(tl) - 1, 0, -1):
+            if tl[i][0] == "PreparingRebalance" and tl[i][1] == g.start and tl[i][2]:
+                if not tl[i - 1][1] < ts < g.start:
+                    return  # that commit came before the state it followed: when it left is unknown
+                tl[i][1] = ts
+                prev = self.generations.get((g.generation or 0) - 1)
+                if prev is not None and prev.end == g.start:
+                    prev.end = ts
+                g.start = ts
+                return
 
     def went_silent(self, member_id: str) -> bool:
         """Its heartbeat events stopped at least half its session timeout before it was removed. A
@@ -316,6 +375,8 @@ class ClassicRebalances:
         g.stable = ts
         g.members = ()
         g.protocol = None
+        if not g.left:  # the last members went: the group is Empty because they left
+            g.left = [mid for mid in self.engine.members if mid not in g.joined]
         self.gen_cause(g)
         self.engine.members.clear()
         self.protocol = None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from coordinator_model.offsets import lag as lagmod
@@ -170,6 +171,24 @@ class OffsetStore:
         """How many partitions `topic` has, as far as the log ends seen show (None: none seen)."""
         parts = [p for t, p in self.ends if t == topic]
         return 1 + max(parts) if parts else None
+
+    def last_commit(self, tps: Iterable[TP]) -> tuple[int, int | None] | None:
+        """When any of `tps` was last committed, and the usual interval between commits there (the
+        median gap in their lag windows; None below two gaps): (last, cadence), None with no commit."""
+        last = None
+        gaps: list[int] = []
+        for tp in tps:
+            o = self.committed.get(tp)
+            if o is None:
+                continue
+            last = o.ts if last is None else max(last, o.ts)
+            w = self.windows.get(tp)
+            if w is not None:
+                gaps.extend(b.ts - a.ts for a, b in pairwise(w.samples))
+        if last is None:
+            return None
+        gaps.sort()
+        return last, (gaps[len(gaps) // 2] if len(gaps) >= 2 else None)
 
     # ---- expiry --------------------------------------------------------------------------------
     def expiries(

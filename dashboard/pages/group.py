@@ -331,7 +331,8 @@ def generation_rows(gens: list[gd.Generation]) -> list[dict[str, Any]]:
             "generation": g.generation,
             "start": fmt_ms(g.start),
             "duration": _dur(g.duration_ms) if g.duration_ms is not None else "unknown",
-            "cause": g.cause or "unknown",
+            # a cause no source stated is marked (the broker's log states it; else it is inferred)
+            "cause": (g.cause or "unknown") + (" (inferred)" if "cause" in g.inferred else ""),
             "joined": ", ".join(g.members_joined),
             "left": ", ".join(g.members_left),
             "protocol": g.protocol,
