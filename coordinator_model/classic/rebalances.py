@@ -219,12 +219,14 @@ class ClassicRebalances:
             self.move_start(g, min(t for v, _, t in verdicts if v == "member_left"))
 
     def move_start(self, g: Generation, ts: int) -> None:
-        """An inferred rebalance start moved earlier to `ts` (never before the state it followed)."""
+        """An inferred rebalance start moved to `ts`, strictly between the state it followed and the
+        one after it (else the evidence does not place it, and it stays)."""
         tl = self.engine.timeline
         for i in range(len(tl) - 1, 0, -1):
             if tl[i][0] == "PreparingRebalance" and tl[i][1] == g.start and tl[i][2]:
-                if not tl[i - 1][1] < ts < g.start:
-                    return  # that commit came before the state it followed: when it left is unknown
+                ceiling = tl[i + 1][1] if i + 1 < len(tl) else g.stabilized or g.stable or ts + 1
+                if not tl[i - 1][1] < ts < ceiling:
+                    return  # e.g. a last commit before the state it followed: when it left is unknown
                 tl[i][1] = ts
                 prev = self.generations.get((g.generation or 0) - 1)
                 if prev is not None and prev.end == g.start:
