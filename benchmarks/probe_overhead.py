@@ -18,7 +18,7 @@ from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from collectors.embedded_kafka import KafkaBroker
-from collectors.probe import HeartbeatEvent, MemberIdentity, ProbedConsumer, TelemetryEmitter
+from collectors.probe import MemberIdentity, ProbedConsumer, ProbeEvent, TelemetryEmitter
 
 N = 20_000
 
@@ -71,11 +71,11 @@ def main() -> None:
     n = 50_000
     t = time.perf_counter()
     for _ in range(n):
-        em.emit(HeartbeatEvent.make(who, "m", "heartbeat", state="steady"))
+        em.emit(ProbeEvent.make(who, "m", "heartbeat", state="steady"))
     per = (time.perf_counter() - t) / n * 1e6
     print(f"emit on the application thread: {per:.1f} us/event (make + put_nowait)")
     t = time.perf_counter()
-    ev = HeartbeatEvent.make(who, "m", "assigned", partitions=[("orders", i) for i in range(32)])
+    ev = ProbeEvent.make(who, "m", "assigned", partitions=[("orders", i) for i in range(32)])
     for _ in range(n):
         ev.to_json()
     per = (time.perf_counter() - t) / n * 1e6

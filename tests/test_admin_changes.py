@@ -77,7 +77,7 @@ def test_keys_of_one_phase_come_round_together() -> None:
     """The poller gives each group's keys the phase of its state bucket: a poll's resends then reach
     a few buckets, not all of them, once the keys are aligned (one interval after they were sent)."""
     from collectors.pipeline.admin_poller import _bucket_phase
-    from collectors.pipeline.decode import bucket_of
+    from collectors.pipeline.route import bucket_of
 
     f = ChangeFilter(refresh_ms=60_000, phase_of=_bucket_phase(256, 60_000))
     groups = [f"group-{i}" for i in range(5_000)]

@@ -549,7 +549,7 @@ NEW_TYPES = sorted(rt for rt in schema.RECORDS if 10 <= rt <= 15 or rt >= 17)
 
 @pytest.mark.parametrize("record_type", NEW_TYPES)
 def test_share_and_streams_records_are_routed_and_ignored_by_the_model(record_type: int) -> None:
-    from collectors.pipeline.decode import decode_one, route_one
+    from collectors.pipeline.route import decode_one, route_one
     from coordinator_model.engine import GroupEngine
     from coordinator_model.evidence import UnknownRecord
 

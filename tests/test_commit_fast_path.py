@@ -28,8 +28,8 @@ from collectors.codec.encoder import encode_key, encode_value
 from collectors.pipeline.commit_columns import decode_commit_values
 from collectors.pipeline.commit_keys import decode_commit_keys
 from collectors.pipeline.commit_runs import RUN_KIND
-from collectors.pipeline.decode import bucket_of, commit_evidence, decode_batches, decode_one
 from collectors.pipeline.model_state import BatchRows
+from collectors.pipeline.route import bucket_of, commit_evidence, decode_batches, decode_one
 from coordinator_model.engine import GroupEngine
 from coordinator_model.evidence import EndOffset, HeartbeatEvent, OffsetCommit
 

@@ -563,8 +563,8 @@ def test_admin_poller_adds_the_broker_block_to_kip848_groups(kafka_broker, kip84
 
     import collectors.kafka_protocol
     from collectors.pipeline.admin_poller import AdminPoller
-    from collectors.pipeline.decode import decode_one
     from collectors.pipeline.job import PipelineConfig
+    from collectors.pipeline.route import decode_one
 
     bs = kafka_broker.bootstrap_servers
     admin_topic = f"admin-{time.time_ns()}"
@@ -1084,8 +1084,8 @@ def test_poller_sends_no_committed_offsets_when_the_offsets_topic_is_read(
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from collectors.pipeline.admin_poller import AdminPoller
-    from collectors.pipeline.decode import decode_one
     from collectors.pipeline.job import PipelineConfig
+    from collectors.pipeline.route import decode_one
 
     bs = kafka_broker.bootstrap_servers
     admin = AdminClient({"bootstrap.servers": bs})

@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 
 from collectors.cli.main import cli
 from collectors.pipeline.capture_source import load_capture
-from collectors.pipeline.decode import DEAD_BUCKET, DEAD_LETTER_KEY, TICK_TOPIC, bucket_of, decode_batches
 from collectors.pipeline.job import PipelineConfig, _records_behind, run_pipeline
 from collectors.pipeline.kafka_source import count_between, kafka_conf_from_options, pack_ranges, plan_end
+from collectors.pipeline.route import DEAD_BUCKET, DEAD_LETTER_KEY, TICK_TOPIC, bucket_of, decode_batches
 from collectors.pipeline.sink import lag_point
 from collectors.storage.redis_store import RedisStore
 
@@ -316,7 +316,7 @@ def test_admin_poller_turns_a_real_group_into_evidence(kafka_broker):
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from collectors.pipeline.admin_poller import AdminPoller
-    from collectors.pipeline.decode import decode_one
+    from collectors.pipeline.route import decode_one
 
     bs = kafka_broker.bootstrap_servers
     suffix = time.time_ns()

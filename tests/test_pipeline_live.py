@@ -32,8 +32,8 @@ from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
 from collectors.embedded_kafka import KafkaBroker
 from collectors.local_servers import RedisServer
-from collectors.pipeline.decode import decode_one
 from collectors.pipeline.job import PipelineConfig, run_pipeline
+from collectors.pipeline.route import decode_one
 from collectors.storage.redis_store import RedisStore
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]

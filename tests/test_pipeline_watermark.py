@@ -20,7 +20,7 @@ import pytest
 from collectors.codec import records as r
 from collectors.codec.encoder import encode_key, encode_value
 from collectors.pipeline import model_state
-from collectors.pipeline.decode import bucket_of, decode_batches
+from collectors.pipeline.route import bucket_of, decode_batches
 
 T0 = 1_800_000_000_000
 BUCKETS = 4

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from collectors.probe import CgrpStats, HeartbeatEvent, MemberIdentity, ProbedConsumer, groupscope_probe
+from collectors.probe import CgrpStats, MemberIdentity, ProbedConsumer, ProbeEvent, groupscope_probe
 from coordinator_model.evidence import from_heartbeat_json
 
 
@@ -75,7 +75,7 @@ _WHO = MemberIdentity("g", "c1", "h", None, 6000, 10000)
 def test_event_json_is_what_the_model_reads(event, parts, instance, state):
     who = MemberIdentity("grp", "cid", "host", instance, 6000, 300000)
     stats = CgrpStats("up", state, 3)
-    ev = HeartbeatEvent.make(who, "m-1", event, state=state, partitions=parts, stats=stats)
+    ev = ProbeEvent.make(who, "m-1", event, state=state, partitions=parts, stats=stats)
     back = from_heartbeat_json(json.loads(ev.to_json()))
     assert (back.event, back.member_id, back.group, back.group_instance_id) == (event, "m-1", "grp", instance)
     assert list(back.partitions) == [tuple(p) for p in parts]
@@ -85,7 +85,7 @@ def test_event_json_is_what_the_model_reads(event, parts, instance, state):
 
 def test_unknown_event_and_bad_statistics_are_rejected_cleanly():
     with pytest.raises(ValueError, match="unknown heartbeat event"):
-        HeartbeatEvent.make(_WHO, "m", "dance")
+        ProbeEvent.make(_WHO, "m", "dance")
     assert CgrpStats.from_stats_json("not json") is None
     assert CgrpStats.from_stats_json('{"name": "x"}') is None  # producer statistics: no cgrp section
     s = CgrpStats.from_stats_json('{"cgrp": {"state": "up", "join_state": "steady", "rebalance_cnt": 2}}')

@@ -10,7 +10,7 @@ import pytest
 
 from collectors.local_servers import free_port
 from collectors.pipeline import wake_hints
-from collectors.pipeline.decode import _route_rows
+from collectors.pipeline.route import _route_rows
 from collectors.pipeline.wake_hints import WakeHints
 
 

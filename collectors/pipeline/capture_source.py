@@ -78,7 +78,7 @@ def load_capture(path: str) -> list[tuple[int, Row]]:
     """(timestamp, row) for every line of the capture, in the order `groupscope model` applies the
     evidence, log-end offsets fanned out to their groups, and one end-of-capture tick per group.
     Cached per process, so executors read the folder once, not once per partition."""
-    from collectors.pipeline.decode import KINDS_OF_CAPTURE_FILES, TICK_TOPIC, decode_one
+    from collectors.pipeline.route import KINDS_OF_CAPTURE_FILES, TICK_TOPIC, decode_one
     from coordinator_model.evidence import EndOffset, from_end_offset_json
     from coordinator_model.evidence_order import sort_key
     from coordinator_model.rebuild import topics_of

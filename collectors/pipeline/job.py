@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.pipeline.admin_poller import BROKER_LOG_TOPIC
-from collectors.pipeline.decode import KINDS_OF_CAPTURE_FILES, route_arrow
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
+from collectors.pipeline.route import KINDS_OF_CAPTURE_FILES, route_arrow
 from collectors.pipeline.rows import ROUTED_SCHEMA
 from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
 from collectors.pipeline.wake_hints import WakeHints
@@ -71,7 +71,7 @@ class PipelineConfig:
 
 
 def source_kinds(cfg: PipelineConfig, subscribed: list[str]) -> dict[str, str]:
-    """Topic (or capture file) -> kind of evidence, for the decode stage."""
+    """Topic (or capture file) -> kind of evidence, for the routing stage (route.py)."""
     if not cfg.live:
         return dict(KINDS_OF_CAPTURE_FILES)
     kinds = {cfg.offsets_topic: "offsets", cfg.heartbeat_topic: "heartbeat", cfg.admin_topic: "admin"}

@@ -67,7 +67,7 @@ from typing import Any
 import orjson
 
 from collectors.pipeline.commit_runs import RUN_KIND, commit_runs_of_columns, unpack
-from collectors.pipeline.decode import Tick, commit_evidence, decode_one, position_of
+from collectors.pipeline.route import Tick, commit_evidence, decode_one, position_of
 from collectors.pipeline.rows import COMMIT_KIND, DEAD_BUCKET, ROUTED_COLUMNS
 
 OUTPUT_SCHEMA = "group string, kind string, ts long, refreshed long, payload string"

@@ -6,14 +6,14 @@ consumer = ProbedConsumer(conf)          # instead of Consumer(conf); everything
 
 from collectors.probe.consumer import DEFAULT_TOPIC, ProbedConsumer, groupscope_probe
 from collectors.probe.emitter import ProbeCounters, TelemetryEmitter
-from collectors.probe.events import CgrpStats, HeartbeatEvent, MemberIdentity
+from collectors.probe.events import CgrpStats, MemberIdentity, ProbeEvent
 
 __all__ = [
     "DEFAULT_TOPIC",
     "CgrpStats",
-    "HeartbeatEvent",
     "MemberIdentity",
     "ProbeCounters",
+    "ProbeEvent",
     "ProbedConsumer",
     "TelemetryEmitter",
     "groupscope_probe",

@@ -35,7 +35,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from collectors.probe.emitter import ProbeCounters, TelemetryEmitter, _Counts
-from collectors.probe.events import CgrpStats, HeartbeatEvent, MemberIdentity
+from collectors.probe.events import CgrpStats, MemberIdentity, ProbeEvent
 
 log = logging.getLogger("groupscope.probe")
 _monotonic = time.monotonic
@@ -251,16 +251,16 @@ class ProbedConsumer(Consumer):
             if mid == self._member_id:
                 return
             self._member_id = mid
-        self._emitter.emit(HeartbeatEvent.make(self._who, mid, "join"))
+        self._emitter.emit(ProbeEvent.make(self._who, mid, "join"))
 
     def _record(self, event: str, parts: list[TopicPartition]) -> None:
         self._check_member_id()
         if self._member_id:
-            self._emitter.emit(HeartbeatEvent.make(self._who, self._member_id, event, partitions=_tps(parts)))
+            self._emitter.emit(ProbeEvent.make(self._who, self._member_id, event, partitions=_tps(parts)))
 
     def _emit_simple(self, event: str, state: str | None = None, stats: CgrpStats | None = None) -> None:
         if self._member_id:
-            ev = HeartbeatEvent.make(self._who, self._member_id, event, state=state, stats=stats)
+            ev = ProbeEvent.make(self._who, self._member_id, event, state=state, stats=stats)
             self._emitter.emit(ev)
 
     def _tick_loop(self) -> None:

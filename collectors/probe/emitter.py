@@ -15,7 +15,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.probe.events import HeartbeatEvent
+from collectors.probe.events import ProbeEvent
 
 log = logging.getLogger("groupscope.probe")
 # A library logger: silent unless the application configures logging (then "groupscope.probe" shows
@@ -113,7 +113,7 @@ class TelemetryEmitter:
             self._started = True
             self._thread.start()
 
-    def emit(self, event: HeartbeatEvent) -> None:
+    def emit(self, event: ProbeEvent) -> None:
         """Queue an event; never blocks, never raises."""
         self.counts.add("emitted")
         if self._closed.is_set():
@@ -154,7 +154,7 @@ class TelemetryEmitter:
                 except Exception as e:
                     self.counts.error(f"producer.poll: {e}")
 
-    def _send(self, event: HeartbeatEvent) -> None:
+    def _send(self, event: ProbeEvent) -> None:
         if self._producer is None:
             self.counts.add("dropped_undeliverable")
             return

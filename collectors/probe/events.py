@@ -67,7 +67,10 @@ class CgrpStats:
 
 
 @dataclass(frozen=True, slots=True)
-class HeartbeatEvent:
+class ProbeEvent:
+    """One event the probe emits (docs/heartbeat-events.md: the wire format). The collector reads it
+    back as coordinator_model.evidence.HeartbeatEvent, the model's evidence."""
+
     ts: int
     group: str
     member_id: str
@@ -98,7 +101,7 @@ class HeartbeatEvent:
         partitions: list[tuple[str, int]] | None = None,
         stats: CgrpStats | None = None,
         ts: int | None = None,
-    ) -> HeartbeatEvent:
+    ) -> ProbeEvent:
         return cls(
             ts=now_ms() if ts is None else ts,
             group=who.group,
