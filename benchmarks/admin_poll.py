@@ -1,6 +1,8 @@
 """Admin poller benchmark: one poll (list, describe, committed offsets, log-end offsets) over a fleet
-of N groups, each with committed offsets on a few partitions, and the committed-offsets step alone
-(OffsetFetch v8+ through collectors.kafka_protocol, up to 500 groups a request).
+of N groups, each with committed offsets on a few partitions; the poller between full polls with
+every group steady and with 1% of them in motion (described every 0.3 s, admin_hot.py); and the
+committed-offsets step alone (OffsetFetch v8+ through collectors.kafka_protocol, up to 500 groups a
+request).
 
     .venv/bin/python benchmarks/admin_poll.py              # 2,000 then 10,000 groups, its own Kafka broker
     .venv/bin/python benchmarks/admin_poll.py --groups 2000
@@ -74,11 +76,42 @@ def committed_alone(bootstrap: str, groups: int, topic: str) -> None:
     )
 
 
+def hot_phase(admin, producer, cfg, groups: int, share: float, seconds: float) -> None:
+    """Between full polls: the poller's cost with every group steady (nothing to describe), then with
+    `share` of the groups in motion, each described every 0.3 s (admin_hot.py). A group in motion
+    costs the broker a describe whatever its state, so these are marked in motion rather than made to
+    rebalance. Figures: describe requests and groups described per second, and the poller's CPU per
+    second of wall time (this process; the broker runs apart)."""
+    poller = AdminPoller(cfg, _NoStore())
+    interval = 0.3
+    for label, hot in (("all steady", 0), (f"{share:.0%} in motion", max(1, int(groups * share)))):
+        now = int(time.time() * 1000)
+        for i in range(hot):
+            poller.hot.saw(group_name(i * (groups // hot)), "PreparingRebalance", True, now)
+        described, requests = poller.hot_polls, 0
+        cpu0, t0 = time.process_time(), time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            tick = time.monotonic()
+            if len(poller.hot):
+                requests += -(-len(poller.hot) // poller.describe_chunk)
+                poller.poll_hot(admin, producer)
+            time.sleep(max(0.0, interval - (time.monotonic() - tick)))
+        wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
+        print(
+            f"between full polls, {groups:,} groups, {label}: {requests / wall:.1f} describe requests/s, "
+            f"{(poller.hot_polls - described) / wall:,.0f} groups described/s, "
+            f"poller CPU {cpu / wall:.1%} of one core"
+        )
+    poller.stop()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--groups", type=int, nargs="+", default=[2000, 10000], help="fleet sizes, in turn")
     ap.add_argument("--bootstrap-servers", default=None)
     ap.add_argument("--in-flight", type=int, nargs="*", default=[200, 200], help="describe groups in flight")
+    ap.add_argument("--hot-share", type=float, default=0.01, help="groups in motion between full polls")
+    ap.add_argument("--hot-seconds", type=float, default=10.0, help="how long each hot phase runs")
     args = ap.parse_args()
     topic = "poll-bench-topic"
     broker = None
@@ -92,7 +125,9 @@ def main() -> None:
 
         admin = AdminClient({"bootstrap.servers": bootstrap})
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
-        cfg = SimpleNamespace(admin_topic="groupscope.admin", kafka={"bootstrap.servers": bootstrap})
+        cfg = SimpleNamespace(
+            admin_topic="groupscope.admin", kafka={"bootstrap.servers": bootstrap}, admin_resend_s=60.0
+        )
         made = 0
         for size in sorted(args.groups):
             dt = make_groups(bootstrap, size, topic, start=made)
@@ -112,6 +147,7 @@ def main() -> None:
                         f"{poller.sent - sent:,} admin lines sent on, {poller.held - held:,} unchanged held"
                     )
                 poller.stop()  # closes its protocol client
+            hot_phase(admin, producer, cfg, size, args.hot_share, args.hot_seconds)
             committed_alone(bootstrap, size, topic)
     finally:
         if broker:

@@ -33,6 +33,7 @@ class Settings(BaseSettings):
     broker_log_topic: str | None = None
     broker_log_files: list[str] = Field(default_factory=list)
     admin_poll_interval_s: float = 5.0
+    admin_hot_interval_s: float = 0.3  # groups in motion are described this often (0: off)
     admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on to the model again after this
 
     # Redis: any redis-py URL, e.g. rediss://:password@host:6380/0 for TLS with a password.

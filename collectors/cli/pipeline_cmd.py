@@ -56,6 +56,7 @@ def collect(
         broker_log_topic=s.broker_log_topic,
         broker_log_files=list(s.broker_log_files),
         admin_poll_interval_s=s.admin_poll_interval_s,
+        admin_hot_interval_s=s.admin_hot_interval_s,
         admin_resend_s=s.admin_resend_s,
         trigger_interval_s=s.trigger_interval_s,
         max_records_per_batch=s.max_records_per_batch,

@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from collectors.kafka_protocol import KafkaProtocolClient
 
 from collectors.pipeline.admin_changes import ChangeFilter
+from collectors.pipeline.admin_hot import HotGroups
 
 log = logging.getLogger("groupscope.admin")
 # A group's describe is sent at every poll for this long after it changed (admin_changes.py: "hot").
@@ -278,6 +279,9 @@ class AdminPoller(_Loop):
         self.changes = ChangeFilter(resend_ms, phase_of=_bucket_phase(buckets, resend_ms))
         self.sent = 0  # admin lines produced, and held back as unchanged (benchmarks read them)
         self.held = 0
+        # Groups in motion are described every admin_hot_interval_s between full polls (admin_hot.py).
+        self.hot = HotGroups()
+        self.hot_polls = 0  # describes of hot groups in all (benchmarks read it)
 
     def stop(self) -> None:
         super().stop()
@@ -315,10 +319,67 @@ class AdminPoller(_Loop):
                 )
                 with contextlib.suppress(Exception):
                     self.store.set_source_status("admin", False, why[:600], _now_ms())
-            self._stop_evt.wait(max(0.0, delay - (time.monotonic() - t0)))
+            self._between_polls(admin, producer, t0 + delay)
         self._close_protocol()
         with contextlib.suppress(Exception):
             producer.flush(5)
+
+    def _between_polls(self, admin: Any, producer: Any, next_poll: float) -> None:
+        """Wait for the next full poll (monotonic `next_poll`), describing the hot groups meanwhile."""
+        hot_s = float(getattr(self.cfg, "admin_hot_interval_s", 0.3) or 0)
+        while not self._stop_evt.is_set():
+            left = next_poll - time.monotonic()
+            if left <= 0:
+                return
+            if hot_s <= 0 or not len(self.hot):
+                self._stop_evt.wait(min(left, hot_s) if hot_s > 0 else left)
+                continue
+            t0 = time.monotonic()
+            try:
+                self.poll_hot(admin, producer)
+            except Exception as e:  # the next full poll says what is wrong, and retries
+                log.debug("hot describe failed: %s", e)
+            self._stop_evt.wait(max(0.0, min(next_poll - time.monotonic(), hot_s - (time.monotonic() - t0))))
+
+    def poll_hot(self, admin: Any, producer: Any, timeout_s: float = 5.0) -> int:
+        """Describe the groups in motion (self.hot) and send on what changed; how many were described."""
+        ts = _now_ms()
+        groups = self.hot.due(ts)
+        kip848: list[dict[str, Any]] = []
+        for i in range(0, len(groups), self.describe_chunk):
+            futs = admin.describe_consumer_groups(
+                groups[i : i + self.describe_chunk], request_timeout=timeout_s
+            )
+            for g, f in futs.items():
+                try:
+                    doc = describe_json(f.result(timeout_s + 5), ts)
+                except Exception as e:  # one group's error never stops the poll
+                    log.debug("describe %s: %s", g, e)
+                    continue
+                if doc["type"] == "consumer":
+                    kip848.append(doc)
+                else:
+                    self._send_describe(producer, g, doc, ts)
+        self._add_broker_blocks(kip848, timeout_s)
+        for doc in kip848:
+            self._send_describe(producer, doc["group"], doc, ts)
+        producer.poll(0)
+        self.hot_polls += len(groups)
+        return len(groups)
+
+    def _send_describe(self, producer: Any, group: str, doc: dict[str, Any], ts: int) -> str | None:
+        """Produce a describe when the change filter says it is due (admin_changes.py), and note
+        whether the group is in motion (admin_hot.py); the filter's verdict."""
+        key = ("describe", group)
+        why = self.changes.verdict(key, {k: v for k, v in doc.items() if k != "ts"}, ts, DESCRIBE_HOT_MS)
+        if why is not None:
+            line = {**doc, "resend": True} if why == "resend" else doc
+            producer.produce(self.cfg.admin_topic, key=group.encode(), value=json.dumps(line).encode())
+            self.sent += 1
+        else:
+            self.held += 1
+        self.hot.saw(group, str(doc.get("state") or ""), why == "changed", ts)
+        return why
 
     def poll_once(self, admin: Any, producer: Any, timeout_s: float = 10.0) -> int:
         from confluent_kafka import TopicPartition
@@ -341,6 +402,10 @@ class AdminPoller(_Loop):
         def send(key: tuple, group: str, line: dict[str, Any], hot_ms: int = 0) -> None:
             """Produce `line` when the change filter says it is due (admin_changes.py)."""
             polled.add(key)
+            if key[0] == "describe":
+                if self._send_describe(producer, group, line, ts) is not None:
+                    sent_describe.add(group)
+                return
             why = self.changes.verdict(key, {k: v for k, v in line.items() if k != "ts"}, ts, hot_ms)
             if why is not None:
                 if why == "resend":
@@ -428,6 +493,7 @@ class AdminPoller(_Loop):
                 send(("ends", g), g, {"ts": ts, "group": g, "end_offsets": known})
             producer.poll(0)
         self.changes.forget(polled)  # groups and partitions gone since: their next answer is new
+        self.hot.forget(set(groups))
         # The stream's clock: one record per poll even when nothing changed, so the per-group timers
         # run at least every poll interval (the pipeline runs no empty micro-batches in between).
         producer.produce(topic, key=b"", value=json.dumps({"ts": ts, "clock": True}).encode())

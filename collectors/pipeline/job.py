@@ -43,6 +43,7 @@ class PipelineConfig:
     broker_log_files: list[str] = field(default_factory=list)
     admin_topic: str = ADMIN_TOPIC
     admin_poll_interval_s: float = 5.0
+    admin_hot_interval_s: float = 0.3  # groups in motion are described this often (admin_hot.py)
     admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on again after this long
     admin_enabled: bool = True
     trigger_interval_s: float = 1.0

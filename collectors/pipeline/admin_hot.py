@@ -1,0 +1,48 @@
+"""Which groups are changing right now, so the Admin poller describes them every few hundred
+milliseconds between its full polls (admin_hot_interval_s, default 0.3 s), while steady groups wait
+for the next full poll (admin_poll_interval_s) or their resend.
+
+A rebalance's phases last from a few hundred milliseconds to a rebalance timeout: a describe every
+5 s sees few of them, and the model then has to infer when they began. A group is hot from the
+moment a describe shows it in motion (PreparingRebalance, CompletingRebalance, Assigning,
+Reconciling) until a little after it is steady again (a cooperative group rebalances twice in a
+row; a storm goes on), and for a moment after any describe that changed (members, assignment):
+the poller's cost follows the number of groups that change, not the size of the fleet.
+"""
+
+from __future__ import annotations
+
+STEADY = frozenset({"Stable", "Empty", "Dead"})
+HOLD_MS = 60_000  # in motion: described fast for up to this long after the last describe in motion
+TAIL_MS = 2_000  # and for this long after it is steady again, or after a describe that changed
+
+
+class HotGroups:
+    def __init__(self, hold_ms: int = HOLD_MS, tail_ms: int = TAIL_MS) -> None:
+        self.hold_ms = hold_ms
+        self.tail_ms = tail_ms
+        self._until: dict[str, int] = {}  # group -> described fast until then (epoch ms)
+
+    def saw(self, group: str, state: str, changed: bool, now_ms: int) -> None:
+        """A describe of `group` at `now_ms` found it in `state`; `changed`: unlike the last one."""
+        until = self._until.get(group)
+        if state not in STEADY:
+            self._until[group] = now_ms + self.hold_ms
+        elif until is not None:
+            self._until[group] = min(until, now_ms + self.tail_ms)
+        if changed:
+            self._until[group] = max(self._until.get(group, 0), now_ms + self.tail_ms)
+
+    def due(self, now_ms: int) -> list[str]:
+        """The groups to describe now (those whose time ran out are dropped)."""
+        for g in [g for g, until in self._until.items() if until <= now_ms]:
+            del self._until[g]
+        return sorted(self._until)
+
+    def forget(self, known: set[str]) -> None:
+        """Groups the cluster no longer lists are not described."""
+        for g in [g for g in self._until if g not in known]:
+            del self._until[g]
+
+    def __len__(self) -> int:
+        return len(self._until)
