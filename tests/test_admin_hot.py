@@ -53,6 +53,9 @@ def test_first_sight_of_a_fleet_makes_nothing_hot() -> None:
         doc = {"ts": T, "group": f"g{i}", "type": "classic", "state": "Stable", "members": []}
         poller._send_describe(Sink(), f"g{i}", doc, T)
     assert len(poller.hot) == 0
+    poller.polls = 1  # a group that appears later is new to the cluster: it may rebalance again at once
+    poller._send_describe(Sink(), "late", {**doc, "group": "late"}, T)
+    assert poller.hot.due(T + 1) == ["late"]
 
 
 @pytest.mark.servers

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from browser.dashboard_fill import GROUPSCOPE, fill
+from browser.dashboard_fill import CAPTURES, GROUPSCOPE, fill
 
 from collectors.headless_chromium import headless_chromium
 from collectors.local_servers import RedisServer, free_port, wait_for_port
@@ -116,7 +116,8 @@ def plot_data(driver: Any, graph_id: str) -> list[dict[str, Any]]:
     """The traces plotly drew in a dcc.Graph (what the user sees, read back from the page)."""
     return driver.execute_script(
         "const el = document.querySelector(arguments[0] + ' .js-plotly-plot');"
-        "return el && el.data ? el.data.map(t => ({name: t.name, x: t.x, y: t.y, z: t.z})) : null;",
+        "return el && el.data ? el.data.map(t => ({name: t.name, x: t.x, y: t.y, z: t.z,"
+        " pattern: t.marker && t.marker.pattern ? t.marker.pattern.shape : null})) : null;",
         f"#{graph_id}",
     )
 
@@ -252,6 +253,33 @@ def test_kip848_group_shows_epochs_and_member_states(served, browser, artifacts_
     epochs = wait_for(lambda: grid_cells(browser, "group-members", "member_epoch"), what="member epochs")
     assert sorted(epochs) == sorted(m["member_epoch"] for m in doc["members"])
     shoot(browser, artifacts_dir, "group-kip848")
+
+
+def test_out_of_the_box_group_marks_what_was_inferred(served, browser, artifacts_dir) -> None:
+    """A group rebuilt from the offsets topic and the Admin API alone (no broker log, no probe), as
+    `groupscope collect` sees a cluster out of the box: the periods no source saw begin are hatched on
+    the timeline and the causes it inferred are marked in the generations table."""
+    import redis
+
+    from collectors.capture import read_capture
+    from collectors.storage.redis_store import RedisStore
+    from coordinator_model.rebuild import rebuild
+
+    evs = read_capture(CAPTURES / "classic-range-lifecycle").evidence
+    seen = [e for e in evs if e.source in ("offsets", "describe", "end_offsets")]
+    doc = next(e.document() for e in rebuild(seen).values() if e.type == "classic")
+    doc["group"] = "crl-out-of-the-box"
+    RedisStore(redis.Redis.from_url(served["url"])).write_group(
+        doc, int(time.time() * 1000), as_of_ms=doc["as_of"]
+    )
+    browser.get(served["base"] + group_url(doc["group"]))
+    bands = wait_for(lambda: plot_data(browser, "group-timeline"), what="timeline")
+    hatched = sum(shape == "/" for t in bands for shape in t["pattern"] or [])
+    assert hatched == sum(1 for b in doc["timeline"] if b["inferred"]) > 0
+    causes = wait_for(lambda: grid_cells(browser, "group-generations-table", "cause"), what="causes")
+    inferred = [g for g in doc["generations"] if "cause" in g["inferred"]]
+    assert inferred and sum(c.endswith(" (inferred)") for c in causes) == len(inferred)
+    shoot(browser, artifacts_dir, "group-out-of-the-box")
 
 
 def test_whatif_form_bad_values_then_side_by_side_results(served, browser, artifacts_dir) -> None:

@@ -378,7 +378,10 @@ class AdminPoller(_Loop):
             self.sent += 1
         else:
             self.held += 1
-        self.hot.saw(group, str(doc.get("state") or ""), why == "changed", ts)
+        # a group that appears after the first poll is new to the cluster (it may well rebalance again
+        # at once); at the first poll every group is new, and none is hot for it
+        changed = why == "changed" or (why == "new" and self.polls > 0)
+        self.hot.saw(group, str(doc.get("state") or ""), changed, ts)
         return why
 
     def poll_once(self, admin: Any, producer: Any, timeout_s: float = 10.0) -> int:

@@ -82,7 +82,7 @@ GEN_COLUMNS = [
     {"field": "generation", "headerName": "Gen / epoch", "width": 115, "sort": "desc"},
     {"field": "start", "headerName": "Started (UTC)", "width": 200},
     {"field": "duration", "headerName": "Rebalance took", "width": 130},
-    {"field": "cause", "headerName": "Cause", "width": 150},
+    {"field": "cause", "headerName": "Cause", "width": 210},
     {"field": "joined", "headerName": "Joined", "flex": 1, "minWidth": 150, "tooltipField": "joined"},
     {"field": "left", "headerName": "Left", "flex": 1, "minWidth": 150, "tooltipField": "left"},
     {"field": "protocol", "headerName": "Protocol", "width": 120},
