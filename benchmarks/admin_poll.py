@@ -85,13 +85,14 @@ def hot_phase(admin, producer, cfg, groups: int, share: float, seconds: float) -
     poller = AdminPoller(cfg, _NoStore())
     interval = 0.3
     for label, hot in (("all steady", 0), (f"{share:.0%} in motion", max(1, int(groups * share)))):
-        now = int(time.time() * 1000)
-        for i in range(hot):
-            poller.hot.saw(group_name(i * (groups // hot)), "PreparingRebalance", True, now)
+        moving = [group_name(i * (groups // hot)) for i in range(hot)] if hot else []
         described, requests = poller.hot_polls, 0
         cpu0, t0 = time.process_time(), time.monotonic()
         while time.monotonic() - t0 < seconds:
             tick = time.monotonic()
+            now = int(time.time() * 1000)
+            for g in moving:  # still rebalancing (their describes say Empty: they would cool down)
+                poller.hot.saw(g, "PreparingRebalance", True, now)
             if len(poller.hot):
                 requests += -(-len(poller.hot) // poller.describe_chunk)
                 poller.poll_hot(admin, producer)

@@ -346,10 +346,12 @@ class AdminPoller(_Loop):
         ts = _now_ms()
         groups = self.hot.due(ts)
         kip848: list[dict[str, Any]] = []
-        for i in range(0, len(groups), self.describe_chunk):
-            futs = admin.describe_consumer_groups(
-                groups[i : i + self.describe_chunk], request_timeout=timeout_s
-            )
+        # every request in flight at once: a hot poll takes one round trip, not one per chunk
+        requests = [
+            admin.describe_consumer_groups(groups[i : i + self.describe_chunk], request_timeout=timeout_s)
+            for i in range(0, len(groups), self.describe_chunk)
+        ]
+        for futs in requests:
             for g, f in futs.items():
                 try:
                     doc = describe_json(f.result(timeout_s + 5), ts)
