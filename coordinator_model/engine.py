@@ -21,6 +21,7 @@ rebalance start is moved to the broker's time when the broker's line comes in.
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Callable, Iterable
 from itertools import pairwise
 from typing import Any
@@ -489,6 +490,12 @@ class GroupEngine:
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Engines pickled by an older version (the pipeline keeps them in Spark state) get the
         attributes added since with their initial values."""
+        if state.keys() >= _ATTRIBUTES:
+            # pickled by this version: as it is (the pipeline unpickles every group it touches at
+            # every micro-batch; building a fresh engine here cost half as much again)
+            self.__dict__.update(state)
+            self._attach()
+            return
         fresh = GroupEngine.__new__(GroupEngine)
         GroupEngine.__init__(fresh, state.get("group", ""), state.get("retention_ms", DEFAULT_RETENTION_MS))
         self.__dict__.update(fresh.__dict__)
@@ -512,11 +519,21 @@ class GroupEngine:
             if "_departed_members" in state:
                 state["departed_members"] = state.pop("_departed_members")
         self.__dict__.update(state)
+        self._attach()
+
+    def _attach(self) -> None:
+        """Its kind's models point back at this group (pickled without: see their __getstate__)."""
+        proxy = weakref.proxy(self)
+        self.classic.engine = proxy
+        self.consumer.engine = proxy
 
 
 # how much each source's word on the group's protocol weighs: the Admin API's type is the weakest (a
 # broker that is not Apache Kafka may answer ConsumerGroupDescribe for a classic group)
 _TYPE_WEIGHT = {"describe": 1, "describe_broker": 2, "client": 2, "records": 3, "broker_log": 3}
+
+# what an engine of this version holds: one pickled with all of them needs no migration
+_ATTRIBUTES = frozenset(vars(GroupEngine("")))
 
 # KIP-848 fields an engine pickled before consumer/ kept itself -> their ConsumerGroupModel names
 _CONSUMER_FIELDS = {
