@@ -56,6 +56,7 @@ from coordinator_model.membership import (
     Member,
 )
 from coordinator_model.offsets import CommitRun, OffsetState, OffsetStore, merged_rows
+from coordinator_model.older_pickles import migrate
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 MAX_CONFLICTS = 20
@@ -496,28 +497,9 @@ class GroupEngine:
             self.__dict__.update(state)
             self._attach()
             return
-        fresh = GroupEngine.__new__(GroupEngine)
-        GroupEngine.__init__(fresh, state.get("group", ""), state.get("retention_ms", DEFAULT_RETENTION_MS))
+        fresh = GroupEngine(state.get("group", ""), state.get("retention_ms", DEFAULT_RETENTION_MS))
         self.__dict__.update(fresh.__dict__)
-        state = dict(state)
-        if isinstance(state.get("offsets"), dict):  # before offsets/: three dicts on the engine
-            state["offsets"] = OffsetStore(
-                state.pop("offsets"), state.pop("end_offsets", None), state.pop("windows", None)
-            )
-        if "consumer" not in state:  # before consumer/: the KIP-848 fields on the engine
-            consumer = ConsumerGroupModel(self)
-            for old, new in _CONSUMER_FIELDS.items():
-                if old in state:
-                    setattr(consumer, new, state.pop(old))
-            state["consumer"] = consumer
-        if "classic" not in state:  # before classic/: the classic group's fields on the engine
-            classic = ClassicGroupModel(self)
-            for name in _CLASSIC_FIELDS:
-                if name in state:
-                    setattr(classic, name, state.pop(name))
-            state["classic"] = classic
-            if "_departed_members" in state:
-                state["departed_members"] = state.pop("_departed_members")
+        state = migrate(state, ClassicGroupModel(self), ConsumerGroupModel(self))
         self.__dict__.update(state)
         self._attach()
 
@@ -534,37 +516,6 @@ _TYPE_WEIGHT = {"describe": 1, "describe_broker": 2, "client": 2, "records": 3, 
 
 # what an engine of this version holds: one pickled with all of them needs no migration
 _ATTRIBUTES = frozenset(vars(GroupEngine("")))
-
-# KIP-848 fields an engine pickled before consumer/ kept itself -> their ConsumerGroupModel names
-_CONSUMER_FIELDS = {
-    "group_epoch": "group_epoch",
-    "assignment_epoch": "assignment_epoch",
-    "epoch_source_ts": "epoch_source_ts",
-    "describe_state": "describe_state",
-    "topic_names": "topic_names",
-    "assignor": "assignor",
-    "epochs": "epochs",
-    "_epoch_pending": "pending",
-}
-
-# the classic group's fields an engine pickled before classic/ kept itself (same names there)
-_CLASSIC_FIELDS = (
-    "generation",
-    "generation_inferred",
-    "protocol",
-    "leader",
-    "pending_members",
-    "generations",
-    "open",
-    "simple",
-    "replaced_instances",
-    "empty_since",
-    "_last_describe_ts",
-    "_expiry_undo",
-    "snapshot_members",
-    "incremental",
-    "_rejoined",
-)
 
 _LIVE_OR_EMPTY = ("Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "Empty")
 
