@@ -256,7 +256,7 @@ def test_capture_reader_paces_replay_at_speed():
 def test_broker_log_shipper_sends_each_line_once(kafka_broker, tmp_path):
     from confluent_kafka import Consumer, TopicPartition
 
-    from collectors.pipeline.admin_poller import BrokerLogShipper
+    from collectors.pipeline.broker_log_shipper import BrokerLogShipper
 
     log = tmp_path / "server.log"
     lines = (CAPTURES / "classic-range-lifecycle" / "broker.log").read_text().splitlines()

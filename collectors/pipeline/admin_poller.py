@@ -34,8 +34,6 @@ import collections
 import contextlib
 import json
 import logging
-import os
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -53,6 +51,8 @@ if TYPE_CHECKING:
 
 from collectors.pipeline.admin_changes import ChangeFilter
 from collectors.pipeline.admin_hot import HotGroups
+from collectors.pipeline.broker_log_shipper import BROKER_LOG_TOPIC
+from collectors.pipeline.loop import Loop
 
 log = logging.getLogger("groupscope.admin")
 # A group's describe is sent at every poll for this long after it changed (admin_changes.py: "hot").
@@ -168,15 +168,6 @@ def connect_failure(conf: Any, watch: ErrorWatch, exc: Exception | None) -> str:
     return f"broker unreachable at {conf.get('bootstrap.servers', '?')}{detail}; retrying"
 
 
-class _Loop(threading.Thread):
-    def __init__(self, name: str) -> None:
-        super().__init__(name=name, daemon=True)
-        self._stop_evt = threading.Event()
-
-    def stop(self) -> None:
-        self._stop_evt.set()
-
-
 def end_offset_lines(obj: dict[str, Any]) -> list[dict[str, Any]]:
     """An admin topic line's log-end offsets in a capture's end_offsets.jsonl shape, one line per
     partition (the poller sends a group's as one line); [] for any other line."""
@@ -224,10 +215,6 @@ def describe_json(d: Any, ts: int) -> dict[str, Any]:
     }
 
 
-# Where the broker-log shipper writes the coordinator log lines it tails (BrokerLogShipper).
-BROKER_LOG_TOPIC = "groupscope.broker-log"
-
-
 def _bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
     """A change-filter key's resend phase: its group's state bucket's place in the interval, so the
     resends of one bucket's groups come in the same poll. Keys are (kind, group, ...)."""
@@ -240,7 +227,7 @@ def _bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
     return phase
 
 
-class AdminPoller(_Loop):
+class AdminPoller(Loop):
     def __init__(
         self,
         cfg: Any,
@@ -642,63 +629,3 @@ def _committed_through_librdkafka(
     for g, fut in pending:
         collect(g, fut)
     return out
-
-
-class BrokerLogShipper(_Loop):
-    """Tails broker log files into a topic; file positions kept in <checkpoint>/broker-log-positions.json."""
-
-    def __init__(self, cfg: Any, interval_s: float = 1.0) -> None:
-        super().__init__("groupscope-broker-log")
-        self.cfg = cfg
-        self.topic = cfg.broker_log_topic or BROKER_LOG_TOPIC
-        self.interval_s = interval_s
-        self.pos_file = os.path.join(cfg.checkpoint_dir, "broker-log-positions.json")
-
-    def _load(self) -> dict[str, int]:
-        try:
-            with open(self.pos_file) as f:
-                return {k: int(v) for k, v in json.load(f).items()}
-        except (OSError, ValueError):
-            return {}
-
-    def run(self) -> None:
-        from confluent_kafka import Producer
-
-        producer = Producer(client_config(self.cfg.kafka, ErrorWatch(), **{"linger.ms": 20}))
-        pos = self._load()
-        while not self._stop_evt.is_set():
-            changed = False
-            for path in self.cfg.broker_log_files:
-                try:
-                    size = os.path.getsize(path)
-                    start = pos.get(path, 0)
-                    if size < start:  # rotated or truncated: start over
-                        start = 0
-                    if size == start:
-                        continue
-                    with open(path, "rb") as fh:
-                        fh.seek(start)
-                        data = fh.read(min(size - start, 8 << 20))  # a big log: 8 MB a round
-                    cut = data.rfind(b"\n") + 1  # only whole lines
-                    failed: list[Any] = []
-                    for line in data[:cut].splitlines():
-                        if b"GroupCoordinator" in line or b"group" in line:
-                            producer.produce(
-                                self.topic,
-                                value=line,
-                                on_delivery=lambda err, _m, failed=failed: err and failed.append(err),
-                            )
-                    if producer.flush(30) or failed:
-                        # not delivered: keep the position, send again on the next round (at least once)
-                        log.warning("broker log %s: %d lines not delivered, retrying", path, len(failed))
-                        continue
-                    pos[path] = start + cut
-                    changed = changed or cut > 0
-                except OSError as e:
-                    log.warning("broker log %s: %s", path, e)
-            if changed:
-                tmp = self.pos_file + ".tmp"
-                with open(tmp, "w") as f:
-                    json.dump(pos, f)
-                os.replace(tmp, self.pos_file)
-            self._stop_evt.wait(self.interval_s)

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.pipeline.admin_poller import BROKER_LOG_TOPIC
+from collectors.pipeline.broker_log_shipper import BROKER_LOG_TOPIC
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 from collectors.pipeline.route import KINDS_OF_CAPTURE_FILES, route_arrow
 from collectors.pipeline.rows import ROUTED_SCHEMA
@@ -248,7 +248,8 @@ def run_pipeline(
     on_started: Any = None,
 ) -> RunResult:
     """Run the pipeline until the replay is done, `duration_s` passes, or `stop_event` is set."""
-    from collectors.pipeline.admin_poller import AdminPoller, BrokerLogShipper, check_topics
+    from collectors.pipeline.admin_poller import AdminPoller, check_topics
+    from collectors.pipeline.broker_log_shipper import BrokerLogShipper
 
     t0 = time.monotonic()
     store = RedisStore.from_url(cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms)
