@@ -73,20 +73,19 @@ class GroupEngine:
         self.type: str | None = None  # classic | consumer
         self.sources: set[str] = set()
         self.now = 0
-        # classic
+        # what every kind of group has (group_context.GroupContext is what a kind's model sees of it)
         self.state: str | None = None
         self.timeline: list[list[Any]] = []  # [state, start, inferred]
         self.protocol_type: str | None = None
         self.members: dict[str, Member] = {}
         self.departed: dict[str, int] = {}  # member id -> when it left (late events must not revive it)
-        self.deleted = False
-        # offsets and lag
-        self.offsets = OffsetStore()
-        self.classic = ClassicGroupModel(self)
-        # KIP-848
-        self.consumer = ConsumerGroupModel(self)
         self.departed_members: dict[str, Member] = {}  # for the poll_stall of a member that just left
+        self.deleted = False
+        self.offsets = OffsetStore()  # committed offsets, log ends, lag windows
         self._next_due = 2**62  # earliest session expiry to check (heartbeat-only inference)
+        # each kind's own part: the evidence of a classic / KIP-848 group is replayed there
+        self.classic = ClassicGroupModel(self)
+        self.consumer = ConsumerGroupModel(self)
         # evidence weighing: who said what the group's type is, and what contradicted what
         self.client_protocol: str | None = None  # the clients' own group.protocol (heartbeat events)
         self.type_source: str | None = None  # client | records | broker_log | describe
