@@ -306,6 +306,7 @@ class AdminPoller(Loop):
                 )
                 with contextlib.suppress(Exception):
                     self.store.set_source_status("admin", False, why[:600], _now_ms())
+                self.hot.forget(set())  # no fast describes against a cluster that does not answer
             self._between_polls(admin, producer, t0 + delay)
         self._close_protocol()
         with contextlib.suppress(Exception):
