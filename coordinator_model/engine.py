@@ -20,7 +20,6 @@ rebalance start is moved to the broker's time when the broker's line comes in.
 
 from __future__ import annotations
 
-import re
 import weakref
 from collections.abc import Callable, Iterable
 from itertools import pairwise
@@ -29,7 +28,7 @@ from typing import Any
 from coordinator_model.broker_log import (
     BrokerLogEvent,
 )
-from coordinator_model.classic import DESCRIBE_SKEW_MS, ClassicGroupModel
+from coordinator_model.classic import ClassicGroupModel
 from coordinator_model.consumer import ConsumerGroupModel, has_k848_details
 from coordinator_model.document import group_document
 from coordinator_model.evidence import (
@@ -57,10 +56,15 @@ from coordinator_model.membership import (
 )
 from coordinator_model.offsets import CommitRun, OffsetState, OffsetStore, merged_rows
 from coordinator_model.older_pickles import migrate
+from coordinator_model.weighing import (
+    MAX_CONFLICTS,
+    contradiction,
+    looks_like_a_member_id,
+    looks_like_consumer_member_id,
+    outweighs,
+)
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
-MAX_CONFLICTS = 20
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 MAX_DEPARTED = 500
 
 
@@ -291,14 +295,14 @@ class GroupEngine:
 
     # KIP-848 records
     def as_consumer(self, source: str = "records") -> None:
-        if self.type != "consumer" or _TYPE_WEIGHT[source] > _TYPE_WEIGHT.get(self.type_source or "", 0):
+        if self.type != "consumer" or outweighs(source, self.type_source):
             self.type_source = source
         self.type = "consumer"
         self.protocol_type = CONSUMER_PROTOCOL_TYPE
 
     def typed(self, kind: str, source: str) -> None:
         """Who last said which protocol the group speaks (an Admin API answer is the weakest word)."""
-        if self.type is None or _TYPE_WEIGHT[source] > _TYPE_WEIGHT.get(self.type_source or "", 0):
+        if self.type is None or outweighs(source, self.type_source):
             self.type_source = source
         self.type = self.type or kind
 
@@ -378,7 +382,7 @@ class GroupEngine:
             if (
                 self.type == "classic"
                 and not has_k848_details(ev)
-                and _TYPE_WEIGHT.get(self.type_source or "", 0) > _TYPE_WEIGHT["describe"]
+                and outweighs(self.type_source, "describe")
             ):
                 # the clients (or the coordinator's records) say classic; an Admin answer of type
                 # consumer without KIP-848 details (the broker's ConsumerGroupDescribe state and
@@ -395,41 +399,10 @@ class GroupEngine:
 
     def names_a_member(self, assignor: str) -> bool:
         """An assignor field that is a member id (seen, or shaped like one) is not an assignor name."""
-        if assignor in self.members or assignor in self.departed:
-            return True
-        return bool(_UUID.search(assignor)) or looks_like_consumer_member_id(assignor, None)
+        return assignor in self.members or assignor in self.departed or looks_like_a_member_id(assignor)
 
     def contradiction(self, ev: DescribeSnapshot) -> str | None:
-        """Why a snapshot cannot be right, or None. Kafka lists every member of a group that is not
-        Empty, so a live state without members is self-contradictory: when client events follow the
-        group, they are believed instead. An Empty snapshot is believed unless members heartbeated
-        within half their session timeout. A state the model does not know (some Kafka-protocol
-        brokers answer UNKNOWN during a rebalance) says nothing about the members: with client
-        events, it is not believed."""
-        if ev.members:
-            return None
-        if ev.state not in _LIVE_OR_EMPTY:
-            if "heartbeats" in self.sources and self.members:
-                return f"the Admin API describes the group in state {ev.state} with no members"
-            return None
-        alive = 0
-        for m in self.members.values():
-            if m.last_heartbeat is None or not m.session_timeout_ms or (m.closed and ev.state == "Empty"):
-                continue  # (a client that said it left may well be gone)
-            quiet = ev.ts - m.last_heartbeat
-            limit = m.session_timeout_ms // 2 if ev.state == "Empty" else m.session_timeout_ms
-            if -DESCRIBE_SKEW_MS <= quiet <= limit or (m.closed and ev.state != "Empty"):
-                alive += 1  # a closed static member stays until its session expires
-        if ev.state == "Empty":
-            if not alive:
-                return None
-            return f"the Admin API describes the group as Empty while {alive} member(s) heartbeat"
-        if not alive and "heartbeats" not in self.sources:
-            return None  # nothing better to go by: the state is all the snapshot gives
-        return (
-            f"the Admin API describes the group as {ev.state} with no members; client events show "
-            f"{alive} member(s) within their session timeout"
-        )
+        return contradiction(ev, self.members, self.sources)
 
     def _on_committed(self, ev: CommittedSnapshot) -> None:
         self.offsets.snapshot(ev.ts, ev.offsets, drop_unseen="offsets" not in self.sources)
@@ -509,16 +482,6 @@ class GroupEngine:
         self.consumer.engine = proxy
 
 
-# how much each source's word on the group's protocol weighs: the Admin API's type is the weakest (a
-# broker that is not Apache Kafka may answer ConsumerGroupDescribe for a classic group)
-_TYPE_WEIGHT = {"describe": 1, "describe_broker": 2, "client": 2, "records": 3, "broker_log": 3}
-
-# what an engine of this version holds: one pickled with all of them needs no migration
-_ATTRIBUTES = frozenset(vars(GroupEngine("")))
-
-_LIVE_OR_EMPTY = ("Stable", "PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling", "Empty")
-
-
 def _consumer(method: str) -> Callable[[GroupEngine, Any], None]:
     """A handler that hands a KIP-848 record to the group's consumer-group model."""
     return lambda engine, ev: getattr(engine.consumer, method)(ev)
@@ -546,14 +509,6 @@ _HANDLERS = {
 }
 
 
-def looks_like_consumer_member_id(member_id: str, client_id: str | None) -> bool:
-    """KIP-848 member ids are a bare UUID in base64 (22 characters); classic ones are
-    `client.id-<uuid>` (or `group.instance.id-<uuid>`)."""
-    if len(member_id) != 22 or (client_id and member_id.startswith(client_id + "-")):
-        return False
-    return all(c.isalnum() or c in "+/_-" for c in member_id)
-
-
 def _offset_state(ev: OffsetCommit) -> OffsetState:
     """What a partition keeps of a (non-tombstone) commit record."""
     assert ev.offset is not None
@@ -561,3 +516,7 @@ def _offset_state(ev: OffsetCommit) -> OffsetState:
     return OffsetState(
         ev.offset, cts, ev.ts, ev.log_offset, ev.metadata, ev.leader_epoch, ev.expire_timestamp
     )
+
+
+# what an engine of this version holds: one pickled with all of them needs no migration
+_ATTRIBUTES = frozenset(vars(GroupEngine("")))
