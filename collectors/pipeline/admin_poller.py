@@ -1,6 +1,7 @@
-"""Driver-side helpers of the live pipeline: the topic check at start, the Admin API poller, and the
-broker-log file shipper. Both threads turn what they see into evidence records on a Kafka topic, so
-their output goes through the same checkpointed stream as everything else (ordered, replayable).
+"""Driver-side helpers of the live pipeline: the topic check at start and the Admin API poller, which
+turns what it sees into evidence records on a Kafka topic, so its output goes through the same
+checkpointed stream as everything else (ordered, replayable). Groups in motion are described more
+often between polls (admin_hot.py); the broker-log shipper is broker_log_shipper.py.
 
 - `check_topics`: which source topics can be read. When `__consumer_offsets` is not readable (no
   permission on a managed cluster, a Kafka-protocol broker without one), it says so once, in the log
@@ -24,8 +25,6 @@ their output goes through the same checkpointed stream as everything else (order
   process when a coordinator moves or loads during that call (confluentinc/librdkafka#5040).
   Broker unreachable: it retries with backoff, records the failure in `gs:sources`, and groups keep
   their last refresh time, so the UI shows how stale they are.
-- `BrokerLogShipper`: tails broker log files (when no log-shipper topic is configured) into a topic,
-  remembering its position per file next to the checkpoint, so a restart neither loses nor repeats lines.
 """
 
 from __future__ import annotations
@@ -357,17 +356,24 @@ class AdminPoller(Loop):
         self.hot_polls += len(groups)
         return len(groups)
 
-    def _send_describe(self, producer: Any, group: str, doc: dict[str, Any], ts: int) -> str | None:
-        """Produce a describe when the change filter says it is due (admin_changes.py), and note
-        whether the group is in motion (admin_hot.py); the filter's verdict."""
-        key = ("describe", group)
-        why = self.changes.verdict(key, {k: v for k, v in doc.items() if k != "ts"}, ts, DESCRIBE_HOT_MS)
-        if why is not None:
-            line = {**doc, "resend": True} if why == "resend" else doc
-            producer.produce(self.cfg.admin_topic, key=group.encode(), value=json.dumps(line).encode())
-            self.sent += 1
-        else:
+    def _send(
+        self, producer: Any, key: tuple, group: str, line: dict[str, Any], ts: int, hot_ms: int = 0
+    ) -> str | None:
+        """Produce `line` when the change filter says it is due (admin_changes.py); its verdict."""
+        why = self.changes.verdict(key, {k: v for k, v in line.items() if k != "ts"}, ts, hot_ms)
+        if why is None:
             self.held += 1
+            return None
+        if why == "resend":
+            # the same answer as last sent: the model stage only marks the group refreshed
+            line = {**line, "resend": True}
+        producer.produce(self.cfg.admin_topic, key=group.encode(), value=json.dumps(line).encode())
+        self.sent += 1
+        return why
+
+    def _send_describe(self, producer: Any, group: str, doc: dict[str, Any], ts: int) -> str | None:
+        """`_send` a describe, and note whether the group is in motion (admin_hot.py)."""
+        why = self._send(producer, ("describe", group), group, doc, ts, DESCRIBE_HOT_MS)
         # a group that appears after the first poll is new to the cluster (it may well rebalance again
         # at once); at the first poll every group is new, and none is hot for it
         changed = why == "changed" or (why == "new" and self.polls > 0)
@@ -393,23 +399,11 @@ class AdminPoller(Loop):
         sent_describe: set[str] = set()
 
         def send(key: tuple, group: str, line: dict[str, Any], hot_ms: int = 0) -> None:
-            """Produce `line` when the change filter says it is due (admin_changes.py)."""
             polled.add(key)
-            if key[0] == "describe":
-                if self._send_describe(producer, group, line, ts) is not None:
-                    sent_describe.add(group)
-                return
-            why = self.changes.verdict(key, {k: v for k, v in line.items() if k != "ts"}, ts, hot_ms)
-            if why is not None:
-                if why == "resend":
-                    # the same answer as last sent: the model stage only marks the group refreshed
-                    line = {**line, "resend": True}
-                producer.produce(topic, key=group.encode(), value=json.dumps(line).encode())
-                self.sent += 1
-                if key[0] == "describe":
-                    sent_describe.add(group)
-            else:
-                self.held += 1
+            if key[0] != "describe":
+                self._send(producer, key, group, line, ts, hot_ms)
+            elif self._send_describe(producer, group, line, ts) is not None:
+                sent_describe.add(group)
 
         def described(futs: dict[str, Any]) -> None:
             for g, f in futs.items():
