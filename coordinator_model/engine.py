@@ -184,9 +184,15 @@ class GroupEngine:
 
     def _commits_end(self, firsts: list[int | None]) -> None:
         kept = [t for t in firsts if t is not None]
-        if kept and self.state is None and not self.members and self.type == "classic":
-            self.classic.simple = True  # only commits: a standalone (assign()) group, described as Empty
-            self.classic.goto("Empty", min(kept), True)
+        if kept:
+            self._only_commits(min(kept))
+
+    def _only_commits(self, ts: int) -> None:
+        """A classic group seen only through its commits is a standalone (assign()) group: Kafka
+        describes it as Empty."""
+        if self.state is None and not self.members and self.type == "classic":
+            self.classic.simple = True
+            self.classic.goto("Empty", ts, True)
 
     def preview_commits(self, commits: Iterable[OffsetCommit]) -> None:
         """Offset commits shown before their turn: committed offsets and lag samples only, no timers
@@ -283,12 +289,8 @@ class GroupEngine:
         if ev.offset is None:
             self.offsets.tombstone(tp, ev.log_offset)
             return
-        if not self.offsets.commit(tp, _offset_state(ev)):
-            return
-        if self.state is None and not self.members and self.type == "classic":
-            # only commits: a standalone (assign()) group, Kafka describes it as Empty
-            self.classic.simple = True
-            self.classic.goto("Empty", ev.ts, True)
+        if self.offsets.commit(tp, _offset_state(ev)):
+            self._only_commits(ev.ts)
 
     def _on_unknown_record(self, ev: UnknownRecord) -> None:
         pass
@@ -343,9 +345,6 @@ class GroupEngine:
             self.consumer.on_broker(ev)
             return
         self.classic.on_broker(ev)
-
-    def departed_member(self, member_id: str) -> Member | None:
-        return self.departed_members.get(member_id)
 
     # ------------------------------------------------------------------------------------------
     # 3. heartbeat events

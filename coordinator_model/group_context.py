@@ -40,8 +40,6 @@ class GroupContext(Protocol):
     def last_ts(self) -> int:
         """When the group last changed state."""
 
-    def departed_member(self, member_id: str) -> Member | None: ...
-
     def clamp(self, ts: int) -> int:
         """`ts`, or the latest transition's time when late evidence would precede it."""
 

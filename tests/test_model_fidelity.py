@@ -26,8 +26,12 @@ from coordinator_model.evidence import GroupMetadataSnapshot, MemberSnapshot, Of
 from coordinator_model.rebuild import rebuild
 
 OUT_OF_THE_BOX = {"offsets", "describe", "end_offsets"}
-PHASES = {"prepare": "PreparingRebalance", "stabilized": "CompletingRebalance", "assignment": "Stable"}
-PHASES["empty"] = "Empty"
+PHASES = {
+    "prepare": "PreparingRebalance",
+    "stabilized": "CompletingRebalance",
+    "assignment": "Stable",
+    "empty": "Empty",
+}
 SAME = {"metadata_change": {"leader_rejoin"}, "leader_rejoin": {"metadata_change"}}
 
 

@@ -159,7 +159,7 @@ class ClassicGroupModel(ClassicRebalances):
             for mid in names["left"] + names["expired"]:
                 m = self.engine.members.get(mid)
                 if cause == "member_left" and self.poll_stalled(
-                    mid, ev.ts, m or self.engine.departed_member(mid)
+                    mid, ev.ts, m or self.engine.departed_members.get(mid)
                 ):
                     g.cause = "poll_timeout"
                 self.engine.remove_member(mid, ev.ts)
