@@ -412,6 +412,31 @@ def test_the_brokers_describe_names_a_kip848_assignment() -> None:
     assert _assignment(e) == [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
 
 
+def test_a_kip848_bump_described_before_its_records_keeps_the_records_cause() -> None:
+    """A describe answered after the coordinator bumped the epoch for a joining member can be read
+    before the records of that bump (another batch): the epoch it shows first had no membership change
+    known; the member's record, then the epoch record, make the join this bump's cause, at the
+    records' time, and leave nothing pending for the next bump."""
+    from coordinator_model.evidence import ConsumerGroupEpoch, ConsumerMemberSubscription
+
+    e = _k848_group_with_two_lookalike_topics()  # m1 alone, epoch 2
+    e.apply(
+        DescribeSnapshot(
+            2500, "k", "consumer", "Reconciling", "uniform", (), broker_state="Reconciling", group_epoch=3
+        )
+    )
+    e.apply(ConsumerMemberSubscription(2400, "k", "m2", False, client_id="c", subscribed_topics=("a", "b")))
+    e.apply(ConsumerGroupEpoch(2401, "k", 3))
+    gens = {g["generation"]: g for g in e.document()["generations"]}
+    assert gens[3]["cause"] == "member_joined" and gens[3]["members_joined"] == ["m2"]
+    assert gens[3]["start"] == 2401 and "start" not in gens[3]["inferred"]
+    assert gens[2]["end"] == 2401
+    e.apply(ConsumerMemberSubscription(3000, "k", "m2", True))
+    e.apply(ConsumerGroupEpoch(3001, "k", 4))
+    gens = {g["generation"]: g for g in e.document()["generations"]}
+    assert gens[4]["cause"] == "member_left" and gens[4]["members_joined"] == []
+
+
 # -- a crash the broker's record reports before the session timer fires -----------------------------
 def _gm(ts: int, generation: int, members: list[str]) -> GroupMetadataSnapshot:
     from coordinator_model.evidence import MemberSnapshot

@@ -341,7 +341,9 @@ class AdminPoller(Loop):
         for futs in requests:
             for g, f in futs.items():
                 try:
-                    doc = describe_json(f.result(timeout_s + 5), ts)
+                    # stamped when answered: a snapshot shows what the coordinator wrote up to then,
+                    # and must not sort before those records (evidence_order.py)
+                    doc = describe_json(f.result(timeout_s + 5), _now_ms())
                 except Exception as e:  # one group's error never stops the poll
                     log.debug("describe %s: %s", g, e)
                     continue
@@ -412,7 +414,7 @@ class AdminPoller(Loop):
                 except Exception as e:  # one group's error never stops the poll
                     log.debug("describe %s: %s", g, e)
                     continue
-                doc = describe_json(d, ts)
+                doc = describe_json(d, _now_ms())  # when answered: see poll_hot
                 if doc["type"] == "consumer":
                     kip848.append(doc)  # produced below, with the broker's epochs added
                 else:
@@ -584,10 +586,13 @@ class AdminPoller(Loop):
             self._kip848_failing = True
             return
         self._kip848_failing = False
+        answered = _now_ms()
         for doc in docs:
             block = blocks.get(doc["group"])
             if block is not None and "error" not in block:
                 doc["broker"] = block
+                # the line is as of its later answer: epochs bumped between the two describes show
+                doc["ts"] = max(doc["ts"], answered)
             elif block is not None:  # e.g. the group went away between the two describes
                 log.debug("ConsumerGroupDescribe %s: %s", doc["group"], block["error"])
 

@@ -77,6 +77,8 @@ class ConsumerGroupModel:
         self.epoch_source_ts["records"] = ev.ts
         if old is None or ev.epoch > old:
             self.epoch_bump(ev.epoch, ev.ts, inferred=False)
+        elif ev.epoch == old:
+            self.epoch_confirmed(ev.epoch, ev.ts)
         self.update_state(ev.ts)
 
     def on_topics(self, ev: ConsumerGroupTopics) -> None:
@@ -342,18 +344,41 @@ class ConsumerGroupModel:
             g.cause = pending.get("cause") or g.cause
             self.pending = {"joined": [], "left": [], "cause": None}
             if g.cause == "unknown":
-                # A new group's first epoch: 1 up to Kafka 4.0; from 4.1 the coordinator's first bump
-                # is to 2 ("Bumped group epoch to 2"), with no epoch-1 record. Epoch 2 with an earlier
-                # epoch known is an ordinary bump.
-                g.cause = (
-                    "group_created"
-                    if epoch == 1 or (epoch == 2 and not prev)
-                    else "member_left"
-                    if g.left
-                    else "member_joined"
-                    if g.joined
-                    else "metadata_change"
-                )
+                g.cause = self.cause_of(g, first=not prev)
+
+    @staticmethod
+    def cause_of(g: Generation, first: bool) -> str:
+        """An epoch bump's cause from the membership changes that led to it."""
+        # A new group's first epoch: 1 up to Kafka 4.0; from 4.1 the coordinator's first bump is to 2
+        # ("Bumped group epoch to 2"), with no epoch-1 record. Epoch 2 with an earlier epoch known is
+        # an ordinary bump.
+        if g.generation == 1 or (g.generation == 2 and first):
+            return "group_created"
+        return "member_left" if g.left else "member_joined" if g.joined else "metadata_change"
+
+    def epoch_confirmed(self, epoch: int, ts: int) -> None:
+        """The records' epoch bump for an epoch a snapshot showed first. A describe can be answered
+        after the coordinator wrote the bump and be read before its records (another batch, or stamped
+        when asked): the bump was then taken with no membership change known, and the records' member
+        changes, noted meanwhile for the next bump, are this one's."""
+        g = self.epochs.get(epoch)
+        if g is None or "start" not in g.inferred:
+            return
+        g.inferred.discard("start")
+        if ts < g.start:
+            earlier = [k for k in self.epochs if k < epoch]
+            if earlier and self.epochs[max(earlier)].end == g.start:
+                self.epochs[max(earlier)].end = ts
+            g.start = ts  # the coordinator's own time of the bump
+        p = self.pending
+        if p["joined"] or p["left"] or p["cause"]:
+            g.joined.extend(m for m in p["joined"] if m not in g.joined)
+            g.left.extend(m for m in p["left"] if m not in g.left)
+            if p["cause"]:
+                g.cause = p["cause"]
+            elif g.cause in ("metadata_change", "member_joined", "member_left"):
+                g.cause = self.cause_of(g, first=not [k for k in self.epochs if k < epoch])
+            self.pending = {"joined": [], "left": [], "cause": None}
 
     def epoch_note(
         self, joined: str | None = None, left: str | None = None, cause: str | None = None
