@@ -137,6 +137,8 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
         if len(pending) >= 200:
             flush_docs()
     flush_docs()
+    # each topic's aggregate once for all this partition's documents (docs/redis-schema.md, Topics)
+    counts["topics"] = store.topics.flush()
     if touched:
         store.touch_refreshed(touched)
         counts["refreshed"] = len(touched)

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.storage import summaries as _summary
+from collectors.storage.topics import TopicIndex
 
 log = logging.getLogger(__name__)
 
@@ -233,6 +234,7 @@ class RedisStore:
         self._filter = client.register_script(_FILTER_SCRIPT)
         self._trim_series = client.register_script(_TRIM_SERIES_SCRIPT)
         self._dead_letter = client.register_script(_DEAD_LETTER_SCRIPT)
+        self.topics = TopicIndex(client, prefix, self._filter)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> RedisStore:
@@ -302,9 +304,10 @@ class RedisStore:
             rp.hmget(self.k("fleet", "state"), names)
             rp.hmget(self.k("fleet", "history"), names)
             rp.hmget(self.k("refreshed"), names)
+            rp.hmget(self.topics.of_groups_key(), names)
             if self.summaries:
                 rp.hmget(self.sk("facts"), names)
-            old_states, old_digests, old_refreshed, *old_facts = rp.execute()
+            old_states, old_digests, old_refreshed, old_topics, *old_facts = rp.execute()
         old_facts = old_facts[0] if old_facts else [None] * len(names)
         own = pipe is None
         p = self.pipeline() if own else pipe
@@ -320,8 +323,17 @@ class RedisStore:
         summaries: dict[str, dict[str, str]] = {what: {} for what in SUMMARY_KEYS}
         known_facts: dict[str, _summary.Facts | None] = {}
         unsummarized: set[str] = set()
-        for (doc, now_ms, ref), text, name, old, old_digest, old_ref, old_fact in zip(
-            items, (t for _, t in kept), names, old_states, old_digests, old_refreshed, old_facts, strict=True
+        topics_of: dict[str, str] = {}  # name -> JSON list of its topics now
+        for (doc, now_ms, ref), text, name, old, old_digest, old_ref, old_fact, old_tops in zip(
+            items,
+            (t for _, t in kept),
+            names,
+            old_states,
+            old_digests,
+            old_refreshed,
+            old_facts,
+            old_topics,
+            strict=True,
         ):
             # A refresh stamp never goes back: the model stage stamps a document with the group's
             # last evidence, and an unchanged Admin resend (touch_refreshed) may have come since.
@@ -352,6 +364,10 @@ class RedisStore:
             if digest != known:
                 self._queue_history(p, name, doc)
                 digests[name] = digest
+            was = topics_of.get(name) or (old_tops.decode() if old_tops else "[]")
+            topics_of[name] = self.topics.queue_group(
+                p, name, doc, int(doc.get("as_of") or ref), json.loads(was)
+            )
             if self.summaries:
                 if name not in known_facts:
                     known_facts[name] = _summary.decode_facts(old_fact)
@@ -370,6 +386,7 @@ class RedisStore:
         p.hset(self.k("fleet", "state"), mapping=states)
         p.hset(self.k("fleet", "type"), mapping=types)
         p.hset(self.k("refreshed"), mapping=refreshed)
+        p.hset(self.topics.of_groups_key(), mapping=topics_of)
         if digests:
             p.hset(self.k("fleet", "history"), mapping=digests)
         p.sadd(self.k("states"), *set(states.values()))
@@ -387,6 +404,10 @@ class RedisStore:
             p.zadd(self.idx(sort), {name: sc[sort] for name, sc in scores.items()})
             for state, who in by_state.items():
                 p.zadd(self.idx(sort, state), {name: scores[name][sort] for name in who})
+        if own:
+            # the topics' aggregates after their rows (a caller with its own pipeline flushes them
+            # once for all its writes: store.topics.flush())
+            self.topics.flush(p)
         queued = len(p) - n0
         if own:
             p.execute()
@@ -580,6 +601,7 @@ class RedisStore:
             if st and st.decode() in ("Dead", "Empty"):
                 self.delete_group(name)
                 removed += 1
+        removed += self.topics.trim(cutoff, self._trim_series)
         # Dead letters: the seen-set by record time; the stream itself is capped by length (MAXLEN), as
         # its ids are wall-clock times while retention runs on evidence time (replays of old captures).
         removed += int(self.r.zremrangebyscore(self.k("deadletters", "seen"), "-inf", f"({cutoff}"))
@@ -587,7 +609,10 @@ class RedisStore:
 
     def delete_group(self, name: str) -> None:
         st = self.r.hget(self.k("fleet", "state"), name)
+        tops = self.r.hget(self.topics.of_groups_key(), name)
         p = self.pipeline()
+        self.topics.forget_group(p, name, json.loads(tops) if tops else [])
+        self.topics.flush(p)
         for sort in SORT_KEYS:
             p.zrem(self.idx(sort), name)
             if st:

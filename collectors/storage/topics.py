@@ -1,0 +1,395 @@
+"""The topic index: for every topic a group commits to or is assigned, which groups read it and how
+far behind each is, kept by the sink beside the group documents (docs/redis-schema.md, "Topics").
+
+A group's document already says everything per partition (its `lag.partitions` and its members'
+assignments); this module cuts it by topic. Per topic the sink keeps one small row per group (what
+the topic's aggregate and the topic page's table need), the group's partition rows (the heatmap), a
+lag point per group every TOPIC_LAG_BUCKET_MS (the topic's lag history), and the topic's aggregate
+row with one sorted set per sort key, so the topics page pages 10,000 topics like the fleet page
+pages 50,000 groups: a ZRANGE and an HMGET.
+
+The aggregate is recomputed on the server (AGGREGATE_SCRIPT) after a group's rows are written, from
+the topic's group rows: one Lua call reads them all and writes the aggregate and its index entries at
+once, so two sink tasks writing groups of one topic cannot leave an aggregate that misses either.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+TOPIC_SORT_KEYS = ("name", "partitions", "groups", "lag", "lag_seconds", "rebalancing")
+# A group in one of these states is rebalancing now (classic, then KIP-848 states).
+REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
+# One lag point per group and topic per bucket (the newest write in the bucket wins): a busy group
+# writes a document every micro-batch, and the topic page reads every group's points of an hour.
+TOPIC_LAG_BUCKET_MS = 30_000
+
+
+@dataclass
+class TopicGroup:
+    """One group's part in one topic: a row of the topic page's table."""
+
+    group: str
+    type: str | None
+    state: str
+    lag: int  # offsets, over the topic's partitions the group has a lag for
+    lag_seconds: float  # worst partition
+    partitions: int  # partitions of the topic the group commits to or is assigned
+    topic_partitions: int  # highest partition number seen + 1 (the topic's size as far as known)
+    end_offsets: int  # sum of the log-end offsets known for those partitions
+    members: list[str] = field(default_factory=list)  # members owning the topic's partitions
+    clients: list[str] = field(default_factory=list)  # their client ids, in the same order
+
+    @property
+    def rebalancing(self) -> bool:
+        return self.state in REBALANCING
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {**asdict(self), "rebalancing": self.rebalancing}, separators=(",", ":"), sort_keys=True
+        )
+
+
+# A partition row of the heatmap: [partition, committed, end offset, lag, lag seconds, member id].
+PartitionRow = list[Any]
+
+
+@dataclass
+class TopicCut:
+    """What a group document says about one topic."""
+
+    row: TopicGroup
+    partitions: list[PartitionRow]
+
+    def partitions_json(self) -> str:
+        return json.dumps(self.partitions, separators=(",", ":"))
+
+
+def _int(x: Any) -> int:
+    try:
+        return int(x) if x is not None else 0
+    except (TypeError, ValueError):
+        return 0
+
+
+def _float(x: Any) -> float:
+    try:
+        return float(x) if x is not None else 0.0
+    except (TypeError, ValueError):
+        return 0.0
+
+
+def cut_by_topic(doc: Mapping[str, Any]) -> dict[str, TopicCut]:
+    """A group document cut by topic: every topic in its lag rows, committed offsets or members'
+    assignments."""
+    group = str(doc.get("group"))
+    state = str(doc.get("state") or "Unknown")
+    owner: dict[tuple[str, int], str] = {}
+    clients: dict[str, str] = {}
+    for m in doc.get("members") or []:
+        if not isinstance(m, Mapping):
+            continue
+        mid = str(m.get("member_id"))
+        clients[mid] = str(m.get("client_id") or "")
+        for tp in m.get("assignment") or []:
+            if isinstance(tp, list | tuple) and len(tp) == 2:
+                owner[(str(tp[0]), _int(tp[1]))] = mid
+    rows: dict[tuple[str, int], PartitionRow] = {}
+    lag = doc.get("lag")
+    for p in (lag.get("partitions") or []) if isinstance(lag, Mapping) else []:
+        if isinstance(p, Mapping) and p.get("topic") is not None:
+            tp = (str(p["topic"]), _int(p.get("partition")))
+            member = p.get("member_id") or owner.get(tp)
+            rows[tp] = [
+                tp[1],
+                p.get("committed"),
+                p.get("end_offset"),
+                p.get("lag"),
+                p.get("lag_seconds"),
+                member,
+            ]
+    for o in doc.get("offsets") or []:
+        if isinstance(o, Mapping) and o.get("topic") is not None:
+            tp = (str(o["topic"]), _int(o.get("partition")))
+            rows.setdefault(tp, [tp[1], o.get("offset"), None, None, None, owner.get(tp)])
+    for tp, mid in owner.items():
+        rows.setdefault(tp, [tp[1], None, None, None, None, mid])
+    by_topic: dict[str, list[PartitionRow]] = {}
+    for (topic, _), row in sorted(rows.items()):
+        by_topic.setdefault(topic, []).append(row)
+    out: dict[str, TopicCut] = {}
+    for topic, parts in by_topic.items():
+        members = sorted({r[5] for r in parts if r[5]})
+        out[topic] = TopicCut(
+            TopicGroup(
+                group=group,
+                type=doc.get("type"),
+                state=state,
+                lag=sum(_int(r[3]) for r in parts),
+                lag_seconds=max((_float(r[4]) for r in parts), default=0.0),
+                partitions=len(parts),
+                topic_partitions=max(r[0] for r in parts) + 1,
+                end_offsets=sum(_int(r[2]) for r in parts),
+                members=members,
+                clients=[clients.get(m, "") for m in members],
+            ),
+            parts,
+        )
+    return out
+
+
+# Recompute one topic's aggregate row and index entries from its group rows, or remove the topic (and
+# its partition rows and lag history) when no group is left. KEYS: the topic's group rows, the topics
+# hash, the topic's partition rows, lag points and their index, then one index per TOPIC_SORT_KEYS (in
+# that order); ARGV[1]: the topic. Numbers are formatted with %.0f: cjson would write a large end
+# offset in exponent notation.
+AGGREGATE_SCRIPT = """
+local topic = ARGV[1]
+local vals = redis.call('HVALS', KEYS[1])
+if #vals == 0 then
+  redis.call('HDEL', KEYS[2], topic)
+  redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
+  for i = 6, #KEYS do redis.call('ZREM', KEYS[i], topic) end
+  return 0
+end
+local parts, ends, lag, secs, reb = 0, 0, 0, 0, 0
+for _, v in ipairs(vals) do
+  local ok, r = pcall(cjson.decode, v)
+  if ok then
+    parts = math.max(parts, tonumber(r.topic_partitions) or 0)
+    ends = math.max(ends, tonumber(r.end_offsets) or 0)
+    lag = math.max(lag, tonumber(r.lag) or 0)
+    secs = math.max(secs, tonumber(r.lag_seconds) or 0)
+    if r.rebalancing then reb = reb + 1 end
+  end
+end
+local row = string.format(
+  '{"end_offsets":%.0f,"groups":%d,"lag":%.0f,"lag_seconds":%s,"name":%s,"partitions":%d,"rebalancing":%d}',
+  ends, #vals, lag, string.format('%.3f', secs), cjson.encode(topic), parts, reb)
+redis.call('HSET', KEYS[2], topic, row)
+local scores = {0, parts, #vals, lag, secs, reb}
+for i = 6, #KEYS do redis.call('ZADD', KEYS[i], scores[i - 5], topic) end
+return #vals
+"""
+
+
+@dataclass(frozen=True)
+class TopicRow:
+    """One row of the topics page."""
+
+    name: str
+    partitions: int
+    end_offsets: int
+    groups: int
+    lag: int  # the worst group's lag on this topic, in offsets
+    lag_seconds: float  # the worst partition's lag in seconds, over every group
+    rebalancing: int  # groups reading the topic that are rebalancing now
+
+    @classmethod
+    def from_json(cls, raw: bytes | str) -> TopicRow:
+        d = json.loads(raw)
+        return cls(
+            name=str(d["name"]),
+            partitions=_int(d.get("partitions")),
+            end_offsets=_int(d.get("end_offsets")),
+            groups=_int(d.get("groups")),
+            lag=_int(d.get("lag")),
+            lag_seconds=_float(d.get("lag_seconds")),
+            rebalancing=_int(d.get("rebalancing")),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TopicView:
+    """What the topic page shows: the aggregate, each group's row and its partition rows."""
+
+    row: TopicRow
+    groups: list[dict[str, Any]]  # TopicGroup as JSON, worst lag first
+    partitions: dict[str, list[PartitionRow]]  # group -> its partition rows
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.row.to_json(), "groups": self.groups, "partitions": self.partitions}
+
+
+def lag_field(bucket_ms: int, group: str) -> str:
+    """A topic lag point's field: the bucket's start, zero-padded so fields sort by time, then the group."""
+    return f"{bucket_ms:015d}:{group}"
+
+
+def bucket_of(ts_ms: int) -> int:
+    return int(ts_ms) - int(ts_ms) % TOPIC_LAG_BUCKET_MS
+
+
+class TopicIndex:
+    """The topic keys of one RedisStore (its client and prefix): written by the sink through
+    `queue_group` and `flush`, read by the dashboard and the CLI."""
+
+    def __init__(self, client: Any, prefix: str, filter_script: Any) -> None:
+        self.r = client
+        self.p = prefix
+        self._aggregate = client.register_script(AGGREGATE_SCRIPT)
+        self._filter = filter_script  # the fleet's index walk (redis_store._FILTER_SCRIPT)
+        self.touched: set[str] = set()  # topics whose aggregate is due (flush)
+
+    # ---- key names (docs/redis-schema.md, "Topics") ------------------------------------------------
+    def tk(self, topic: str, what: str) -> str:
+        return f"{self.p}:topic:{{{topic}}}:{what}"
+
+    def rows_key(self) -> str:
+        return f"{self.p}:topics"
+
+    def idx(self, sort: str) -> str:
+        return f"{self.p}:tidx:{sort}"
+
+    def of_groups_key(self) -> str:
+        """`G` -> JSON list of the topics the group's rows are in (to remove them when it leaves one)."""
+        return f"{self.p}:fleet:topics"
+
+    # ---- write side --------------------------------------------------------------------------------
+    def queue_group(self, p: Any, name: str, doc: Mapping[str, Any], ts: int, old: list[str]) -> str:
+        """Queue a group's rows in each of its topics and its leaving the topics it no longer reads;
+        the JSON list of its topics now (for `of_groups_key`). The aggregates follow at `flush`."""
+        cuts = cut_by_topic(doc)
+        bucket = bucket_of(ts) if ts else 0
+        for topic, cut in cuts.items():
+            p.hset(self.tk(topic, "groups"), name, cut.row.to_json())
+            p.hset(self.tk(topic, "parts"), name, cut.partitions_json())
+            if bucket and any(r[3] is not None for r in cut.partitions):
+                f = lag_field(bucket, name)
+                p.hset(self.tk(topic, "lag"), f, json.dumps([cut.row.lag, round(cut.row.lag_seconds, 3)]))
+                p.zadd(self.tk(topic, "lag:idx"), {f: float(bucket)})
+        for topic in set(old) - set(cuts):
+            p.hdel(self.tk(topic, "groups"), name)
+            p.hdel(self.tk(topic, "parts"), name)
+        self.touched |= set(cuts) | set(old)
+        return json.dumps(sorted(cuts), separators=(",", ":"))
+
+    def forget_group(self, p: Any, name: str, old: list[str]) -> None:
+        for topic in old:
+            p.hdel(self.tk(topic, "groups"), name)
+            p.hdel(self.tk(topic, "parts"), name)
+        p.hdel(self.of_groups_key(), name)
+        self.touched |= set(old)
+
+    def flush(self, p: Any = None) -> int:
+        """Recompute the aggregate of every topic touched since the last flush (after the rows' writes:
+        queued on `p` after them, or run now). Returns how many."""
+        topics, self.touched = sorted(self.touched), set()
+        client = p if p is not None else self.r.pipeline(transaction=False)
+        for t in topics:
+            self._aggregate(
+                keys=[
+                    self.tk(t, "groups"),
+                    self.rows_key(),
+                    self.tk(t, "parts"),
+                    self.tk(t, "lag"),
+                    self.tk(t, "lag:idx"),
+                    *(self.idx(s) for s in TOPIC_SORT_KEYS),
+                ],
+                args=[t],
+                client=client,
+            )
+        if p is None and topics:
+            client.execute()
+        return len(topics)
+
+    def trim(self, cutoff_ms: int, trim_series: Any) -> int:
+        """Lag points older than `cutoff_ms` (the newest of each topic stays; a topic no group reads
+        any more lost its history with its aggregate)."""
+        removed = 0
+        cursor = 0
+        while True:
+            cursor, names = self.r.hscan(self.rows_key(), cursor, count=1000)
+            p = self.r.pipeline(transaction=False)
+            for t in (n.decode() for n in names):
+                trim_series(keys=[self.tk(t, "lag"), self.tk(t, "lag:idx")], args=[cutoff_ms], client=p)
+            removed += sum(int(x or 0) for x in p.execute())
+            if cursor == 0:
+                break
+        return removed
+
+    # ---- read side ---------------------------------------------------------------------------------
+    def list_topics(
+        self,
+        sort_by: str = "name",
+        descending: bool = False,
+        name_contains: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> tuple[int, list[TopicRow]]:
+        """(total matching, one page of topic rows). Ties sort by name."""
+        if sort_by not in TOPIC_SORT_KEYS:
+            raise ValueError(f"sort_by must be one of {', '.join(TOPIC_SORT_KEYS)}, not {sort_by!r}")
+        offset, limit = max(0, int(offset)), max(0, int(limit))
+        index = self.idx(sort_by)
+        if not name_contains:
+            p = self.r.pipeline(transaction=False)
+            p.zcard(index)
+            if limit:
+                p.zrange(index, offset, offset + limit - 1, desc=descending)
+            res = p.execute()
+            total, names = int(res[0]), (res[1] if limit else [])
+        else:
+            total, names = self._filter(
+                keys=[index, self.rows_key(), self.rows_key()],
+                args=["1" if descending else "0", name_contains.lower(), "", offset, limit],
+            )
+            total = int(total)
+        if not names:
+            return total, []
+        return total, [TopicRow.from_json(raw) for raw in self.r.hmget(self.rows_key(), names) if raw]
+
+    def counts(self) -> dict[str, int]:
+        """Topics, topics with a rebalancing group, topics with any lag."""
+        p = self.r.pipeline(transaction=False)
+        p.zcard(self.idx("name"))
+        p.zcount(self.idx("rebalancing"), "(0", "+inf")
+        p.zcount(self.idx("lag"), "(0", "+inf")
+        total, rebalancing, lagging = p.execute()
+        return {"total": int(total), "rebalancing": int(rebalancing), "lagging": int(lagging)}
+
+    def get_topic(self, name: str) -> TopicView | None:
+        """The topic's aggregate, its groups (worst lag in seconds first, then offsets, then name) and
+        each group's partition rows; None when no group reads it."""
+        p = self.r.pipeline(transaction=False)
+        p.hget(self.rows_key(), name)
+        p.hgetall(self.tk(name, "groups"))
+        p.hgetall(self.tk(name, "parts"))
+        raw, groups, parts = p.execute()
+        if not raw or not groups:
+            return None
+        rows = [json.loads(v) for v in groups.values()]
+        rows.sort(key=lambda r: (-_float(r.get("lag_seconds")), -_int(r.get("lag")), str(r.get("group"))))
+        return TopicView(
+            TopicRow.from_json(raw),
+            rows,
+            {k.decode(): json.loads(v) for k, v in parts.items()},
+        )
+
+    def lag_history(
+        self, name: str, since: int | None = None, groups: list[str] | None = None
+    ) -> dict[str, list[tuple[int, int, float]]]:
+        """Per group, its lag on the topic over time: (bucket start, offsets, worst seconds), oldest
+        first; only `groups` when given."""
+        fields = self.r.zrangebyscore(self.tk(name, "lag:idx"), "-inf" if since is None else since, "+inf")
+        wanted = set(groups) if groups is not None else None
+        keep = []
+        for f in fields:
+            g = f.decode().split(":", 1)[1]
+            if wanted is None or g in wanted:
+                keep.append((f, g))
+        out: dict[str, list[tuple[int, int, float]]] = {}
+        if not keep:
+            return out
+        vals = self.r.hmget(self.tk(name, "lag"), [f for f, _ in keep])
+        for (f, g), v in zip(keep, vals, strict=True):
+            if v:
+                lag, secs = json.loads(v)
+                out.setdefault(g, []).append((int(f.decode().split(":", 1)[0]), int(lag), float(secs)))
+        return out
