@@ -7,6 +7,8 @@ Prints:
   callback endpoint: first page, sorted by lag, filtered by state), target < 300 ms;
 - the server time of the group page's callbacks for a group of 100 members on 1,000 partitions
   (header, timeline, generations, members, heatmap, offsets; and the lag chart), target < 1 s;
+- the topics page's data callback (first 50 of ~10,000 topics by worst lag), target < 300 ms, and a
+  topic page's callback for a topic read by 200 groups (table, heatmap, lag history), target < 1 s;
 - page load times in headless Chromium (until the grid shows its rows / the heatmap is drawn).
 """
 
@@ -28,9 +30,15 @@ from collectors.config import Settings
 from collectors.local_servers import RedisServer, free_port
 from collectors.storage.redis_store import RedisStore
 from dashboard.app import create_app
-from dashboard.urls import group_url
+from dashboard.urls import group_url, topic_url
 
 BIG = "bench-big-group"
+TOPICS = 10_000  # the fleet's groups read this many topics, five groups each
+HOT = "bench-hot-topic"  # ... but one group in 250 reads this one: 200 groups at 50,000
+
+
+def topic_of(i: int) -> str:
+    return HOT if i % 250 == 0 else f"topic-{i % TOPICS:05d}"
 
 
 def fill(url: str, n: int) -> float:
@@ -41,7 +49,7 @@ def fill(url: str, n: int) -> float:
     t0 = time.perf_counter()
     batch: list[dict[str, Any]] = []
     for i in range(n):
-        batch.append(small_fleet_doc(i, now))
+        batch.append(small_fleet_doc(i, now, topic_of(i)))
         if len(batch) == 1000:
             store.write_groups(batch, now)
             batch = []
@@ -62,6 +70,23 @@ def fill(url: str, n: int) -> float:
             },
             members={m["member_id"]: k * 10 for m in big["members"]},
         )
+    # an hour of lag history, one point a minute, for each group of the hot topic
+    p = store.pipeline()
+    for i in range(0, n, 250):
+        doc = small_fleet_doc(i, now, HOT)
+        for k in range(60):
+            parts = {f"{r['topic']}:{r['partition']}": r["lag"] * k // 60 for r in doc["lag"]["partitions"]}
+            store.write_lag_points(
+                doc["group"],
+                now - (60 - k) * 60_000,
+                total=sum(parts.values()),
+                lag_seconds=k,
+                pipe=p,
+                partitions=parts,
+            )
+        if len(p) > 5000:
+            p.execute()
+    p.execute()
     store.heartbeat_collector(now, batch_id=1, event_ms=now)
     return time.perf_counter() - t0
 
@@ -196,6 +221,52 @@ def main() -> None:
             callback(client, [("group-lag", "figure")], lag_in)[0] for _ in range(max(3, args.repeat // 2))
         ]
         report("group page lag-history callback (1,000 partition lines x 60 points)", samples)
+
+        topics_request = {"startRow": 0, "endRow": 50, "sortModel": [{"colId": "lag", "sort": "desc"}]}
+        topics_outs = [("topics-grid", "getRowsResponse"), ("topics-count", "children")]
+        samples = []
+        for _ in range(args.repeat):
+            dt, last = callback(client, topics_outs, [("topics-grid", "getRowsRequest", topics_request)])
+            samples.append(dt)
+        resp = last["response"]["topics-grid"]["getRowsResponse"]
+        lags = [r["lag"] for r in resp["rowData"]]
+        assert len(lags) == 50 and lags == sorted(lags, reverse=True)
+        report(
+            f"topics data callback (first 50 by worst lag of {resp['rowCount']:,} topics)",
+            samples,
+            "< 300 ms",
+        )
+        filtered = {**topics_request, "filterModel": {"name": {"filterType": "text", "filter": "topic-04"}}}
+        samples = [
+            callback(client, topics_outs, [("topics-grid", "getRowsRequest", filtered)])[0]
+            for _ in range(max(3, args.repeat // 4))
+        ]
+        report("topics data callback, plus a name-substring filter (server-side scan)", samples)
+        topic_outs = [
+            ("topic-header", "children"),
+            ("topic-groups", "rowData"),
+            ("topic-heatmap", "figure"),
+            ("topic-lag", "figure"),
+            ("topic-groups", "style"),
+        ]
+        topic_in = [
+            ("url", "pathname", topic_url(HOT)),
+            ("tick", "n_intervals", 1),
+            ("topic-lag-metric", "value", "lag"),
+            ("topic-lag-range", "value", 3_600_000),
+        ]
+        samples = []
+        for _ in range(max(3, args.repeat // 2)):
+            dt, last = callback(client, topic_outs, topic_in)
+            samples.append(dt)
+        n_groups = len(last["response"]["topic-groups"]["rowData"])
+        n_lines = len(last["response"]["topic-lag"]["figure"]["data"])
+        assert n_groups == len(range(0, args.groups, 250)) and n_lines == min(10, n_groups)
+        report(
+            f"topic page callback (a topic of {n_groups} groups: table, heatmap, {n_lines} lag lines)",
+            samples,
+            "< 1 s",
+        )
 
         if not args.no_browser:
             browser_load(app, path)

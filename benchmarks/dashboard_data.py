@@ -45,23 +45,32 @@ def synthetic_group(
             members[j % len(members)]["assignment"].append(list(tp))
     owner = {tuple(tp): m["member_id"] for m in members for tp in m["assignment"]}
     partitions = []
-    offsets: dict[str, dict[str, Any]] = {}
-    for t, p in tps:
+    offsets: list[dict[str, Any]] = []
+    for t, p in tps:  # the spellings of `groupscope model --json`
         end = rnd.randint(1000, 10_000_000)
         lag = rnd.choice([0, 0, 0, rnd.randint(0, 5000)])
         partitions.append(
             {
                 "topic": t,
                 "partition": p,
-                "committed_offset": end - lag,
-                "log_end_offset": end,
+                "committed": end - lag,
+                "has_commit": True,
+                "end_offset": end,
                 "lag": lag,
                 "lag_seconds": round(lag / 200, 1),
                 "status": "OK" if lag < 1000 else "WARN",
-                "member": owner.get((t, p)),
+                "member_id": owner.get((t, p)),
             }
         )
-        offsets.setdefault(t, {})[str(p)] = {"offset": end - lag, "commit_timestamp": now_ms - 1000}
+        offsets.append(
+            {
+                "topic": t,
+                "partition": p,
+                "offset": end - lag,
+                "commit_timestamp": now_ms - 1000,
+                "metadata": "",
+            }
+        )
     start = now_ms - 3600_000
     gens, timeline = [], []
     t = start
@@ -106,16 +115,18 @@ def synthetic_group(
         "timeline": timeline,
         "generations": gens,
         "lag": {
+            "total": total,
+            "max_seconds": max((p["lag_seconds"] for p in partitions), default=0),
             "partitions": partitions,
-            "group": {"lag": total, "lag_seconds": max((p["lag_seconds"] for p in partitions), default=0)},
         },
         "sources": ["offsets", "admin"],
         "inferred": [],
     }
 
 
-def small_fleet_doc(i: int, now_ms: int) -> dict[str, Any]:
-    """A small group for the 50,000-group fleet: 0-5 members, a few partitions, a state."""
+def small_fleet_doc(i: int, now_ms: int, topic: str | None = None) -> dict[str, Any]:
+    """A small group for the 50,000-group fleet: 0-5 members, a few partitions, a state; reading one
+    topic of its own, or `topic`."""
     rnd = random.Random(i)
     state = rnd.choice(STATES)
     n = 0 if state == "Empty" else rnd.randint(1, 5)
@@ -123,4 +134,16 @@ def small_fleet_doc(i: int, now_ms: int) -> dict[str, Any]:
         f"group-{i:05d}", n, rnd.randint(1, 12), now_ms, n_topics=1, n_generations=rnd.randint(1, 15), seed=i
     )
     doc["state"] = state
+    if topic is not None:
+        rename_topic(doc, f"group-{i:05d}-topic-0", topic)
     return doc
+
+
+def rename_topic(doc: dict[str, Any], old: str, new: str) -> None:
+    """The group reads `new` where it read `old` (members, offsets, lag rows)."""
+    for m in doc["members"]:
+        m["assignment"] = [[new if t == old else t, p] for t, p in m["assignment"]]
+        m["subscription"] = [new if t == old else t for t in m.get("subscription") or []]
+    for row in doc["offsets"] + doc["lag"]["partitions"]:
+        if row.get("topic") == old:
+            row["topic"] = new

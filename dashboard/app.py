@@ -1,10 +1,12 @@
-"""The Dash application: a shell (navigation, freshness, live-refresh controls, banner) around four
+"""The Dash application: a shell (navigation, freshness, live-refresh controls, banner) around six
 pages routed by URL, so any view can be shared as a link:
 
     /                        the fleet
     /groups/<name>           one group (name percent-encoded as one path segment)
     /groups/<name>/whatif    the what-if engine on that group
     /alerts                  active alerts and their history
+    /topics                  every topic groups read, with their worst lag
+    /topics/<name>           the groups of one topic, their lag per partition and over time
 
 The app only reads group data from Redis (through collectors.storage.redis_store.RedisStore). Celery uses the
 same Redis as broker and result store for the what-if page's background callbacks.
@@ -23,7 +25,7 @@ from collectors.config import Settings, load_settings
 from dashboard import background
 from dashboard.components import empty_state, fmt_age, fmt_ms
 from dashboard.data import DashboardData
-from dashboard.pages import alerts, fleet, group, whatif
+from dashboard.pages import alerts, fleet, group, topic, topics, whatif
 from dashboard.urls import parse_path
 
 REFRESH_CHOICES = [2, 5, 10, 30, 60]
@@ -39,6 +41,7 @@ def shell(refresh_s: float) -> html.Div:
                 [
                     dcc.Link("groupscope", href="/", className="brand"),
                     dcc.Link("Fleet", href="/", id="nav-fleet"),
+                    dcc.Link("Topics", href="/topics", id="nav-topics"),
                     dcc.Link("Alerts", href="/alerts", id="nav-alerts"),
                     html.Span(className="spacer"),
                     html.Span(id="freshness", className="freshness"),
@@ -100,6 +103,10 @@ def create_app(
             return whatif.layout(r.group or "")
         if r.page == "alerts":
             return alerts.layout()
+        if r.page == "topics":
+            return topics.layout()
+        if r.page == "topic":
+            return topic.layout(r.topic or "")
         return empty_state(
             "Page not found",
             html.Span(["Nothing at ", html.Code(pathname or ""), "."]),
@@ -165,6 +172,8 @@ def create_app(
     group.register(app, data)
     whatif.register(app, data)
     alerts.register(app, data)
+    topics.register(app, data)
+    topic.register(app, data)
     if settings.dashboard_user and settings.dashboard_password:
         add_basic_auth(app, settings.dashboard_user, settings.dashboard_password)
     return app

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.storage.redis_store import RedisStore
+from collectors.storage.topics import TOPIC_SORT_KEYS, TopicRow, TopicView
 
 # The grid's columns that the fleet index can sort by server-side (RedisStore.SORT_KEYS).
 GRID_SORT = {
@@ -73,10 +74,14 @@ class DashboardData:
             return self._store
 
     def _call(self, fn: str, *args: Any, **kw: Any) -> Any:
+        return self._call_on(None, fn, *args, **kw)
+
+    def _call_on(self, target: Any, fn: str, *args: Any, **kw: Any) -> Any:
+        """`target.fn(...)` (the store when None), Redis errors turned into Unavailable."""
         import redis
 
         try:
-            return getattr(self.store, fn)(*args, **kw)
+            return getattr(self.store if target is None else target, fn)(*args, **kw)
         except (redis.ConnectionError, redis.TimeoutError) as e:
             raise Unavailable(f"Redis at {_safe_url(self.redis_url)} is unreachable ({e})") from e
         except redis.RedisError as e:
@@ -118,6 +123,21 @@ class DashboardData:
 
     def lag_history(self, name: str, since: int | None, until: int | None) -> list[dict[str, Any]]:
         return self._call("get_lag_history", name, since, until)
+
+    # ---- topics (collectors/storage/topics.py) ------------------------------------------------------
+    def list_topics(self, **kw: Any) -> tuple[int, list[TopicRow]]:
+        return self._call_on(self.store.topics, "list_topics", **kw)
+
+    def topic_counts(self) -> dict[str, int]:
+        return self._call_on(self.store.topics, "counts")
+
+    def topic(self, name: str) -> TopicView | None:
+        return self._call_on(self.store.topics, "get_topic", name)
+
+    def topic_lag_history(
+        self, name: str, groups: list[str], span_ms: int
+    ) -> dict[str, list[tuple[int, int, float]]]:
+        return self._call_on(self.store.topics, "lag_history", name, groups, span_ms)
 
     def alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
         """(active, recent history) from the alerting component, or None when it is not installed."""
@@ -206,3 +226,30 @@ def fleet_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[s
         r["gen_or_epoch"] = r.get("group_epoch") if r.get("type") == "consumer" else r.get("generation")
         r["lag_seconds"] = round(float(r.get("lag_seconds") or 0), 1)
     return {"rowData": rows, "rowCount": total}
+
+
+# ---- the topics grid's server-side row model --------------------------------------------------------
+def topics_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The topics grid's getRowsResponse for one block: sorted by any column of the topic index,
+    filtered by name."""
+    req = request or {}
+    start = max(0, int(req.get("startRow") or 0))
+    end = max(start, int(req.get("endRow") or start + 100))
+    sort_by, desc = "name", False
+    sort = req.get("sortModel") or []
+    if sort and sort[0].get("colId") in TOPIC_SORT_KEYS:
+        sort_by, desc = sort[0]["colId"], sort[0].get("sort") == "desc"
+    vals = _text_values((req.get("filterModel") or {}).get("name") or {})
+    total, rows = data.list_topics(
+        sort_by=sort_by,
+        descending=desc,
+        name_contains=vals[0] if vals else None,
+        offset=start,
+        limit=min(end - start, 1000),
+    )
+    out = []
+    for r in rows:
+        d = r.to_json()
+        d["lag_seconds"] = round(r.lag_seconds, 1)
+        out.append(d)
+    return {"rowData": out, "rowCount": total}

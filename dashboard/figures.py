@@ -313,3 +313,52 @@ def fleet_state_figure(counts: Mapping[str, int]) -> go.Figure:
     )
     fig.update_yaxes(autorange="reversed")
     return _layout(fig, "Groups by state", 60 + 32 * len(states), showlegend=False)
+
+
+def topic_lag_heatmap(
+    groups: Sequence[str], partitions: Mapping[str, Sequence[Sequence[Any]]], title: str
+) -> go.Figure | dict[str, Any]:
+    """Partition x group matrix of one topic: a cell per partition the group commits to or owns,
+    coloured by its lag in offsets (grey where the lag is not known yet). ``partitions`` is the topic
+    index's rows per group: [partition, committed, end offset, lag, lag seconds, member]."""
+    parts = sorted({int(r[0]) for g in groups for r in partitions.get(g, [])})
+    if not groups or not parts:
+        return empty_figure(title, "No partitions of this topic are committed to or assigned.")
+    col = {p: i for i, p in enumerate(parts)}
+    z: list[list[float | None]] = [[None] * len(parts) for _ in groups]
+    text: list[list[str]] = [[""] * len(parts) for _ in groups]
+    for i, g in enumerate(groups):
+        for p, committed, end, lag, secs, member in partitions.get(g, []):
+            j = col[int(p)]
+            z[i][j] = float(lag) if lag is not None else None
+            known = "unknown" if lag is None else f"{lag}" + ("" if secs is None else f" ({secs:.1f} s)")
+            text[i][j] = (
+                f"committed {'-' if committed is None else committed}, end {'-' if end is None else end}"
+                f"<br>lag {known}<br>owner {member or 'none'}"
+            )
+    small = len(groups) * len(parts) <= 5_000
+    fig = go.Figure(
+        go.Heatmap(
+            colorscale=[[0, "#90caf9"], [0.35, "#ffe082"], [1, "#c62828"]],
+            zmin=0,
+            zmax=max([v for row in z for v in row if v is not None] + [1.0]),
+            colorbar={"title": "lag"},
+            hoverongaps=False,
+            xgap=1 if small else 0,
+            ygap=1 if small else 0,
+            hovertemplate="group %{y}<br>partition %{x}<br>%{text}<extra></extra>",
+        )
+    )
+    fig.update_xaxes(title="partition", type="category", showticklabels=len(parts) <= 120)
+    fig.update_yaxes(
+        autorange="reversed",
+        type="category",
+        showticklabels=len(groups) <= 60,
+        tickmode="array",
+        tickvals=list(groups) if len(groups) <= 60 else None,
+        ticktext=[_short(g, 32) for g in groups] if len(groups) <= 60 else None,
+    )
+    out = _layout(fig, title, max(240, min(160 + 22 * len(groups), 900))).to_plotly_json()
+    # plotly's validation of 200 x 1,000 cells costs seconds; the arrays are ours, already valid
+    out["data"][0].update(z=z, text=text, x=[str(p) for p in parts], y=list(groups))
+    return out

@@ -21,7 +21,7 @@ from dashboard import whatif_engine
 from dashboard.data import grid_query
 from dashboard.figures import assignment_heatmap, generations_figure, timeline_figure
 from dashboard.pages.group import activity_view, lag_series, top_series, window
-from dashboard.urls import Route, group_url, parse_path, whatif_url
+from dashboard.urls import Route, group_url, parse_path, topic_url, whatif_url
 from dashboard.whatif_form import parse_form, parse_partitions
 
 
@@ -32,6 +32,7 @@ def test_any_group_name_survives_its_urls(name: str) -> None:
     assert parse_path(group_url(name)) == Route("group", name)
     assert parse_path(whatif_url(name)) == Route("whatif", name)
     assert group_url(name).count("/") == 2  # one path segment, whatever the name holds
+    assert parse_path(topic_url(name)) == Route("topic", topic=name)
 
 
 def test_routes() -> None:
@@ -43,6 +44,10 @@ def test_routes() -> None:
     assert parse_path("/groups/x/whatif") == Route("whatif", "x")
     assert parse_path("/groups/x/other").page == "not_found"
     assert parse_path("/nope").page == "not_found"
+    assert parse_path("/topics") == Route("topics")
+    assert parse_path("/topics/") == Route("topics")
+    assert parse_path("/topics/orders.v2%2Fx") == Route("topic", topic="orders.v2/x")
+    assert parse_path("/topics/a/b").page == "not_found"
 
 
 # ---- the fleet grid's request -> RedisStore.list_groups query ------------------------------------------

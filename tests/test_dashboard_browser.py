@@ -25,7 +25,7 @@ from browser.dashboard_fill import CAPTURES, GROUPSCOPE, fill
 
 from collectors.headless_chromium import headless_chromium
 from collectors.local_servers import RedisServer, free_port, wait_for_port
-from dashboard.urls import group_url, whatif_url
+from dashboard.urls import group_url, topic_url, whatif_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.servers]
 
@@ -331,6 +331,96 @@ def test_odd_group_name_round_trips_through_urls(served, browser, artifacts_dir)
         )
     )
     shoot(browser, artifacts_dir, "group-odd-name")
+
+
+def _topics_of(docs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """{topic: {group: its TopicGroup}} as the sink cuts the served documents."""
+    from collectors.storage.topics import cut_by_topic
+
+    out: dict[str, dict[str, Any]] = {}
+    for d in docs.values():
+        for topic, cut in cut_by_topic(d).items():
+            out.setdefault(topic, {})[d["group"]] = cut.row
+    return out
+
+
+def test_topics_page_lists_every_topic_sorted_and_filtered(served, browser, artifacts_dir) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    topics = _topics_of(served["docs"])
+    browser.get(served["base"] + "/")
+    wait_for(lambda: browser.find_element(By.ID, "nav-topics"), what="navigation bar").click()
+    wait_for(lambda: browser.current_url.endswith("/topics"), what="navigation")
+    wait_for(lambda: text(browser, "#topics-total") == str(len(topics)), what="topic count")
+    names = wait_for(
+        lambda: (c := grid_cells(browser, "topics-grid", "name")) and len(c) == len(topics) and c, what="rows"
+    )
+    assert names == sorted(topics)
+    groups = dict(zip(names, grid_cells(browser, "topics-grid", "groups"), strict=True))
+    assert groups == {t: len(g) for t, g in topics.items()}
+    # worst lag first (two clicks on the header): the lag-ramp group's topic, with its lag
+    worst = max(topics, key=lambda t: max(r.lag for r in topics[t].values()))
+    header = browser.find_element(
+        By.CSS_SELECTOR, "#topics-grid .ag-header-cell[col-id='lag'] .ag-header-cell-label"
+    )
+    header.click()
+    time.sleep(0.3)
+    header.click()
+    wait_for(lambda: grid_cells(browser, "topics-grid", "name")[0] == worst, what="sorted by lag")
+    lags = grid_cells(browser, "topics-grid", "lag")
+    assert lags == sorted(lags, reverse=True) and lags[0] == max(r.lag for r in topics[worst].values())
+    shoot(browser, artifacts_dir, "topics")
+    search = browser.find_element(By.ID, "topics-filter-name")
+    search.send_keys("k848", Keys.ENTER)
+    wait_for(lambda: text(browser, "#topics-count") == "1 matching topics", what="filtered count")
+    assert grid_cells(browser, "topics-grid", "name") == ["k848-data-060433h"]
+
+
+def test_topic_page_groups_heatmap_history_and_links(served, browser, artifacts_dir) -> None:
+    from selenium.webdriver.common.by import By
+
+    docs = served["docs"]
+    topics = _topics_of(docs)
+    # a topic read by three groups, one of them with a name that needs every escape
+    topic = "k848-data-060433h"
+    readers = topics[topic]
+    assert ODD_NAME in readers and len(readers) == 3
+    browser.get(served["base"] + "/topics")
+    link = wait_for(lambda: browser.find_element(By.LINK_TEXT, topic), what="topic link")
+    link.click()
+    wait_for(lambda: browser.current_url.endswith(topic_url(topic)), what="navigation")
+    wait_for(lambda: text(browser, "#topic-groups-count") == "3", what="group count")
+    rows = wait_for(lambda: (c := grid_cells(browser, "topic-groups", "group")) and len(c) == 3 and c)
+    assert set(rows) == set(readers)
+    assert grid_cells(browser, "topic-groups", "lag") == [readers[g].lag for g in rows]
+    assert grid_cells(browser, "topic-groups", "state") == [docs[g]["state"] for g in rows]
+    owners = grid_cells(browser, "topic-groups", "owners")
+    for g, o in zip(rows, owners, strict=True):
+        assert all((m.get("client_id") or m["member_id"]) in o for m in docs[g]["members"])
+    heat = wait_for(lambda: plot_data(browser, "topic-heatmap"), what="heatmap")
+    assert heat[0]["y"] == rows
+    for g, zrow in zip(rows, heat[0]["z"], strict=True):
+        want = sorted(float(p["lag"]) for p in docs[g]["lag"]["partitions"] if p["topic"] == topic)
+        assert sorted(v for v in zrow if v is not None) == want
+    shoot(browser, artifacts_dir, "topic-k848")
+    # the odd name's links: its group page and its what-if page
+    browser.find_element(By.CSS_SELECTOR, f"#topic-groups a.group-link[title='{ODD_NAME}']").click()
+    wait_for(lambda: text(browser, "#group-name") == ODD_NAME, what="odd group page")
+    browser.back()
+    wait_for(lambda: text(browser, "#topic-groups-count") == "3", what="back on the topic")
+    wait_for(lambda: browser.find_elements(By.CSS_SELECTOR, "#topic-groups a.whatif-link"), what="what-if")
+    browser.find_element(
+        By.CSS_SELECTOR, f"#topic-groups a.whatif-link[title='What-if reassignment of {ODD_NAME}']"
+    ).click()
+    wait_for(lambda: text(browser, "#whatif-group-name") == ODD_NAME, what="odd what-if page")
+    # the lag-ramp group's topic: its lag history comes from the group's own points
+    lag_doc = docs["lag-060433j"]
+    browser.get(served["base"] + topic_url("lag-data-060433j"))
+    lines = wait_for(lambda: plot_data(browser, "topic-lag"), what="lag history")
+    assert [t["name"] for t in lines] == ["lag-060433j"] and len(lines[0]["x"]) > 3
+    assert lines[0]["y"][-1] == lag_doc["lag"]["total"]
+    shoot(browser, artifacts_dir, "topic-lag-ramp")
 
 
 def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir) -> None:

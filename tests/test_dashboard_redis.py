@@ -18,8 +18,9 @@ from collectors.config import Settings
 from collectors.local_servers import free_port
 from collectors.storage.redis_store import RedisStore
 from dashboard.app import create_app
-from dashboard.data import DashboardData, fleet_page
+from dashboard.data import DashboardData, fleet_page, topics_page
 from dashboard.pages.group import group_outputs
+from dashboard.pages.topic import topic_outputs
 
 pytestmark = pytest.mark.servers
 
@@ -101,6 +102,32 @@ def test_group_outputs_from_a_real_capture(redis_client, redis_server) -> None:
     # an unknown group is an explanation, not an error
     missing = group_outputs(data, "no such group", -1)
     assert "No group named" in str(missing[0])
+
+
+def test_topics_grid_pages_on_the_server_and_the_topic_page_outputs(redis_client, redis_server) -> None:
+    store = RedisStore(redis_client)
+    docs = [_doc(i, "Stable", i) for i in range(30)]
+    for i, d in enumerate(docs):  # 30 groups over 10 topics: group i reads topic t{i % 10}
+        d["lag"]["partitions"] = [{"topic": f"t{i % 10}", "partition": 0, "lag": i, "lag_seconds": i / 10}]
+        d["members"][0]["assignment"] = [[f"t{i % 10}", 0]]
+    store.write_groups(docs, int(time.time() * 1000))
+    data = DashboardData(redis_server.url)
+    req = {"startRow": 2, "endRow": 5, "sortModel": [{"colId": "lag", "sort": "desc"}], "filterModel": {}}
+    page = topics_page(data, req)
+    assert page["rowCount"] == 10 and [r["name"] for r in page["rowData"]] == ["t7", "t6", "t5"]
+    assert page["rowData"][0]["lag"] == 27 and page["rowData"][0]["groups"] == 3
+    req = {"startRow": 0, "endRow": 50, "filterModel": {"name": {"filterType": "text", "filter": "t1"}}}
+    assert [r["name"] for r in topics_page(data, req)["rowData"]] == ["t1"]
+    # an unsortable column falls back to name order
+    req = {"startRow": 0, "endRow": 3, "sortModel": [{"colId": "end_offsets", "sort": "desc"}]}
+    assert [r["name"] for r in topics_page(data, req)["rowData"]] == ["t0", "t1", "t2"]
+    header, rows, heat, _lines = topic_outputs(data, "t3", "lag", 3_600_000)
+    assert [r["group"] for r in rows] == ["g0023", "g0013", "g0003"]  # worst lag first
+    values = {getattr(c.children[0], "id", None): c.children[0].children for c in header.children}
+    assert values["topic-groups-count"] == "3" and values["topic-lag-total"] == "23"
+    assert heat["data"][0]["y"] == ["g0023", "g0013", "g0003"]
+    missing = topic_outputs(data, "nope", "lag", 3_600_000)
+    assert "No group reads a topic named 'nope'" in str(missing[0]) and missing[1] == []
 
 
 def test_health_when_redis_is_unreachable() -> None:

@@ -18,8 +18,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from browser.dashboard_fill import CAPTURES, model_docs
 
 from collectors.cli.main import cli
+from collectors.pipeline.sink import write_rows
 from collectors.storage.redis_store import RedisStore
-from collectors.storage.topics import TOPIC_LAG_BUCKET_MS, TopicIndex, bucket_of, cut_by_topic
+from collectors.storage.topics import TopicIndex, cut_by_topic
 
 pytestmark = pytest.mark.servers
 
@@ -130,20 +131,29 @@ def test_a_group_that_leaves_a_topic_or_is_deleted_leaves_its_rows(redis_client)
     assert all(redis_client.zscore(f"gs:tidx:{k}", "orders") is None for k in ("name", "lag", "groups"))
 
 
-def test_lag_history_by_group_one_point_per_bucket(redis_client) -> None:
+def test_lag_history_comes_from_the_groups_own_points(redis_client) -> None:
+    """The sink writes each group's lag point per partition; the topic's history sums the topic's
+    partitions per point, over the last span of what is known, thinned to at most max_points."""
     s = RedisStore(redis_client)
-    for i in range(6):  # two writes per bucket: the later one stays
-        at = T0 + i * TOPIC_LAG_BUCKET_MS // 2
-        s.write_groups([doc("a", {("orders", 0): (i, float(i))}, as_of=at)], at)
-    hist = s.topics.lag_history("orders")
-    assert [p[0] for p in hist["a"]] == sorted(
-        {bucket_of(T0 + i * TOPIC_LAG_BUCKET_MS // 2) for i in range(6)}
-    )
-    assert hist["a"][-1][1] == 5
-    assert s.topics.lag_history("orders", groups=["other"]) == {}
-    # trimming keeps the newest point
-    s.trim(T0 + 10 * 24 * 3600 * 1000)
-    assert len(s.topics.lag_history("orders")["a"]) == 1
+    for i in range(50):
+        at = T0 + i * 1000
+        d = doc(
+            "a", {("orders", 0): (i, float(i)), ("orders", 1): (1, 0.5), ("audit", 0): (100, 9.0)}, as_of=at
+        )
+        b = doc("b", {("audit", 0): (7, 1.0)}, as_of=at)
+        write_rows(s, [_row(d, at), _row(b, at)])
+    hist = s.topics.lag_history("orders", ["a", "b", "nobody"], span_ms=10_000)
+    assert set(hist) == {"a"}  # b reads no partition of orders; nobody has no history
+    assert [t for t, _, _ in hist["a"]] == [T0 + i * 1000 for i in range(39, 50)]
+    assert hist["a"][-1] == (T0 + 49_000, 49 + 1, 49.0)
+    thin = s.topics.lag_history("orders", ["a"], span_ms=60_000, max_points=10)["a"]
+    assert len(thin) == 10 and thin[-1][0] == T0 + 49_000 and thin[0][0] < T0 + 10_000
+    assert s.topics.lag_history("orders", [], span_ms=1000) == {}
+
+
+def _row(d: dict, at: int) -> dict:
+    """A model-stage output row of a document, as the sink receives it."""
+    return {"group": d["group"], "kind": "doc", "ts": at, "refreshed": at, "payload": json.dumps(d)}
 
 
 def test_two_writers_of_one_topic_leave_an_aggregate_with_both(redis_client) -> None:
@@ -213,7 +223,7 @@ def test_aggregates_equal_pythons_after_any_rewrites(redis_client, first, second
 
 
 def test_index_keys_names(redis_client) -> None:
-    ix = TopicIndex(redis_client, "gs", None)
+    ix = TopicIndex(redis_client, "gs", None, None)
     assert ix.tk("orders", "groups") == "gs:topic:{orders}:groups"  # a Redis Cluster hash tag per topic
 
 
@@ -251,3 +261,16 @@ def test_cli_topics_and_topic_over_real_captures(redis_client, redis_server) -> 
     assert miss.exit_code != 0 and "no group reads topic 'no-such-topic'" in miss.output
     table = runner.invoke(cli, ["topics", "--redis", redis_server.url]).output
     assert all(t in table for t in want)
+
+
+def test_groups_written_before_the_index_are_backfilled_once(redis_client) -> None:
+    s = RedisStore(redis_client)
+    s.write_groups([doc("a", {("orders", 0): (3, 1.0)}), doc("b", {("audit", 1): (5, 2.0)})], T0)
+    # what a store of before the topic index leaves: documents and fleet rows, no topic keys
+    for k in redis_client.keys("gs:topic*") + redis_client.keys("gs:tidx:*") + ["gs:fleet:topics"]:
+        redis_client.delete(k)
+    assert s.topics.list_topics()[0] == 0
+    assert s.backfill_topics(batch=1) == 2
+    total, rows = s.topics.list_topics()
+    assert total == 2 and {(r.name, r.lag) for r in rows} == {("orders", 3), ("audit", 5)}
+    assert s.backfill_topics() == 0  # nothing left to do

@@ -253,6 +253,8 @@ def run_pipeline(
 
     t0 = time.monotonic()
     store = RedisStore.from_url(cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms)
+    if n := store.backfill_topics():
+        log.info("topic index: added %d groups written before it existed", n)
     topics: list[str] = []
     offsets_ok: bool | None = None
     threads: list[Any] = []

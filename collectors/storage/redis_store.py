@@ -234,7 +234,7 @@ class RedisStore:
         self._filter = client.register_script(_FILTER_SCRIPT)
         self._trim_series = client.register_script(_TRIM_SERIES_SCRIPT)
         self._dead_letter = client.register_script(_DEAD_LETTER_SCRIPT)
-        self.topics = TopicIndex(client, prefix, self._filter)
+        self.topics = TopicIndex(client, prefix, self._filter, self.gk)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> RedisStore:
@@ -365,9 +365,7 @@ class RedisStore:
                 self._queue_history(p, name, doc)
                 digests[name] = digest
             was = topics_of.get(name) or (old_tops.decode() if old_tops else "[]")
-            topics_of[name] = self.topics.queue_group(
-                p, name, doc, int(doc.get("as_of") or ref), json.loads(was)
-            )
+            topics_of[name] = self.topics.queue_group(p, name, doc, json.loads(was))
             if self.summaries:
                 if name not in known_facts:
                     known_facts[name] = _summary.decode_facts(old_fact)
@@ -601,11 +599,41 @@ class RedisStore:
             if st and st.decode() in ("Dead", "Empty"):
                 self.delete_group(name)
                 removed += 1
-        removed += self.topics.trim(cutoff, self._trim_series)
         # Dead letters: the seen-set by record time; the stream itself is capped by length (MAXLEN), as
         # its ids are wall-clock times while retention runs on evidence time (replays of old captures).
         removed += int(self.r.zremrangebyscore(self.k("deadletters", "seen"), "-inf", f"({cutoff}"))
         return removed
+
+    def backfill_topics(self, batch: int = 500) -> int:
+        """Put the groups written before the topic index existed (or by a writer without it) into it,
+        from their stored documents; the collector runs this once at start. Returns how many groups.
+        Cheap when there is nothing to do: two HLENs."""
+        if self.r.hlen(self.k("fleet")) <= self.r.hlen(self.topics.of_groups_key()):
+            return 0
+        done = 0
+        cursor = 0
+        while True:
+            cursor, chunk = self.r.hscan(self.k("fleet"), cursor, count=batch)
+            names = [n.decode() for n in chunk]
+            known = self.r.hmget(self.topics.of_groups_key(), names) if names else []
+            missing = [n for n, k in zip(names, known, strict=True) if k is None]
+            if missing:
+                p = self.pipeline()
+                for n in missing:  # one GET each: the documents live on their own hash slots
+                    p.get(self.gk(n, "doc"))
+                docs = p.execute()
+                for name, raw in zip(missing, docs, strict=True):
+                    if raw:
+                        p.hset(
+                            self.topics.of_groups_key(),
+                            name,
+                            self.topics.queue_group(p, name, json.loads(raw), []),
+                        )
+                        done += 1
+                self.topics.flush(p)
+                p.execute()
+            if cursor == 0:
+                return done
 
     def delete_group(self, name: str) -> None:
         st = self.r.hget(self.k("fleet", "state"), name)

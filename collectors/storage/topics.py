@@ -3,10 +3,10 @@ far behind each is, kept by the sink beside the group documents (docs/redis-sche
 
 A group's document already says everything per partition (its `lag.partitions` and its members'
 assignments); this module cuts it by topic. Per topic the sink keeps one small row per group (what
-the topic's aggregate and the topic page's table need), the group's partition rows (the heatmap), a
-lag point per group every TOPIC_LAG_BUCKET_MS (the topic's lag history), and the topic's aggregate
-row with one sorted set per sort key, so the topics page pages 10,000 topics like the fleet page
-pages 50,000 groups: a ZRANGE and an HMGET.
+the topic's aggregate and the topic page's table need), the group's partition rows (the heatmap), and
+the topic's aggregate row with one sorted set per sort key, so the topics page pages 10,000 topics like
+the fleet page pages 50,000 groups: a ZRANGE and an HMGET. A topic's lag history is read from its
+groups' own lag history (per partition, written by the sink), never stored twice.
 
 The aggregate is recomputed on the server (AGGREGATE_SCRIPT) after a group's rows are written, from
 the topic's group rows: one Lua call reads them all and writes the aggregate and its index entries at
@@ -23,9 +23,9 @@ from typing import Any
 TOPIC_SORT_KEYS = ("name", "partitions", "groups", "lag", "lag_seconds", "rebalancing")
 # A group in one of these states is rebalancing now (classic, then KIP-848 states).
 REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
-# One lag point per group and topic per bucket (the newest write in the bucket wins): a busy group
-# writes a document every micro-batch, and the topic page reads every group's points of an hour.
-TOPIC_LAG_BUCKET_MS = 30_000
+# The most points of one group's line on the topic page's lag history (evenly picked, the newest kept):
+# a busy group writes a lag point every micro-batch, and the page draws several groups.
+HISTORY_POINTS = 240
 
 
 @dataclass
@@ -142,17 +142,16 @@ def cut_by_topic(doc: Mapping[str, Any]) -> dict[str, TopicCut]:
 
 
 # Recompute one topic's aggregate row and index entries from its group rows, or remove the topic (and
-# its partition rows and lag history) when no group is left. KEYS: the topic's group rows, the topics
-# hash, the topic's partition rows, lag points and their index, then one index per TOPIC_SORT_KEYS (in
-# that order); ARGV[1]: the topic. Numbers are formatted with %.0f: cjson would write a large end
-# offset in exponent notation.
+# its partition rows) when no group is left. KEYS: the topic's group rows, the topics hash, the topic's
+# partition rows, then one index per TOPIC_SORT_KEYS (in that order); ARGV[1]: the topic. Numbers are
+# formatted with %.0f: cjson would write a large end offset in exponent notation.
 AGGREGATE_SCRIPT = """
 local topic = ARGV[1]
 local vals = redis.call('HVALS', KEYS[1])
 if #vals == 0 then
   redis.call('HDEL', KEYS[2], topic)
-  redis.call('DEL', KEYS[3], KEYS[4], KEYS[5])
-  for i = 6, #KEYS do redis.call('ZREM', KEYS[i], topic) end
+  redis.call('DEL', KEYS[3])
+  for i = 4, #KEYS do redis.call('ZREM', KEYS[i], topic) end
   return 0
 end
 local parts, ends, lag, secs, reb = 0, 0, 0, 0, 0
@@ -171,7 +170,7 @@ local row = string.format(
   ends, #vals, lag, string.format('%.3f', secs), cjson.encode(topic), parts, reb)
 redis.call('HSET', KEYS[2], topic, row)
 local scores = {0, parts, #vals, lag, secs, reb}
-for i = 6, #KEYS do redis.call('ZADD', KEYS[i], scores[i - 5], topic) end
+for i = 4, #KEYS do redis.call('ZADD', KEYS[i], scores[i - 3], topic) end
 return #vals
 """
 
@@ -217,22 +216,31 @@ class TopicView:
         return {"topic": self.row.to_json(), "groups": self.groups, "partitions": self.partitions}
 
 
-def lag_field(bucket_ms: int, group: str) -> str:
-    """A topic lag point's field: the bucket's start, zero-padded so fields sort by time, then the group."""
-    return f"{bucket_ms:015d}:{group}"
-
-
-def bucket_of(ts_ms: int) -> int:
-    return int(ts_ms) - int(ts_ms) % TOPIC_LAG_BUCKET_MS
+def topic_point(point: Mapping[str, Any], topic: str) -> tuple[int, float] | None:
+    """A group lag point (RedisStore.write_lag_points) on one topic: (lag summed over the topic's
+    partitions, worst seconds), or None when the point has none of them. Partition keys are
+    "topic:partition" (a topic name has no ':')."""
+    lag, secs, seen = 0, 0.0, False
+    for key, v in (point.get("partitions") or {}).items():
+        if key.rsplit(":", 1)[0] != topic:
+            continue
+        seen = True
+        if isinstance(v, Mapping):
+            lag += _int(v.get("lag"))
+            secs = max(secs, _float(v.get("lag_seconds")))
+        else:  # older points kept the lag alone
+            lag += _int(v)
+    return (lag, secs) if seen else None
 
 
 class TopicIndex:
     """The topic keys of one RedisStore (its client and prefix): written by the sink through
     `queue_group` and `flush`, read by the dashboard and the CLI."""
 
-    def __init__(self, client: Any, prefix: str, filter_script: Any) -> None:
+    def __init__(self, client: Any, prefix: str, filter_script: Any, group_key: Any) -> None:
         self.r = client
         self.p = prefix
+        self.group_key = group_key  # RedisStore.gk: a group's own keys (its lag history)
         self._aggregate = client.register_script(AGGREGATE_SCRIPT)
         self._filter = filter_script  # the fleet's index walk (redis_store._FILTER_SCRIPT)
         self.touched: set[str] = set()  # topics whose aggregate is due (flush)
@@ -252,18 +260,13 @@ class TopicIndex:
         return f"{self.p}:fleet:topics"
 
     # ---- write side --------------------------------------------------------------------------------
-    def queue_group(self, p: Any, name: str, doc: Mapping[str, Any], ts: int, old: list[str]) -> str:
+    def queue_group(self, p: Any, name: str, doc: Mapping[str, Any], old: list[str]) -> str:
         """Queue a group's rows in each of its topics and its leaving the topics it no longer reads;
         the JSON list of its topics now (for `of_groups_key`). The aggregates follow at `flush`."""
         cuts = cut_by_topic(doc)
-        bucket = bucket_of(ts) if ts else 0
         for topic, cut in cuts.items():
             p.hset(self.tk(topic, "groups"), name, cut.row.to_json())
             p.hset(self.tk(topic, "parts"), name, cut.partitions_json())
-            if bucket and any(r[3] is not None for r in cut.partitions):
-                f = lag_field(bucket, name)
-                p.hset(self.tk(topic, "lag"), f, json.dumps([cut.row.lag, round(cut.row.lag_seconds, 3)]))
-                p.zadd(self.tk(topic, "lag:idx"), {f: float(bucket)})
         for topic in set(old) - set(cuts):
             p.hdel(self.tk(topic, "groups"), name)
             p.hdel(self.tk(topic, "parts"), name)
@@ -288,8 +291,6 @@ class TopicIndex:
                     self.tk(t, "groups"),
                     self.rows_key(),
                     self.tk(t, "parts"),
-                    self.tk(t, "lag"),
-                    self.tk(t, "lag:idx"),
                     *(self.idx(s) for s in TOPIC_SORT_KEYS),
                 ],
                 args=[t],
@@ -298,21 +299,6 @@ class TopicIndex:
         if p is None and topics:
             client.execute()
         return len(topics)
-
-    def trim(self, cutoff_ms: int, trim_series: Any) -> int:
-        """Lag points older than `cutoff_ms` (the newest of each topic stays; a topic no group reads
-        any more lost its history with its aggregate)."""
-        removed = 0
-        cursor = 0
-        while True:
-            cursor, names = self.r.hscan(self.rows_key(), cursor, count=1000)
-            p = self.r.pipeline(transaction=False)
-            for t in (n.decode() for n in names):
-                trim_series(keys=[self.tk(t, "lag"), self.tk(t, "lag:idx")], args=[cutoff_ms], client=p)
-            removed += sum(int(x or 0) for x in p.execute())
-            if cursor == 0:
-                break
-        return removed
 
     # ---- read side ---------------------------------------------------------------------------------
     def list_topics(
@@ -373,23 +359,38 @@ class TopicIndex:
         )
 
     def lag_history(
-        self, name: str, since: int | None = None, groups: list[str] | None = None
+        self, topic: str, groups: list[str], span_ms: int, max_points: int = HISTORY_POINTS
     ) -> dict[str, list[tuple[int, int, float]]]:
-        """Per group, its lag on the topic over time: (bucket start, offsets, worst seconds), oldest
-        first; only `groups` when given."""
-        fields = self.r.zrangebyscore(self.tk(name, "lag:idx"), "-inf" if since is None else since, "+inf")
-        wanted = set(groups) if groups is not None else None
-        keep = []
-        for f in fields:
-            g = f.decode().split(":", 1)[1]
-            if wanted is None or g in wanted:
-                keep.append((f, g))
+        """Per group, its lag on the topic over the last `span_ms` of the history known (ending at the
+        newest point of any of these groups, so a replayed capture shows like a live cluster): (time,
+        offsets summed over the topic's partitions, worst seconds), oldest first, at most `max_points`
+        per group."""
+        if not groups:
+            return {}
+        p = self.r.pipeline(transaction=False)
+        for g in groups:
+            p.zrange(self.group_key(g, "lag:idx"), -1, -1, withscores=True)
+        newest = [int(r[0][1]) for r in p.execute() if r]
+        if not newest:
+            return {}
+        since = max(newest) - int(span_ms)
+        for g in groups:
+            p.zrangebyscore(self.group_key(g, "lag:idx"), since, "+inf")
+        picked: list[list[bytes]] = []
+        for ids in p.execute():
+            if len(ids) > max_points:  # evenly spread, the newest always in
+                step = len(ids) / max_points
+                ids = [ids[int(len(ids) - 1 - i * step)] for i in range(max_points)][::-1]
+            picked.append(ids)
+        for g, ids in zip(groups, picked, strict=True):
+            p.hmget(self.group_key(g, "lag"), ids or ["-"])
         out: dict[str, list[tuple[int, int, float]]] = {}
-        if not keep:
-            return out
-        vals = self.r.hmget(self.tk(name, "lag"), [f for f, _ in keep])
-        for (f, g), v in zip(keep, vals, strict=True):
-            if v:
-                lag, secs = json.loads(v)
-                out.setdefault(g, []).append((int(f.decode().split(":", 1)[0]), int(lag), float(secs)))
+        for g, vals in zip(groups, p.execute(), strict=True):
+            for v in vals:
+                if not v:
+                    continue
+                point = json.loads(v)
+                on = topic_point(point, topic)
+                if on is not None:
+                    out.setdefault(g, []).append((int(point["ts"]), on[0], on[1]))
         return out

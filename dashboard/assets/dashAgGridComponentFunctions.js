@@ -1,18 +1,19 @@
-/* Cell renderers for the AG Grids. GroupLink: a group name that navigates inside the Dash app
-   (like dcc.Link: pushState + Dash's location event), percent-encoding the name as one path segment. */
+/* Cell renderers for the AG Grids: links that navigate inside the Dash app (like dcc.Link: pushState
+   + Dash's location event), the name percent-encoded as one path segment (dashboard/urls.py).
+   GroupLink: /groups/<name>; TopicLink: /topics/<name>; WhatifLink: /groups/<name>/whatif. */
 var dagcomponentfuncs = (window.dashAgGridComponentFunctions = window.dashAgGridComponentFunctions || {});
 
-dagcomponentfuncs.GroupLink = function (props) {
-  if (props.value === undefined || props.value === null) {
+function groupscopeLink(value, base, suffix, className, label, title) {
+  if (value === undefined || value === null) {
     return null;
   }
-  var href = '/groups/' + encodeURIComponent(props.value);
+  var href = base + encodeURIComponent(value) + suffix;
   return React.createElement(
     'a',
     {
       href: href,
-      className: 'group-link',
-      title: props.value,
+      className: className,
+      title: title,
       onClick: function (e) {
         if (e.metaKey || e.ctrlKey || e.shiftKey || e.altKey || e.button !== 0) {
           return;
@@ -23,6 +24,20 @@ dagcomponentfuncs.GroupLink = function (props) {
         window.scrollTo(0, 0);
       },
     },
-    props.value
+    label
+  );
+}
+
+dagcomponentfuncs.GroupLink = function (props) {
+  return groupscopeLink(props.value, '/groups/', '', 'group-link', props.value, props.value);
+};
+
+dagcomponentfuncs.TopicLink = function (props) {
+  return groupscopeLink(props.value, '/topics/', '', 'topic-link', props.value, props.value);
+};
+
+dagcomponentfuncs.WhatifLink = function (props) {
+  return groupscopeLink(
+    props.value, '/groups/', '/whatif', 'whatif-link', 'what-if', 'What-if reassignment of ' + props.value
   );
 };

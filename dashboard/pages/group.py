@@ -96,7 +96,7 @@ GEN_COLUMNS = [
     {"field": "inferred", "headerName": "Inferred", "width": 150, "tooltipField": "inferred"},
 ]
 PARTITION_COLUMNS = [
-    {"field": "topic", "headerName": "Topic", "flex": 1, "minWidth": 160},
+    {"field": "topic", "headerName": "Topic", "cellRenderer": "TopicLink", "flex": 1, "minWidth": 160},
     {"field": "partition", "headerName": "Partition", "type": "numericColumn", "width": 105},
     {"field": "committed", "headerName": "Committed offset", "type": "numericColumn", "width": 155},
     {"field": "log_end", "headerName": "Log-end offset", "type": "numericColumn", "width": 140},

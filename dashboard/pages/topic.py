@@ -1,0 +1,198 @@
+"""The topic page (`/topics/<name>`): every group that reads the topic, its state, the members that
+own the topic's partitions and its lag, as a table (with links to the group's page and what-if), a
+partition x group heatmap of lag and each group's lag over time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_ag_grid as dag
+from dash import Dash, Input, Output, dcc, html
+
+from dashboard.components import empty_state, graph, stat
+from dashboard.data import DashboardData, Unavailable
+from dashboard.figures import empty_figure, lag_over_time_figure, topic_lag_heatmap
+from dashboard.urls import parse_path
+
+HEATMAP_GROUPS = 60  # the worst groups drawn in the heatmap (the table lists all of them)
+HISTORY_GROUPS = 10  # the worst groups drawn in the lag history
+# The span of lag history drawn, ending at the newest point known (now, on a live cluster).
+HISTORY_RANGES = [
+    ("last 15 min", 15 * 60_000),
+    ("last hour", 3_600_000),
+    ("last 6 hours", 6 * 3_600_000),
+    ("last 24 hours", 24 * 3_600_000),
+]
+
+GROUP_COLUMNS: list[dict[str, Any]] = [
+    {"field": "group", "headerName": "Group", "cellRenderer": "GroupLink", "flex": 2, "minWidth": 200},
+    {"field": "state", "headerName": "State", "width": 160},
+    {"field": "type", "headerName": "Type", "width": 100},
+    {"field": "partitions", "headerName": "Partitions", "type": "numericColumn", "width": 110},
+    {
+        "field": "lag",
+        "headerName": "Lag (offsets)",
+        "type": "numericColumn",
+        "width": 140,
+        "valueFormatter": {"function": "Number(params.value).toLocaleString('en-US')"},
+    },
+    {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 105},
+    {
+        "field": "owners",
+        "headerName": "Members owning its partitions",
+        "flex": 3,
+        "minWidth": 240,
+        "tooltipField": "owners",
+    },
+    {"field": "whatif", "headerName": "", "cellRenderer": "WhatifLink", "width": 90, "sortable": False},
+]
+
+
+def layout(name: str) -> html.Div:
+    return html.Div(
+        [
+            html.Div(
+                [
+                    html.H2(["Topic ", html.Code(name, id="topic-name")], style={"display": "inline-block"}),
+                    dcc.Link("← Topics", href="/topics", style={"marginLeft": "18px"}),
+                ]
+            ),
+            html.Div(id="topic-header", className="card"),
+            html.Div(
+                [
+                    html.H3("Groups reading this topic"),
+                    dag.AgGrid(
+                        id="topic-groups",
+                        columnDefs=GROUP_COLUMNS,
+                        rowData=[],
+                        defaultColDef={"sortable": True, "resizable": True, "filter": True},
+                        dashGridOptions={
+                            "tooltipShowDelay": 300,
+                            "enableCellTextSelection": True,
+                            "animateRows": False,
+                            "getRowId": {"function": "params.data.group"},
+                        },
+                        style={"height": "320px"},
+                        className="ag-theme-alpine",
+                    ),
+                ],
+                className="card",
+            ),
+            html.Div(graph("topic-heatmap"), className="card"),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            dcc.Dropdown(
+                                id="topic-lag-metric",
+                                clearable=False,
+                                searchable=False,
+                                style={"width": "220px"},
+                                options=[
+                                    {"label": "lag in offsets", "value": "lag"},
+                                    {"label": "lag in seconds", "value": "lag_seconds"},
+                                ],
+                                value="lag",
+                            ),
+                            dcc.Dropdown(
+                                id="topic-lag-range",
+                                clearable=False,
+                                searchable=False,
+                                style={"width": "160px"},
+                                options=[{"label": lbl, "value": v} for lbl, v in HISTORY_RANGES],
+                                value=3_600_000,
+                            ),
+                        ],
+                        className="filters",
+                    ),
+                    graph("topic-lag"),
+                ],
+                className="card",
+            ),
+        ]
+    )
+
+
+def _owners(row: dict[str, Any]) -> str:
+    names = [c or m for m, c in zip(row.get("members") or [], row.get("clients") or [], strict=False)]
+    return ", ".join(names) or "none (no member owns its partitions)"
+
+
+def topic_outputs(data: DashboardData, name: str, metric: str, range_ms: int) -> tuple[Any, Any, Any, Any]:
+    """(header, group rows, heatmap, lag history) of one topic; an unknown topic is explained."""
+    title = "Lag per partition (partition × group)"
+    history_title = "Lag over time"
+    try:
+        view = data.topic(name)
+        if view is None:
+            return (
+                empty_state(
+                    f"No group reads a topic named {name!r}",
+                    "A topic shows here once a group commits to it or is assigned one of its partitions.",
+                    dcc.Link("All topics", href="/topics"),
+                ),
+                [],
+                empty_figure(title, "No groups."),
+                empty_figure(history_title, "No groups."),
+            )
+        worst = [g["group"] for g in view.groups[:HISTORY_GROUPS]]
+        history = data.topic_lag_history(name, worst, range_ms)
+    except Unavailable as e:
+        msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
+        return msg, [], empty_figure(title, "Redis is unreachable."), empty_figure(history_title, "")
+    t = view.row
+    header = html.Div(
+        [
+            stat("partitions", f"{t.partitions:,}", id_="topic-partitions"),
+            stat("end offsets", f"{t.end_offsets:,}"),
+            stat("groups", f"{t.groups:,}", id_="topic-groups-count"),
+            stat("worst lag (offsets)", f"{t.lag:,}", id_="topic-lag-total"),
+            stat("worst lag (s)", f"{t.lag_seconds:,.1f}"),
+            stat("rebalancing now", t.rebalancing, id_="topic-rebalancing"),
+        ],
+        className="stats",
+    )
+    rows = [
+        {
+            "group": g["group"],
+            "state": g.get("state"),
+            "type": g.get("type"),
+            "partitions": g.get("partitions"),
+            "lag": g.get("lag"),
+            "lag_seconds": round(float(g.get("lag_seconds") or 0), 1),
+            "owners": _owners(g),
+            "whatif": g["group"],
+        }
+        for g in view.groups
+    ]
+    shown = [g["group"] for g in view.groups[:HEATMAP_GROUPS]]
+    if len(view.groups) > HEATMAP_GROUPS:
+        title += f": the {HEATMAP_GROUPS} groups furthest behind of {len(view.groups)}"
+    heatmap = topic_lag_heatmap(shown, view.partitions, title)
+    series = {
+        g: [(ts, secs if metric == "lag_seconds" else lag) for ts, lag, secs in points]
+        for g, points in history.items()
+    }
+    lines = lag_over_time_figure(series, metric, "group")
+    if len(view.groups) > HISTORY_GROUPS:
+        lines.update_layout(title_text=lines.layout.title.text + f" (the {HISTORY_GROUPS} furthest behind)")
+    return header, rows, heatmap, lines
+
+
+def register(app: Dash, data: DashboardData) -> None:
+    @app.callback(
+        Output("topic-header", "children"),
+        Output("topic-groups", "rowData"),
+        Output("topic-heatmap", "figure"),
+        Output("topic-lag", "figure"),
+        Output("topic-groups", "style"),
+        Input("url", "pathname"),
+        Input("tick", "n_intervals"),
+        Input("topic-lag-metric", "value"),
+        Input("topic-lag-range", "value"),
+    )
+    def render(pathname: str | None, _n: int | None, metric: str, range_ms: int) -> tuple[Any, ...]:
+        route = parse_path(pathname)
+        out = topic_outputs(data, route.topic or "", metric or "lag", int(range_ms or 3_600_000))
+        # as tall as its rows, up to ten of them (then it scrolls)
+        return (*out, {"height": f"{60 + 42 * min(max(len(out[1]), 1), 10)}px"})

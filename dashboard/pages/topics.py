@@ -1,0 +1,174 @@
+"""The topics page (`/topics`): every topic a group commits to or is assigned, with the groups that
+read it, the worst lag and the groups rebalancing now.
+
+Like the fleet grid, AG Grid's infinite row model asks for one block at a time and the server answers
+from the topic index in Redis (collectors/storage/topics.py: a ZRANGE on the sort key's index and an
+HMGET of the rows), so 10,000 topics page like 10."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dash_ag_grid as dag
+from dash import ClientsideFunction, Dash, Input, Output, State, dcc, html, no_update
+
+from dashboard.components import empty_state, stat
+from dashboard.data import DashboardData, Unavailable, topics_page
+
+NUMBER = {"function": "params.value == null ? '' : Number(params.value).toLocaleString('en-US')"}
+
+COLUMNS: list[dict[str, Any]] = [
+    {
+        "field": "name",
+        "headerName": "Topic",
+        "cellRenderer": "TopicLink",
+        "filter": "agTextColumnFilter",
+        "filterParams": {"filterOptions": ["contains"], "maxNumConditions": 1, "buttons": ["reset"]},
+        "flex": 2,
+        "minWidth": 200,
+    },
+    {"field": "partitions", "headerName": "Partitions", "type": "numericColumn", "width": 115},
+    {
+        "field": "end_offsets",
+        "headerName": "End offsets",
+        "type": "numericColumn",
+        "width": 150,
+        "sortable": False,
+        "valueFormatter": NUMBER,
+        "headerTooltip": "Sum of the log-end offsets of its partitions, as the groups last saw them",
+    },
+    {"field": "groups", "headerName": "Groups", "type": "numericColumn", "width": 100},
+    {
+        "field": "lag",
+        "headerName": "Worst lag (offsets)",
+        "type": "numericColumn",
+        "width": 170,
+        "valueFormatter": NUMBER,
+        "headerTooltip": "The lag of the group furthest behind on this topic, over its partitions",
+    },
+    {
+        "field": "lag_seconds",
+        "headerName": "Worst lag (s)",
+        "type": "numericColumn",
+        "width": 135,
+        "headerTooltip": "The oldest uncommitted data any group has on this topic, in seconds",
+    },
+    {
+        "field": "rebalancing",
+        "headerName": "Rebalancing now",
+        "type": "numericColumn",
+        "width": 150,
+        "cellStyle": {"styleConditions": [{"condition": "params.value > 0", "style": {"color": "#ef6c00"}}]},
+    },
+]
+
+
+def layout() -> html.Div:
+    return html.Div(
+        [
+            html.H2("Topics"),
+            html.Div(id="topics-summary", className="card"),
+            html.Div(
+                [
+                    html.Div(
+                        [
+                            dcc.Input(
+                                id="topics-filter-name",
+                                type="search",
+                                placeholder="Topic name contains…",
+                                debounce=True,
+                                style={"width": "300px", "minWidth": "0"},
+                            ),
+                            html.Span(id="topics-count", className="muted"),
+                        ],
+                        className="filters",
+                    ),
+                    dag.AgGrid(
+                        id="topics-grid",
+                        columnDefs=COLUMNS,
+                        defaultColDef={"sortable": True, "resizable": True},
+                        rowModelType="infinite",
+                        dashGridOptions={
+                            "pagination": True,
+                            "paginationPageSize": 50,
+                            "paginationPageSizeSelector": [25, 50, 100, 500],
+                            "cacheBlockSize": 50,
+                            "maxBlocksInCache": 20,
+                            "rowBuffer": 0,
+                            "maxConcurrentDatasourceRequests": 2,
+                            "infiniteInitialRowCount": 1,
+                            "getRowId": {"function": "params.data.name"},
+                            "tooltipShowDelay": 300,
+                        },
+                        style={"height": "620px"},
+                        className="ag-theme-alpine",
+                    ),
+                ],
+                className="card",
+            ),
+        ]
+    )
+
+
+def register(app: Dash, data: DashboardData) -> None:
+    @app.callback(
+        Output("topics-summary", "children"),
+        Input("tick", "n_intervals"),
+        Input("url", "pathname"),
+    )
+    def summary(_n: int | None, _path: str | None) -> Any:
+        try:
+            counts = data.topic_counts()
+        except Unavailable as e:
+            return empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
+        if not counts["total"]:
+            return empty_state(
+                "No topics yet",
+                "Topics appear here when the collector writes a group that commits to or is assigned one.",
+                html.Span(
+                    [
+                        "Data written before this page existed fills in as each group is written again; ",
+                        html.Code("groupscope collect"),
+                        " rewrites every group when it starts.",
+                    ]
+                ),
+            )
+        return html.Div(
+            [
+                stat("topics read by groups", f"{counts['total']:,}", id_="topics-total"),
+                stat("with a group rebalancing", f"{counts['rebalancing']:,}", id_="topics-rebalancing"),
+                stat("with lag", f"{counts['lagging']:,}", id_="topics-lagging"),
+            ],
+            className="stats",
+        )
+
+    @app.callback(
+        Output("topics-grid", "getRowsResponse"),
+        Output("topics-count", "children"),
+        Input("topics-grid", "getRowsRequest"),
+        prevent_initial_call=True,
+    )
+    def rows(request: dict[str, Any] | None) -> tuple[Any, Any]:
+        if not request:
+            return no_update, no_update
+        try:
+            resp = topics_page(data, request)
+        except Unavailable:
+            return {"rowData": [], "rowCount": 0}, "Redis is unreachable"
+        return resp, f"{resp['rowCount']:,} matching topics"
+
+    @app.callback(
+        Output("topics-grid", "filterModel"),
+        Input("topics-filter-name", "value"),
+        prevent_initial_call=True,
+    )
+    def filters(name: str | None) -> dict[str, Any]:
+        return {"name": {"filterType": "text", "type": "contains", "filter": name}} if name else {}
+
+    app.clientside_callback(
+        ClientsideFunction(namespace="groupscope", function_name="refreshGrid"),
+        Output("topics-grid", "id"),
+        Input("tick", "n_intervals"),
+        State("topics-grid", "id"),
+        prevent_initial_call=True,
+    )
