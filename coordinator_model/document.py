@@ -17,6 +17,7 @@ class DocumentedGroup(GroupContext, Protocol):
 
     group: str
     conflicts: dict[str, dict[str, Any]]
+    denied: dict[str, dict[str, Any]]
     classic: Any  # classic.ClassicGroupModel
     consumer: Any  # consumer.ConsumerGroupModel
 
@@ -131,8 +132,16 @@ def group_document(engine: DocumentedGroup, now: int) -> dict:
         "sources": sorted(engine.sources),
         "inferred": inferred_notes(engine),
         "conflicts": [dict(c) for c in engine.conflicts.values()],
+        **({"denied": {k: dict(v) for k, v in sorted(engine.denied.items())}} if engine.denied else {}),
         "as_of": now,
     }
+
+
+# What a refusal of the broker leaves unknown (docs/security.md).
+DENIED_NOTES = {
+    "describe": "members/assignment/state: the broker refuses to describe this group to groupscope",
+    "offsets": "committed offsets: the broker refuses them to groupscope (no OffsetFetch for this group)",
+}
 
 
 def inferred_notes(engine: DocumentedGroup) -> list[str]:
@@ -141,6 +150,8 @@ def inferred_notes(engine: DocumentedGroup) -> list[str]:
     notes = [
         f"conflict ({c['kind']}, {c['count']}x): {c['note']}; not believed" for c in engine.conflicts.values()
     ]
+    for what, d in sorted(engine.denied.items()):
+        notes.append(DENIED_NOTES[what] + f" ({d['error']})")
     if engine.type == "consumer":
         if not {"offsets", "describe", "broker_log"} & s:
             notes.append("state: Empty/Stable from client events only; epochs and reconciliation unknown")

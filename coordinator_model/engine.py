@@ -32,6 +32,7 @@ from coordinator_model.classic import ClassicGroupModel
 from coordinator_model.consumer import ConsumerGroupModel, has_k848_details
 from coordinator_model.document import group_document
 from coordinator_model.evidence import (
+    AdminDenied,
     CommittedSnapshot,
     ConsumerGroupEpoch,
     ConsumerGroupTopics,
@@ -94,6 +95,8 @@ class GroupEngine:
         self.client_protocol: str | None = None  # the clients' own group.protocol (heartbeat events)
         self.type_source: str | None = None  # client | records | broker_log | describe
         self.conflicts: dict[str, dict[str, Any]] = {}
+        # what the broker refused to tell about the group ("describe", "offsets" -> since, error)
+        self.denied: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------------------------------
     # feeding
@@ -106,6 +109,9 @@ class GroupEngine:
         self.now = max(self.now, ts)
         if isinstance(ev, EndOffset):
             self._end_offset(ev)
+            return
+        if isinstance(ev, AdminDenied):  # a refusal is not a source of what the group does
+            self.denied[ev.what] = {"since": self.denied.get(ev.what, {}).get("since", ts), "error": ev.error}
             return
         self.sources.add(ev.source)
         if ts >= self._next_due:
@@ -377,6 +383,7 @@ class GroupEngine:
     # ------------------------------------------------------------------------------------------
     # 4. Admin API
     def _on_describe(self, ev: DescribeSnapshot) -> None:
+        self.denied.pop("describe", None)  # allowed again
         if ev.type == "consumer" or ev.broker_state:
             if (
                 self.type == "classic"
@@ -404,6 +411,7 @@ class GroupEngine:
         return contradiction(ev, self.members, self.sources)
 
     def _on_committed(self, ev: CommittedSnapshot) -> None:
+        self.denied.pop("offsets", None)
         self.offsets.snapshot(ev.ts, ev.offsets, drop_unseen="offsets" not in self.sources)
 
     # ------------------------------------------------------------------------------------------

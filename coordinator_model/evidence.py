@@ -5,8 +5,8 @@ Four sources, any subset of which may be missing:
 1. `__consumer_offsets` records (`from_offsets_record`, typed records from collectors.codec);
 2. broker group-coordinator log lines (`parse_broker_log_line`);
 3. client heartbeat events (`from_heartbeat_json`, schema in docs/heartbeat-events.md);
-4. Admin API snapshots (`from_describe_json`: group descriptions and committed offsets) and log-end
-   offsets (`from_end_offset_json`).
+4. Admin API snapshots (`from_describe_json`: group descriptions, committed offsets, and the
+   broker's refusals to give either) and log-end offsets (`from_end_offset_json`).
 Malformed input raises `EvidenceError` (a ValueError), never anything else.
 """
 
@@ -19,6 +19,7 @@ from coordinator_model.broker_log import BrokerLogEvent, parse_broker_log_line
 from coordinator_model.errors import EvidenceError
 
 __all__ = [
+    "AdminDenied",
     "BrokerLogEvent",
     "CommittedSnapshot",
     "ConsumerGroupEpoch",
@@ -244,6 +245,18 @@ class CommittedSnapshot:
 
 
 @dataclass(slots=True, frozen=True)
+class AdminDenied:
+    """The broker refused groupscope's principal an Admin answer about the group (an ACL withholds
+    Describe on it): `what` is "describe" (members, assignment, state) or "offsets" (OffsetFetch)."""
+
+    ts: int
+    group: str
+    what: str
+    error: str
+    source = "describe"
+
+
+@dataclass(slots=True, frozen=True)
 class EndOffset:
     ts: int
     topic: str
@@ -267,6 +280,7 @@ Evidence = (
     | HeartbeatEvent
     | DescribeSnapshot
     | CommittedSnapshot
+    | AdminDenied
     | EndOffset
 )
 
@@ -471,11 +485,17 @@ def _topic_ids(broker: dict | None) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((str(k), str(v)) for k, v in ids.items() if isinstance(v, str)))
 
 
-def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot:
-    """One describe.jsonl line: a group description, or {'ts', 'group', 'committed': [[t, p, o], ...]}."""
+def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot | AdminDenied:
+    """One describe.jsonl line: a group description, {'ts', 'group', 'committed': [[t, p, o], ...]},
+    or {'ts', 'group', 'denied': 'describe' | 'offsets', 'error': why}."""
     if not isinstance(obj, dict):
         raise EvidenceError(f"describe line must be a JSON object, got {type(obj).__name__}")
     ts, group = _int(obj, "ts"), _str(obj, "group")
+    if "denied" in obj:
+        what = obj["denied"]
+        if what not in ("describe", "offsets"):
+            raise EvidenceError(f"denied: expected 'describe' or 'offsets' in {obj!r}"[:300])
+        return AdminDenied(ts, group, what, str(obj.get("error") or "not authorized"))
     if "committed" in obj:
         try:
             offsets = tuple((str(t), int(p), int(o)) for t, p, o in obj["committed"] or [])

@@ -29,6 +29,7 @@ from dashboard.pages import alerts, fleet, group, topic, topics, whatif
 from dashboard.urls import parse_path
 
 REFRESH_CHOICES = [2, 5, 10, 30, 60]
+OFFSETS_TOPIC = "__consumer_offsets"  # its source status is kept under the topic's name
 
 
 def shell(refresh_s: float) -> html.Div:
@@ -149,6 +150,18 @@ def create_app(
                 "Data may be stale."
             )
             return text, msg, "banner warn"
+        offsets = (h.sources or {}).get(OFFSETS_TOPIC)
+        if offsets is not None and not offsets.get("ok"):
+            # the Admin-API-only mode (docs/security.md): say on every page what that costs
+            others = [b for b in bad if not b.startswith(OFFSETS_TOPIC + ":")]
+            msg = (
+                "History since groupscope started; offsets topic not readable "
+                f"({offsets.get('detail')}): groups, members, assignments, lag and timelines come from "
+                "the Admin API, polled since then."
+            )
+            if others:
+                msg += " Also unavailable: " + "; ".join(others)
+            return text, html.Span(msg, id="banner-offsets"), "banner warn"
         if bad:
             return text, "Some sources are unavailable: " + "; ".join(bad), "banner warn"
         return text, None, ""

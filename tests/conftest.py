@@ -2,8 +2,10 @@
 
 - `redis_server`: a redis-server with no persistence (tests get a clean DB through `redis_client`).
 - `kafka_broker`: a real Apache Kafka broker (KRaft, jars from Maven Central) with a PLAINTEXT listener,
-  a SASL_PLAINTEXT listener (SCRAM users `admin` and `groupscope`) and an SSL listener (a CA made for
-  the run); its group coordinator's log is in `kafka_broker.coordinator_log`.
+  a SASL_PLAINTEXT listener (SCRAM users, SASL_USERS) and an SSL listener (a CA made for the run); its
+  group coordinator's log is in `kafka_broker.coordinator_log`. Kafka's StandardAuthorizer enforces
+  ACLs: PLAINTEXT and SSL clients (the tests' own setup) and `admin` are super users; the SASL users
+  `groupscope`, `gs-admin-only` and `gs-one-denied` hold exactly the ACLs ACL_GRANTS gives them.
 - `spark`: a SparkSession in local[2] with the RocksDB state store.
 None of them is mocked. Fixture data (real Kafka 4.0 captures) lives in tests/fixtures/.
 """
@@ -18,6 +20,7 @@ import pytest
 
 from collectors.embedded_kafka import KafkaBroker
 from collectors.embedded_kafka.tls import make_test_tls
+from collectors.kafka_acls import Acl, bindings, needed
 from collectors.local_servers import RedisServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -51,13 +54,43 @@ def redis_client(redis_server: RedisServer):
     client.close()
 
 
-SASL_USERS = {"admin": "admin-secret", "groupscope": "groupscope-secret"}
+SASL_USERS = {
+    "admin": "admin-secret",
+    "groupscope": "groupscope-secret",
+    "gs-admin-only": "admin-only-secret",
+    "gs-one-denied": "one-denied-secret",
+}
+DENIED_GROUP = "sec-acl-denied-group"  # the one group gs-one-denied may not describe
+
+
+def acl_grants() -> dict[str, list[Acl]]:
+    """Each SASL user's ACLs: `groupscope` what docs/security.md asks for; `gs-admin-only` all but Read
+    on __consumer_offsets (a managed cluster's monitoring user); `gs-one-denied` all, and a DENY of
+    Describe on DENIED_GROUP."""
+    return {
+        "groupscope": needed(),
+        "gs-admin-only": needed(read_offsets=False),
+        "gs-one-denied": [
+            *needed(),
+            Acl("test: one group hidden", "GROUP", DENIED_GROUP, "LITERAL", "DESCRIBE", "DENY"),
+        ],
+    }
 
 
 @pytest.fixture(scope="session")
 def kafka_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaBroker]:
     tls = make_test_tls(tmp_path_factory.mktemp("kafka-tls"))
-    broker = KafkaBroker(sasl_users=dict(SASL_USERS), tls=tls).start()
+    broker = KafkaBroker(sasl_users=dict(SASL_USERS), tls=tls, authorizer=True).start()
+    try:
+        from confluent_kafka.admin import AdminClient
+
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})  # a super user
+        grants = [b for user, acls in acl_grants().items() for b in bindings(f"User:{user}", acls)]
+        for f in admin.create_acls(grants, request_timeout=30).values():
+            f.result(30)
+    except BaseException:
+        broker.stop()
+        raise
     yield broker
     broker.stop()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -55,6 +56,7 @@ class DemoRun:
     bootstrap: str
     coordinator: list[BrokerLogEvent]  # the broker's coordinator log lines about the demo's groups
     slow_lag: list[dict]  # demo-slow's lag history in Redis
+    live_pages: dict  # what the demo's own dashboard showed on its topic pages (_look_at_topics)
 
     def log_of(self, group: str, kind: str | None = None) -> list[BrokerLogEvent]:
         return [e for e in self.coordinator if e.group == group and (kind is None or e.kind == kind)]
@@ -108,9 +110,10 @@ def demo_run(kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> Dem
         # what `groupscope demo` gives the collector when it starts the broker itself
         "GROUPSCOPE_BROKER_LOG_FILES": json.dumps([str(kafka_broker.coordinator_log)]),
     }
+    port = free_port()
     argv = [
         *CLI, "demo", "--bootstrap-servers", kafka_broker.bootstrap_servers, "--redis", redis_server.url,
-        "--duration", str(DURATION), "--no-browser", "--port", str(free_port()), "--logs-dir", str(logs),
+        "--duration", str(DURATION), "--no-browser", "--port", str(port), "--logs-dir", str(logs),
     ]  # fmt: skip
     out_path = logs / "demo.out"
     started_ms = int(time.time() * 1000)
@@ -129,6 +132,7 @@ def demo_run(kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> Dem
             doc = _cli_json(["group", g, "--json"], read_env)
             if doc is not None:
                 docs[g] = doc
+        live_pages = _look_at_topics(f"http://127.0.0.1:{port}", artifacts_dir, read_env)
         rc = proc.wait(DURATION + 60)
     finally:
         if proc.poll() is None:
@@ -163,7 +167,59 @@ def demo_run(kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> Dem
         bootstrap=kafka_broker.bootstrap_servers,
         coordinator=coordinator,
         slow_lag=store.get_lag_history("demo-slow"),
+        live_pages=live_pages,
     )
+
+
+SLOW_TOPIC = next(s.topic for s in SCENARIOS if s.group == "demo-slow")
+
+
+def _look_at_topics(base: str, artifacts_dir: Path, env: dict) -> dict:
+    """The demo's own dashboard, live, in headless Chromium: the topics page until it lists every
+    topic the demo's groups read, then demo-slow's topic page; screenshots, and what each showed
+    beside what `groupscope topic NAME --json` printed at the same moment."""
+    from collectors.headless_chromium import headless_chromium
+
+    want = {s.topic for s in SCENARIOS}
+    driver, profile = headless_chromium(1400, 1400, prefix="gs-demo-topics-")
+    out: dict = {"error": None}
+    rows_js = (
+        "try { const api = dash_ag_grid.getApi(arguments[0]); const out = [];"
+        " api.forEachNode(n => { if (n.data) out.push(n.data); }); return out; } catch (e) { return null; }"
+    )
+    try:
+        driver.get(base + "/topics")
+        deadline = time.monotonic() + 40
+        rows: list = []
+        while time.monotonic() < deadline:
+            rows = driver.execute_script(rows_js, "topics-grid") or []
+            if want <= {r["name"] for r in rows}:
+                break
+            time.sleep(0.5)
+        out["topics"] = {r["name"]: r for r in rows}
+        driver.save_screenshot(str(artifacts_dir / "demo-live-topics.png"))
+        driver.get(base + "/topics/" + SLOW_TOPIC)
+        deadline = time.monotonic() + 30
+        groups: list = []
+        while time.monotonic() < deadline:
+            groups = driver.execute_script(rows_js, "topic-groups") or []
+            heat = driver.execute_script(
+                "const el = document.querySelector('#topic-heatmap .js-plotly-plot');"
+                " return el && el.data && el.data.length ? el.data[0].y : null;"
+            )
+            if any(g["group"] == "demo-slow" for g in groups) and heat:
+                break
+            time.sleep(0.5)
+        out["slow_topic_groups"] = groups
+        out["slow_topic_heatmap_groups"] = heat
+        out["slow_topic_cli"] = _cli_json(["topic", SLOW_TOPIC, "--json"], env)
+        driver.save_screenshot(str(artifacts_dir / "demo-live-topic.png"))
+    except Exception as e:  # a broken page is that test's failure, not the fixture's
+        out["error"] = repr(e)
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
+    return out
 
 
 def _by_member(events: list[dict], group: str) -> dict[str, list[dict]]:
@@ -331,6 +387,32 @@ def test_collector_shows_each_scenario(demo_run):
     assert first["k848-1"] in left, (first, left)
     for m in k["members"]:  # when the view was taken within a cycle
         assert m["client_id"] in first and m["member_epoch"] is not None, m
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+@pytest.mark.browser
+def test_live_demo_topics_pages(demo_run):
+    """The demo's dashboard, live: the topics page lists every topic of the scenarios with the groups
+    that read it, and demo-slow's topic page shows the group, its lag and its heatmap row, as the CLI
+    prints them."""
+    reason = _collector_missing(demo_run)
+    if reason:
+        pytest.skip(reason)
+    seen = demo_run.live_pages
+    assert seen["error"] is None, seen["error"]
+    topics = seen["topics"]
+    for s in SCENARIOS:
+        assert s.topic in topics, (s.topic, sorted(topics))
+        assert topics[s.topic]["groups"] >= 1 and topics[s.topic]["partitions"] >= 1, topics[s.topic]
+    groups = {g["group"]: g for g in seen["slow_topic_groups"]}
+    assert set(groups) == {"demo-slow"}, groups
+    assert seen["slow_topic_heatmap_groups"] == ["demo-slow"]
+    cli = seen["slow_topic_cli"]
+    assert cli is not None and [g["group"] for g in cli["groups"]] == ["demo-slow"]
+    # the page and the CLI read the same index a moment apart: the slow group is behind on both
+    assert groups["demo-slow"]["lag"] > 0 and cli["groups"][0]["lag"] > 0, (groups, cli["groups"])
+    assert groups["demo-slow"]["partitions"] == cli["groups"][0]["partitions"]
 
 
 @pytest.mark.servers

@@ -514,3 +514,21 @@ def test_engines_pickled_by_an_older_version_load_and_run(capture: str) -> None:
             assert len(eng.offsets.committed) < before  # the first offset due expired
         again = pickle.loads(pickle.dumps(eng))
         assert again.document() == eng.document() and again.consumer.engine.members is again.members
+
+
+def test_a_refused_describe_marks_the_group_until_a_describe_succeeds() -> None:
+    """The Admin poller's line of a refusal (an ACL withholds Describe on the group): the document
+    says what is missing and why, keeps when it began, and a later describe clears it; a refusal is
+    not a source of what the group does."""
+    eng = GroupEngine("g")
+    line = {"ts": 1_000, "group": "g", "denied": "describe", "error": "GROUP_AUTHORIZATION_FAILED: no"}
+    eng.apply(from_describe_json(line))
+    eng.apply(from_describe_json({**line, "ts": 2_000}))
+    doc = eng.document(2_000)
+    assert doc["denied"] == {"describe": {"since": 1_000, "error": "GROUP_AUTHORIZATION_FAILED: no"}}
+    assert any("refuses to describe" in n and "GROUP_AUTHORIZATION_FAILED" in n for n in doc["inferred"])
+    assert "describe" not in doc["sources"]
+    eng.apply(from_describe_json({"ts": 3_000, "group": "g", "state": "Empty", "members": []}))
+    assert "denied" not in eng.document(3_000)
+    with pytest.raises(EvidenceError):
+        from_describe_json({**line, "denied": "everything"})

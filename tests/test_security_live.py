@@ -200,3 +200,168 @@ def test_collect_with_a_wrong_password_says_so_once_and_leaks_nothing(
     assert out.count("cannot authenticate to Kafka") == 1, out[-3000:]
     librdkafka = [line for line in out.splitlines() if "SASL authentication error" in line]
     assert len(librdkafka) <= 3, "librdkafka's own lines are not repeated at every reconnect"
+
+
+# ---- least privilege: the broker enforces ACLs (StandardAuthorizer; conftest.acl_grants) ----------
+def sasl_conf(user: str, bootstrap: str) -> dict[str, str]:
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": user,
+        "sasl.password": SASL_USERS[user],
+        "bootstrap.servers": bootstrap,
+    }
+
+
+class LiveMember(threading.Thread):
+    """One real consumer of `group` (as the tests' own super user), polling until stopped."""
+
+    def __init__(self, bootstrap: str, group: str, topic: str) -> None:
+        super().__init__(daemon=True)
+        from confluent_kafka import Consumer
+
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": f"{group}-member",
+                "session.timeout.ms": 6000,
+                "auto.offset.reset": "earliest",
+                "auto.commit.interval.ms": 500,
+            }
+        )
+        self.consumer.subscribe([topic])
+        self.halt = threading.Event()
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            self.consumer.poll(0.2)
+        self.consumer.close()  # LeaveGroup: the group goes Empty
+
+
+def banner_of(redis_url: str) -> Any:
+    """The dashboard shell's banner (its health callback through Dash's endpoint, as a page asks)."""
+    from collectors.config import Settings
+    from dashboard.app import create_app
+
+    app = create_app(Settings(redis_url=redis_url), background_mode="celery")
+    body = {
+        "output": "..freshness.children...banner.children...banner.className..",
+        "outputs": [
+            {"id": "freshness", "property": "children"},
+            {"id": "banner", "property": "children"},
+            {"id": "banner", "property": "className"},
+        ],
+        "inputs": [
+            {"id": "tick", "property": "n_intervals", "value": 1},
+            {"id": "url", "property": "pathname", "value": "/"},
+        ],
+        "changedPropIds": ["tick.n_intervals"],
+        "state": [],
+    }
+    resp = app.server.test_client().post("/_dash-update-component", json=body)
+    assert resp.status_code == 200, resp.data[:500]
+    return resp.get_json()["response"]["banner"]
+
+
+def test_least_privilege_on_a_broker_that_enforces_acls(
+    spark, kafka_broker, redis_server, tmp_path: Path, caplog
+) -> None:
+    """Two collectors side by side, each as its own principal: `gs-admin-only` may not read
+    __consumer_offsets (it runs on the Admin API alone, says so once, in gs:sources and on every
+    page, and still shows a live group's members, assignment, lag and timeline); `gs-one-denied`
+    may not describe one group (that group shows what the offsets topic tells and why the rest is
+    missing; the others are whole). The `groupscope` principal with the full set is the first test
+    of this file."""
+    from conftest import DENIED_GROUP
+
+    caplog.set_level(logging.DEBUG, logger="groupscope")
+    bs = kafka_broker.bootstrap_servers  # the tests' own setup: a super user
+    make_group(bs, "sec-acl-ok-group", "sec-acl-ok-topic")
+    make_group(bs, DENIED_GROUP, "sec-acl-denied-topic")
+    admin = AdminClient({"bootstrap.servers": bs})
+    for f in admin.create_topics([NewTopic("sec-acl-live-topic", 2, 1)]).values():
+        f.result(30)
+    member = LiveMember(bs, "sec-acl-live-group", "sec-acl-live-topic")
+    member.start()
+    runs = {}
+    for user, db, session in (("gs-admin-only", 6, spark), ("gs-one-denied", 7, spark.newSession())):
+        url = redis_server.url.rsplit("/", 1)[0] + f"/{db}"
+        RedisStore.from_url(url).r.flushdb()
+        cfg = PipelineConfig(
+            redis_url=url,
+            checkpoint_dir=str(tmp_path / f"ckpt-{user}"),
+            kafka=sasl_conf(user, kafka_broker.sasl_bootstrap_servers),
+            admin_poll_interval_s=1.0,
+            admin_topic=f"groupscope.admin.{user}",
+        )
+        runs[user] = (url, RedisStore.from_url(url), run_collector(session, cfg))
+    try:
+        # -- Admin API only ------------------------------------------------------------------------
+        url, store, (_stop, _t, errors) = runs["gs-admin-only"]
+
+        def stable_with_member() -> Any:
+            d = store.get_group("sec-acl-live-group")
+            return d if d and d["state"] == "Stable" and d["members"] else None
+
+        live = wait_until(
+            lambda: errors or stable_with_member(),
+            240,
+            "the live group, Stable with its member, from the Admin API",
+        )
+        assert not errors, errors
+        assert "offsets" not in live["sources"] and "describe" in live["sources"], live["sources"]
+        [m] = live["members"]
+        assert m["client_id"] == "sec-acl-live-group-member"
+        assert sorted(map(tuple, m["assignment"])) == [("sec-acl-live-topic", 0), ("sec-acl-live-topic", 1)]
+        ok = wait_until(lambda: store.get_group("sec-acl-ok-group"), 60, "a group with offsets only")
+        # committed offsets through OffsetFetch, lag against the end offsets
+        assert sorted((o["topic"], o["partition"], o["offset"]) for o in ok["offsets"]) == [
+            ("sec-acl-ok-topic", p, 10 + p) for p in range(3)
+        ]
+        assert {p["partition"]: p["committed"] for p in ok["lag"]["partitions"]} == {0: 10, 1: 11, 2: 12}
+        status = store.freshness()["sources"]["__consumer_offsets"]
+        assert not status["ok"] and "not authorized to read __consumer_offsets" in status["detail"], status
+        said = [r for r in caplog.records if "not authorized to read __consumer_offsets" in r.getMessage()]
+        assert len(said) == 1, [r.getMessage() for r in said]  # said once, at start
+        banner = str(banner_of(url))
+        assert "History since groupscope started; offsets topic not readable" in banner, banner
+        # the member leaves: the timeline goes on from what the poller sees
+        member.halt.set()
+        member.join(30)
+        gone = wait_until(
+            lambda: (d := store.get_group("sec-acl-live-group")) and d["state"] == "Empty" and d,
+            60,
+            "the live group Empty after its member left",
+        )
+        states = [b["state"] for b in gone["timeline"]]
+        assert "Stable" in states and states[-1] == "Empty", gone["timeline"]
+        assert gone["generations"], "its generation, seen through the Admin API"
+
+        # -- one group denied ---------------------------------------------------------------------
+        url, store, (_stop, _t, errors) = runs["gs-one-denied"]
+        hidden = wait_until(
+            lambda: errors or ((d := store.get_group(DENIED_GROUP)) and d.get("denied") and d),
+            240,
+            f"{DENIED_GROUP} marked as denied",
+        )
+        assert not errors, errors
+        assert "GROUP_AUTHORIZATION_FAILED" in hidden["denied"]["describe"]["error"], hidden["denied"]
+        assert "offsets" in hidden["sources"] and "describe" not in hidden["sources"], hidden["sources"]
+        assert sorted((o["topic"], o["partition"], o["offset"]) for o in hidden["offsets"]) == [
+            ("sec-acl-denied-topic", p, 10 + p) for p in range(3)
+        ]
+        assert any("refuses to describe" in n for n in hidden["inferred"]), hidden["inferred"]
+        fine = wait_until(
+            lambda: (d := store.get_group("sec-acl-ok-group")) and "describe" in d["sources"] and d,
+            60,
+            "the other group described",
+        )
+        assert "denied" not in fine and store.freshness()["sources"]["__consumer_offsets"]["ok"]
+    finally:
+        member.halt.set()
+        for _url, _store, (stop, t, _errors) in runs.values():
+            stop.set()
+            t.join(60)
+    everything = caplog.text
+    assert not [p for p in SASL_USERS.values() if p in everything]

@@ -22,6 +22,7 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "topics": ("collectors.cli.topics_cmd", "topics", "List the topics groups read, with their lag."),
     "topic": ("collectors.cli.topics_cmd", "topic", "Print every group that reads a topic, with its lag."),
     "alerts": ("collectors.cli.alerts_cmd", "alerts", "Evaluate and list alerts."),
+    "acls": ("collectors.cli.acls_cmd", "acls", "Print the Kafka ACLs groupscope needs."),
     "worker": ("collectors.cli.alerts_cmd", "worker", "Run the Celery worker and beat."),
     "dashboard": ("dashboard.serve", "dashboard", "Serve the dashboard."),
     "demo": ("collectors.cli.demo_cmd", "demo", "Run a live demo: broker, workload, collector, UI."),

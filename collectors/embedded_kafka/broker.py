@@ -8,8 +8,10 @@ group coordinator's INFO log in its own file, `coordinator.log`, which the colle
 source can read and the tests take as the judge of what the coordinator did.
 
 Listeners: PLAINTEXT always (the inter-broker listener); SASL_PLAINTEXT with SCRAM users and SSL with
-PEM files when asked for (`sasl_users`, `tls`). Whoever starts the broker stops it: SIGTERM, then
-SIGKILL (`_Proc.stop`).
+PEM files when asked for (`sasl_users`, `tls`). With `authorizer`, Kafka's StandardAuthorizer (KRaft)
+enforces ACLs: nothing is allowed without one, except to the super users (the PLAINTEXT and SSL
+listeners' anonymous principal, which the broker itself and the tests' own setup use, and `admin`).
+Whoever starts the broker stops it: SIGTERM, then SIGKILL (`_Proc.stop`).
 """
 
 from __future__ import annotations
@@ -62,6 +64,9 @@ class KafkaBroker(_Proc):
     # SCRAM-SHA-256 and SCRAM-SHA-512 credentials, created at format time; a SASL listener when set.
     sasl_users: dict[str, str] = field(default_factory=dict)
     tls: TlsFiles | None = None
+    # StandardAuthorizer with deny-by-default; super users: User:ANONYMOUS (PLAINTEXT, SSL) and these
+    authorizer: bool = False
+    super_users: tuple[str, ...] = ("admin",)
     # Any further broker settings (they win over the defaults below).
     config: dict[str, str] = field(default_factory=dict)
     heap: str = "1g"  # beside Spark's driver on a 2-core, 24 GB machine
@@ -119,6 +124,12 @@ class KafkaBroker(_Proc):
                 "listener.name.ssl.ssl.truststore.type": "PEM",
                 "listener.name.ssl.ssl.truststore.certificates": self.tls.ca_pem.read_text(),
                 "listener.name.ssl.ssl.client.auth": "none",
+            }
+        if self.authorizer:
+            props |= {
+                "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                "super.users": ";".join(["User:ANONYMOUS", *(f"User:{u}" for u in self.super_users)]),
+                "allow.everyone.if.no.acl.found": "false",
             }
         advertised = {k: v for k, v in listeners.items() if k != "CONTROLLER"}
         props |= {

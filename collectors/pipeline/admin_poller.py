@@ -135,6 +135,12 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
             ].result(timeout_s)
         except Exception as e:
             ok, detail = False, f"cannot read {cfg.offsets_topic}: {e}"
+        else:
+            # Describe on a topic is enough to list its offsets; reading it takes Read, which
+            # managed clusters and least-privilege ACLs withhold (docs/security.md)
+            allowed = read_allowed(admin, cfg.offsets_topic, timeout_s)
+            if allowed is False:
+                ok, detail = False, f"not authorized to read {cfg.offsets_topic} (no Read ACL)"
     if not ok:
         log.warning(
             "%s; running on the other sources (heartbeats, broker log, Admin API)", detail
@@ -154,6 +160,42 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
     if cfg.broker_log_topic:
         topics.append(cfg.broker_log_topic)
     return sorted(set(topics)), ok
+
+
+# GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED: an ACL withholds the answer
+AUTHORIZATION_FAILED = (30, 29)
+
+
+def denial(exc: BaseException) -> str | None:
+    """Why the broker refused a group's describe, when an ACL did (else None: another error)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if isinstance(err, KafkaError) and err.code() in AUTHORIZATION_FAILED:
+        return f"{err.name()}: {err.str()}"
+    return None
+
+
+def denied_line(ts: int, group: str, what: str, why: str) -> dict[str, Any]:
+    """The Admin topic's line of a refusal (coordinator_model.evidence.AdminDenied)."""
+    return {"ts": ts, "group": group, "denied": what, "error": why}
+
+
+def read_allowed(admin: Any, topic: str, timeout_s: float) -> bool | None:
+    """Whether this principal may Read `topic` (DescribeTopics' authorized operations); None when
+    the broker does not say (too old, or the answer failed): the source finds out by reading."""
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation
+
+    try:
+        desc = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic]
+        ops = desc.result(timeout_s).authorized_operations
+    except Exception as e:
+        log.debug("describe topic %s: %s", topic, e)
+        return None
+    if ops is None:
+        return None
+    return AclOperation.READ in ops or AclOperation.ALL in ops
 
 
 def connect_failure(conf: Any, watch: ErrorWatch, exc: Exception | None) -> str:
@@ -258,6 +300,7 @@ class AdminPoller(Loop):
         self._protocol_conf: dict[str, Any] | None = None
         self._offsets_failing = False  # OffsetFetch failed last time (warned once already)
         self._protocol_unusable = False  # settings it cannot use: librdkafka fetches the offsets
+        self._offsets_denied: dict[str, str] = {}  # groups whose OffsetFetch an ACL refused, and why
         # Answers are sent on when they changed, and again every admin_resend_s (admin_changes.py).
         # A group's answers are resent at the phase of its state bucket (admin_changes.py).
         resend_ms = int(getattr(cfg, "admin_resend_s", 60.0) * 1000)
@@ -346,6 +389,10 @@ class AdminPoller(Loop):
                     doc = describe_json(f.result(timeout_s + 5), _now_ms())
                 except Exception as e:  # one group's error never stops the poll
                     log.debug("describe %s: %s", g, e)
+                    if (why := denial(e)) is not None:
+                        self._send(
+                            producer, ("denied", g, "describe"), g, denied_line(ts, g, "describe", why), ts
+                        )
                     continue
                 if doc["type"] == "consumer":
                     kip848.append(doc)
@@ -413,6 +460,8 @@ class AdminPoller(Loop):
                     d = f.result(timeout_s + 5)
                 except Exception as e:  # one group's error never stops the poll
                     log.debug("describe %s: %s", g, e)
+                    if (why := denial(e)) is not None:
+                        send(("denied", g, "describe"), g, denied_line(ts, g, "describe", why))
                     continue
                 doc = describe_json(d, _now_ms())  # when answered: see poll_hot
                 if doc["type"] == "consumer":
@@ -467,6 +516,8 @@ class AdminPoller(Loop):
                 send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
                 wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
                 producer.poll(0)
+            for g, why in self._offsets_denied.items():
+                send(("denied", g, "offsets"), g, denied_line(ts, g, "offsets", why))
         all_tps = sorted({tp for s in wanted.values() for tp in s})
         ends: dict[tuple[str, int], int] = {}
         if all_tps:
@@ -553,10 +604,13 @@ class AdminPoller(Loop):
             return {}
         self._offsets_failing = False
         out = {}
+        self._offsets_denied = {}
         for g in groups:
             got = fetched.get(g)
             if isinstance(got, GroupError):  # one group's error never stops the poll
                 log.debug("offsets of %s: %s", g, got.as_block()["error"])
+                if got.code in AUTHORIZATION_FAILED:
+                    self._offsets_denied[g] = f"{got.as_block()['error']}: {got.message or 'not authorized'}"
             elif got is not None:
                 out[g] = got
         return out

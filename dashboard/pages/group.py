@@ -266,6 +266,25 @@ def header(doc: Mapping[str, Any], row: Mapping[str, Any] | None, now: int) -> l
             className="muted",
         )
     ]
+    denied = doc.get("denied") or {}
+    if denied:
+        # an ACL withholds part of the group: say what is missing and why, before anything else
+        what = " and ".join(
+            {
+                "describe": "its description (members, assignment, state)",
+                "offsets": "its committed offsets",
+            }.get(k, k)
+            for k in sorted(denied)
+        )
+        why = "; ".join(f"{k}: {v.get('error')}" for k, v in sorted(denied.items()))
+        notes.append(
+            html.Div(
+                f"The cluster does not allow groupscope to read {what} of this group ({why}). "
+                "Shown is what the other sources tell; docs/security.md lists the ACLs.",
+                className="banner warn",
+                id="group-denied",
+            )
+        )
     inferred = doc.get("inferred")
     if inferred:
         text = ", ".join(map(str, inferred)) if isinstance(inferred, list) else str(inferred)
