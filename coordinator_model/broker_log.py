@@ -119,11 +119,15 @@ _PATTERNS: list[tuple[str, re.Pattern[str]]] = [
     ),
     (
         "consumer_member_joined",
-        re.compile(r"^\[GroupId (?P<group>\S+)\] Member (?P<member>\S+) joins the consumer group"),
+        re.compile(
+            r"^\[GroupId (?P<group>\S+)\] Member (?P<member>\S+) joins the (?P<kind>consumer|share) group"
+        ),
     ),
     (
         "consumer_member_left",
-        re.compile(r"^\[GroupId (?P<group>\S+)\] Member (?P<member>\S+) left the consumer group"),
+        re.compile(
+            r"^\[GroupId (?P<group>\S+)\] Member (?P<member>\S+) left the (?P<kind>consumer|share) group"
+        ),
     ),
     (
         "consumer_member_fenced",
@@ -151,7 +155,17 @@ class BrokerLogEvent:
     assignor: str | None = None
     state: str | None = None  # the state the line names (the group's state when the message was logged)
     groups: tuple[str, ...] = ()  # groups_deleted: every group the line names
+    share: bool = False  # the line names a share group (KIP-932)
     source = "broker_log"
+
+
+def assignor_name(logged: str | None) -> str | None:
+    """The assignor's name as clients and describes spell it: share groups' coordinator logs the
+    assignor object ('org.apache.kafka.coordinator.group.assignor.SimpleAssignor@4d72eff3')."""
+    if logged is None or "." not in logged:
+        return logged
+    cls = logged.split("@", 1)[0].rsplit(".", 1)[-1]
+    return cls.removesuffix("Assignor").lower() or logged
 
 
 def parse_timestamp(stamp: str, tz: timezone = UTC) -> int:
@@ -206,9 +220,10 @@ def parse_broker_log_line(line: str, tz: timezone = UTC) -> BrokerLogEvent | Non
             reason=reason,
             member_count=int(d["count"]) if d.get("count") is not None else None,
             epoch=int(d["epoch"]) if d.get("epoch") is not None else None,
-            assignor=d.get("assignor"),
+            assignor=assignor_name(d.get("assignor")),
             state=d.get("state"),
             groups=groups,
+            share=d.get("kind") == "share",
         )
     return None
 

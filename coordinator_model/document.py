@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from coordinator_model.group_context import GroupContext
 from coordinator_model.group_metadata import coordinator_partition
 from coordinator_model.membership import MEMBER_STATES
+from coordinator_model.states import MODERN_TYPES
 
 
 class DocumentedGroup(GroupContext, Protocol):
@@ -27,7 +28,7 @@ class DocumentedGroup(GroupContext, Protocol):
 def group_document(engine: DocumentedGroup, now: int) -> dict:
     """One group's document as of `now`: what `groupscope model --json` prints and the sink stores
     (docs/redis-schema.md)."""
-    consumer = engine.type == "consumer"
+    consumer = engine.type in MODERN_TYPES  # KIP-848 consumer groups and KIP-932 share groups
     members = []
     for m in sorted(engine.members.values(), key=lambda m: m.member_id):
         row: dict[str, Any] = {
@@ -152,7 +153,9 @@ def inferred_notes(engine: DocumentedGroup) -> list[str]:
     ]
     for what, d in sorted(engine.denied.items()):
         notes.append(DENIED_NOTES[what] + f" ({d['error']})")
-    if engine.type == "consumer":
+    if engine.type == "share":
+        notes.append("lag: a share group commits no offsets (share-partition start offsets not read)")
+    if engine.type in MODERN_TYPES:
         if not {"offsets", "describe", "broker_log"} & s:
             notes.append("state: Empty/Stable from client events only; epochs and reconciliation unknown")
             return notes

@@ -57,6 +57,9 @@ from coordinator_model.membership import (
 )
 from coordinator_model.offsets import CommitRun, OffsetState, OffsetStore, merged_rows
 from coordinator_model.older_pickles import migrate
+from coordinator_model.share import ShareGroupModel
+from coordinator_model.share.group import SHARE_PROTOCOL_TYPE
+from coordinator_model.states import MODERN_TYPES
 from coordinator_model.weighing import (
     MAX_CONFLICTS,
     contradiction,
@@ -220,7 +223,7 @@ class GroupEngine:
     def _timers_apply(self) -> bool:
         if "broker_log" in self.sources or "heartbeats" not in self.sources:
             return False
-        return not (self.type == "consumer" and ("offsets" in self.sources or "describe" in self.sources))
+        return not (self.type in MODERN_TYPES and ("offsets" in self.sources or "describe" in self.sources))
 
     def arm(self, m: Member) -> None:
         """Schedule the check of `m`'s session expiry (heartbeats are its only liveness evidence)."""
@@ -248,7 +251,7 @@ class GroupEngine:
 
     def _expire(self, member_id: str, ts: int) -> None:
         """A member's session expired, seen from its heartbeat events that stopped (no broker log)."""
-        if self.type == "consumer":
+        if self.type in MODERN_TYPES:
             self.remove_member(member_id, ts)  # fenced: the member session expired
             self.consumer.update_state(ts)
         else:
@@ -301,7 +304,25 @@ class GroupEngine:
     def _on_unknown_record(self, ev: UnknownRecord) -> None:
         pass
 
-    # KIP-848 records
+    # KIP-848 and KIP-932 records
+    def as_share(self, source: str = "records") -> None:
+        """A share group (KIP-932): its modern-protocol part becomes a ShareGroupModel (what a record
+        of the consumer kind had set up is kept: topic names, epochs)."""
+        if self.type != "share" or outweighs(source, self.type_source):
+            self.type_source = source
+        self.type = "share"
+        self.protocol_type = SHARE_PROTOCOL_TYPE
+        if not isinstance(self.consumer, ShareGroupModel):
+            model = ShareGroupModel(self)
+            model.__dict__.update({k: v for k, v in self.consumer.__dict__.items() if k != "engine"})
+            self.consumer = model
+
+    def modern(self, ev: Any) -> ConsumerGroupModel:
+        """The model a modern-protocol record goes to: the share group's when it is one."""
+        if getattr(ev, "share", False) and not isinstance(self.consumer, ShareGroupModel):
+            self.as_share()
+        return self.consumer
+
     def as_consumer(self, source: str = "records") -> None:
         if self.type != "consumer" or outweighs(source, self.type_source):
             self.type_source = source
@@ -348,7 +369,7 @@ class GroupEngine:
             "consumer_member_left",
             "consumer_member_fenced",
         ):
-            self.consumer.on_broker(ev)
+            self.modern(ev).on_broker(ev)
             return
         self.classic.on_broker(ev)
 
@@ -375,7 +396,7 @@ class GroupEngine:
             )
         elif self.type_source == "describe":
             self.type_source = "client"
-        if self.type == "consumer":
+        if self.type in MODERN_TYPES:
             self.consumer.on_heartbeat(ev)
         else:
             self.classic.on_heartbeat(ev)
@@ -384,6 +405,8 @@ class GroupEngine:
     # 4. Admin API
     def _on_describe(self, ev: DescribeSnapshot) -> None:
         self.denied.pop("describe", None)  # allowed again
+        if self.type == "share":
+            return  # DescribeConsumerGroups does not describe share groups: an answer is not about it
         if ev.type == "consumer" or ev.broker_state:
             if (
                 self.type == "classic"
@@ -418,7 +441,7 @@ class GroupEngine:
     # offsets, lag
     def _end_offset(self, ev: EndOffset) -> None:
         new, note = self.offsets.end_offset((ev.topic, ev.partition), ev.ts, ev.end_offset)
-        if new and self.type == "consumer":
+        if new and self.type in MODERN_TYPES:
             self.consumer.rename_partitions()  # a partition count may name a topic id
         if note is not None:
             self.conflict("end_offsets", ev.ts, note)
@@ -490,8 +513,8 @@ class GroupEngine:
 
 
 def _consumer(method: str) -> Callable[[GroupEngine, Any], None]:
-    """A handler that hands a KIP-848 record to the group's consumer-group model."""
-    return lambda engine, ev: getattr(engine.consumer, method)(ev)
+    """A handler that hands a KIP-848 (or KIP-932 share group) record to the group's model of it."""
+    return lambda engine, ev: getattr(engine.modern(ev), method)(ev)
 
 
 def _classic(method: str) -> Callable[[GroupEngine, Any], None]:

@@ -102,6 +102,7 @@ class ConsumerGroupEpoch:
     ts: int
     group: str
     epoch: int | None  # None: tombstone (group deleted)
+    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
     source = "offsets"
 
 
@@ -112,6 +113,7 @@ class ConsumerGroupTopics:
     ts: int
     group: str
     topics: tuple[tuple[str, str, int], ...]  # (topic id, name, partitions); () for a tombstone
+    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
     source = "offsets"
 
 
@@ -130,6 +132,7 @@ class ConsumerMemberSubscription:
     subscribed_regex: str | None = None
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
+    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
     source = "offsets"
 
 
@@ -140,6 +143,7 @@ class ConsumerTargetAssignment:
     ts: int
     group: str
     epoch: int | None
+    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
     source = "offsets"
 
 
@@ -149,6 +153,7 @@ class ConsumerTargetMember:
     group: str
     member_id: str
     partitions: tuple[tuple[str, int], ...] | None  # (topic id, partition); None: tombstone
+    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
     source = "offsets"
 
 
@@ -165,6 +170,7 @@ class ConsumerMemberAssignment:
     state: int = 0  # 0 stable, 1 unrevoked partitions, 2 unreleased partitions, 127 unknown
     assigned: tuple[tuple[str, int], ...] = ()  # (topic id, partition)
     pending_revocation: tuple[tuple[str, int], ...] = ()
+    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
     source = "offsets"
 
 
@@ -427,7 +433,64 @@ def from_offsets_record(rec: Any) -> Evidence:
             assigned=_id_tps(value.assigned_partitions),
             pending_revocation=_id_tps(value.partitions_pending_revocation),
         )
+    if kind.startswith("ShareGroup"):
+        share = _share_record(kind, key, value, ts, group)
+        if share is not None:
+            return share
     return UnknownRecord(ts, group, int(getattr(rec, "record_type", -1)))
+
+
+def _share_record(kind: str, key: Any, value: Any, ts: int, group: str) -> Evidence | None:
+    """A share group's record (KIP-932; Kafka's modern/share/ShareGroup is, like ConsumerGroup, a
+    ModernGroup): as the KIP-848 record of the same shape, marked `share`."""
+    if kind == "ShareGroupMetadataKey":
+        return ConsumerGroupEpoch(ts, group, None if value is None else value.epoch, share=True)
+    if kind == "ShareGroupStatePartitionMetadataKey":
+        # the topics whose share-partition state is (being) initialized: topic ids and names
+        topics = (
+            ()
+            if value is None
+            else tuple(
+                (t.topic_id, t.topic_name, len(t.partitions))
+                for t in [*value.initializing_topics, *value.initialized_topics]
+            )
+        )
+        return ConsumerGroupTopics(ts, group, topics, share=True)
+    if kind == "ShareGroupMemberMetadataKey":
+        if value is None:
+            return ConsumerMemberSubscription(ts, group, key.member_id, True, share=True)
+        return ConsumerMemberSubscription(
+            ts,
+            group,
+            key.member_id,
+            False,
+            client_id=value.client_id,
+            client_host=value.client_host,
+            subscribed_topics=tuple(value.subscribed_topic_names or ()),
+            share=True,
+        )
+    if kind == "ShareGroupTargetAssignmentMetadataKey":
+        return ConsumerTargetAssignment(
+            ts, group, None if value is None else value.assignment_epoch, share=True
+        )
+    if kind == "ShareGroupTargetAssignmentMemberKey":
+        parts = None if value is None else _id_tps(value.topic_partitions)
+        return ConsumerTargetMember(ts, group, key.member_id, parts, share=True)
+    if kind == "ShareGroupCurrentMemberAssignmentKey":
+        if value is None:
+            return ConsumerMemberAssignment(ts, group, key.member_id, True, share=True)
+        return ConsumerMemberAssignment(
+            ts,
+            group,
+            key.member_id,
+            False,
+            member_epoch=value.member_epoch,
+            previous_member_epoch=value.previous_member_epoch,
+            state=value.state,
+            assigned=_id_tps(value.assigned_partitions),
+            share=True,
+        )
+    return None
 
 
 def from_heartbeat_json(obj: dict) -> HeartbeatEvent:

@@ -23,6 +23,8 @@ class GroupContext(Protocol):
     deleted: bool
     offsets: OffsetStore
 
+    def as_share(self, source: str = "records") -> None: ...
+
     def as_consumer(self, source: str = "records") -> None:
         """`source` says the group speaks the consumer protocol (weighed against who said otherwise)."""
 

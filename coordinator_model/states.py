@@ -116,3 +116,22 @@ def derive_consumer_group_state(
     if not members_reconciled:
         return ConsumerGroupState.RECONCILING
     return ConsumerGroupState.STABLE
+
+
+# The kinds of group on the modern protocol (KIP-848's ModernGroup): their state, epochs and members
+# come from the same shape of records, kept by consumer.ConsumerGroupModel or its share subclass.
+MODERN_TYPES = ("consumer", "share")
+
+
+class ShareGroupState(Enum):
+    """KIP-932 share group states (ShareGroup.ShareGroupState)."""
+
+    EMPTY = "Empty"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+def derive_share_group_state(member_count: int) -> ShareGroupState:
+    """ShareGroup.maybeUpdateGroupState: Empty without members, else Stable (a share group's members
+    take partitions as the assignor gives them; there is no reconciliation to wait for)."""
+    return ShareGroupState.EMPTY if member_count == 0 else ShareGroupState.STABLE

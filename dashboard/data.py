@@ -223,7 +223,8 @@ def fleet_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[s
     )
     for r in rows:
         # One "generation or epoch" column: classic groups have generations, KIP-848 groups epochs.
-        r["gen_or_epoch"] = r.get("group_epoch") if r.get("type") == "consumer" else r.get("generation")
+        modern = r.get("type") in ("consumer", "share")
+        r["gen_or_epoch"] = r.get("group_epoch") if modern else r.get("generation")
         r["lag_seconds"] = round(float(r.get("lag_seconds") or 0), 1)
     return {"rowData": rows, "rowCount": total}
 

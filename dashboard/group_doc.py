@@ -58,7 +58,9 @@ def tp_list(value: Any) -> list[TopicPartition]:
 
 
 def is_kip848(doc: Mapping[str, Any]) -> bool:
-    return doc.get("type") == "consumer"
+    """A group on the modern protocol: a KIP-848 consumer group or a KIP-932 share group (epochs, no
+    generations)."""
+    return doc.get("type") in ("consumer", "share")
 
 
 @dataclass

@@ -548,7 +548,9 @@ NEW_TYPES = sorted(rt for rt in schema.RECORDS if 10 <= rt <= 15 or rt >= 17)
 
 
 @pytest.mark.parametrize("record_type", NEW_TYPES)
-def test_share_and_streams_records_are_routed_and_ignored_by_the_model(record_type: int) -> None:
+def test_share_and_streams_records_are_routed_to_the_model(record_type: int) -> None:
+    """Share group records (10-15) become the share group's evidence (the KIP-848 shape, marked
+    `share`) and make the group a share group; streams group records are routed and ignored."""
     from collectors.pipeline.route import decode_one, route_one
     from coordinator_model.engine import GroupEngine
     from coordinator_model.evidence import UnknownRecord
@@ -563,8 +565,14 @@ def test_share_and_streams_records_are_routed_and_ignored_by_the_model(record_ty
         assert route_one("offsets", "__consumer_offsets", 3, 7, 1000, key, value) == [(group, 1000, 0)]
         ((g, ts, _rank, ev),) = decode_one("offsets", "__consumer_offsets", 3, 7, 1000, key, value)
         assert (g, ts) == (group, 1000)
-        assert isinstance(ev, UnknownRecord) and ev.record_type == record_type
         engine = GroupEngine(group)
         engine.apply(ev)
+        if record_type <= 15:
+            assert not isinstance(ev, UnknownRecord) and ev.share, ev
+            doc = engine.document()
+            assert (doc["type"], doc["protocol_type"]) == ("share", "share")
+            assert doc["state"] in ("Empty", "Stable", "Dead", None), doc["state"]  # None: no member known
+        else:
+            assert isinstance(ev, UnknownRecord) and ev.record_type == record_type
 
     check()

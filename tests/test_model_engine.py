@@ -532,3 +532,17 @@ def test_a_refused_describe_marks_the_group_until_a_describe_succeeds() -> None:
     assert "denied" not in eng.document(3_000)
     with pytest.raises(EvidenceError):
         from_describe_json({**line, "denied": "everything"})
+
+
+def test_a_broker_prepare_older_than_the_last_row_never_puts_the_timeline_back() -> None:
+    """Evidence out of time order (found by test_model_properties): a GroupMetadata record at t=1, a
+    member's event and the broker's PreparingRebalance line at t=0. The broker's line replaces the
+    inferred start, but not before the row it follows."""
+    from coordinator_model.broker_log import BrokerLogEvent
+
+    e = GroupEngine("g")
+    e.apply(GroupMetadataSnapshot(1, "g", False, "consumer", 0, None, None, -2, (), -1))
+    e.apply(HeartbeatEvent(0, "g", "m1", "heartbeat", session_timeout_ms=6000))
+    e.apply(BrokerLogEvent(0, "g", "prepare", generation=0, reason="Adding new member m1; client reason: x"))
+    rows = e.document()["timeline"]
+    assert [(r["state"], r["start"]) for r in rows] == [("Empty", 1), ("PreparingRebalance", 1)]

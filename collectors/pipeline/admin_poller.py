@@ -438,7 +438,12 @@ class AdminPoller(Loop):
         listing = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s + 5)
         if listing.errors and not listing.valid:
             raise RuntimeError(f"list groups: {listing.errors[0]}")
-        groups = sorted(g.group_id for g in listing.valid if g.group_id)
+        # share groups (KIP-932) are not consumer groups to DescribeConsumerGroups: their records say all
+        groups = sorted(
+            g.group_id
+            for g in listing.valid
+            if g.group_id and _enum_name(getattr(g, "type", None)).lower() != "share"
+        )
         listed_states = {g.group_id: _enum_name(g.state) for g in listing.valid if g.group_id}
         ts = _now_ms()
         topic = self.cfg.admin_topic

@@ -101,11 +101,13 @@ class ClassicRebalances:
                     row = self.engine.timeline[i]
                     if row[0] == "PreparingRebalance":
                         if row[2]:
+                            # between the row before and the row after (the last row has none after:
+                            # evidence applied out of time order must not put it before its floor)
                             floor = self.engine.timeline[i - 1][1] if i > 0 else row[1]
-                            ceiling = (
-                                self.engine.timeline[i + 1][1] if i + 1 < len(self.engine.timeline) else ts
-                            )
-                            row[1] = min(max(ts, floor), ceiling)
+                            moved = max(ts, floor)
+                            if i + 1 < len(self.engine.timeline):
+                                moved = min(moved, self.engine.timeline[i + 1][1])
+                            row[1] = g.start = moved
                             row[2] = False
                         break
             elif g.cause == "unknown":

@@ -30,7 +30,7 @@ from coordinator_model.evidence import (
 )
 from coordinator_model.group_context import GroupContext
 from coordinator_model.membership import MAX_GENERATIONS, TP, Generation, Member
-from coordinator_model.states import derive_consumer_group_state
+from coordinator_model.states import MODERN_TYPES, derive_consumer_group_state
 
 
 class ConsumerGroupModel:
@@ -56,6 +56,10 @@ class ConsumerGroupModel:
         # the group it belongs to is not part of its state: GroupEngine.__setstate__ attaches it again
         return {k: v for k, v in self.__dict__.items() if k != "engine"}
 
+    def claim(self, source: str = "records") -> None:
+        """The evidence says the group is of this model's kind (`source` says who said so)."""
+        self.engine.as_consumer(source)
+
     def reset(self) -> None:
         """The group turned out not to be what it was taken for: its epochs start again (topic names
         stay: they are the cluster's)."""
@@ -66,7 +70,7 @@ class ConsumerGroupModel:
         self.pending = {"joined": [], "left": [], "cause": None}
 
     def on_epoch(self, ev: ConsumerGroupEpoch) -> None:
-        self.engine.as_consumer()
+        self.claim()
         if ev.epoch is None:
             self.engine.deleted = True
             self.engine.members.clear()
@@ -82,13 +86,13 @@ class ConsumerGroupModel:
         self.update_state(ev.ts)
 
     def on_topics(self, ev: ConsumerGroupTopics) -> None:
-        self.engine.as_consumer()
+        self.claim()
         for tid, name, _ in ev.topics:
             self.topic_names[tid] = name
         self.rename_partitions()
 
     def on_member(self, ev: ConsumerMemberSubscription) -> None:
-        self.engine.as_consumer()
+        self.claim()
         if ev.deleted:
             if ev.member_id in self.engine.members:
                 self.engine.remove_member(ev.member_id, ev.ts)
@@ -110,7 +114,7 @@ class ConsumerGroupModel:
         self.update_state(ev.ts)
 
     def on_target_epoch(self, ev: ConsumerTargetAssignment) -> None:
-        self.engine.as_consumer()
+        self.claim()
         if ev.epoch is not None:
             self.assignment_epoch = ev.epoch
             self.epoch_source_ts["records"] = ev.ts
@@ -120,7 +124,7 @@ class ConsumerGroupModel:
         self.update_state(ev.ts)
 
     def on_target_member(self, ev: ConsumerTargetMember) -> None:
-        self.engine.as_consumer()
+        self.claim()
         if ev.partitions is None:
             m = self.engine.members.get(ev.member_id)
             if m is not None:
@@ -131,7 +135,7 @@ class ConsumerGroupModel:
             m.target_assignment = self.names(ev.partitions)
 
     def on_assignment(self, ev: ConsumerMemberAssignment) -> None:
-        self.engine.as_consumer()
+        self.claim()
         m = self.engine.members.get(ev.member_id)
         if ev.deleted:
             if m is not None:
@@ -150,7 +154,7 @@ class ConsumerGroupModel:
         self.update_state(ev.ts)
 
     def on_broker(self, ev: BrokerLogEvent) -> None:
-        self.engine.as_consumer("broker_log")
+        self.claim("broker_log")
         self.epoch_source_ts["broker_log"] = ev.ts
         k = ev.kind
         if k == "group_epoch":
@@ -219,7 +223,7 @@ class ConsumerGroupModel:
         self.update_state(ev.ts)
 
     def on_describe(self, ev: DescribeSnapshot) -> None:
-        self.engine.as_consumer("describe_broker" if has_k848_details(ev) else "describe")
+        self.claim("describe_broker" if has_k848_details(ev) else "describe")
         for tid, name in ev.topic_ids:
             if self.topic_names.get(tid) != name:
                 self.learn_topic_id(tid, name)
@@ -276,7 +280,7 @@ class ConsumerGroupModel:
         """A topic id's name from the cluster itself (a commit's topicId, the broker's describe):
         exact, so it replaces whatever was guessed, and the members' assignments are named again."""
         self.topic_names[topic_id] = name
-        if self.engine.type == "consumer":
+        if self.engine.type in MODERN_TYPES:
             self.rename_partitions()
 
     def names(self, ids: Iterable[tuple[str, int]]) -> tuple[TP, ...]:

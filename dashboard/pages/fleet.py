@@ -95,6 +95,7 @@ def layout() -> html.Div:
                                 options=[
                                     {"label": "classic", "value": "classic"},
                                     {"label": "consumer (KIP-848)", "value": "consumer"},
+                                    {"label": "share (KIP-932)", "value": "share"},
                                 ],
                                 placeholder="Any type",
                             ),

@@ -310,7 +310,7 @@ def kip848_card(doc: Mapping[str, Any]) -> tuple[list[Any], dict[str, str]]:
     differ = [m for m in ms if m.target_assignment is not None and m.target_assignment != m.assignment]
     pending = sum(len(m.pending_revocation) for m in ms)
     body = [
-        html.H3("KIP-848 reconciliation"),
+        html.H3("KIP-932 share group: epochs" if doc.get("type") == "share" else "KIP-848 reconciliation"),
         _kv(
             [
                 ("Group epoch", doc.get("group_epoch")),
