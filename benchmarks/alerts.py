@@ -43,7 +43,7 @@ from collectors.alerts.evaluate import Evaluator  # noqa: E402
 from collectors.alerts.metrics import MetricsSource  # noqa: E402
 from collectors.local_servers import RedisServer  # noqa: E402
 from collectors.storage.redis_store import RedisStore  # noqa: E402
-from coordinator_model.alerting import parse_alert_config  # noqa: E402
+from coordinator_model.alert_rules import parse_alert_config  # noqa: E402
 
 PATHS = ("summaries", "documents")
 

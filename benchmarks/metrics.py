@@ -35,8 +35,8 @@ from collectors.alerts.metrics import MetricsSource, start_metrics_server  # noq
 from collectors.alerts.store import AlertStore  # noqa: E402
 from collectors.local_servers import RedisServer, free_port  # noqa: E402
 from collectors.storage.redis_store import RedisStore  # noqa: E402
-from coordinator_model.alerting import parse_alert_config  # noqa: E402
-from coordinator_model.alerting.docview import partition_lags  # noqa: E402
+from coordinator_model.alert_rules import parse_alert_config  # noqa: E402
+from coordinator_model.alert_rules.docview import partition_lags  # noqa: E402
 
 
 class ReferenceCollector:

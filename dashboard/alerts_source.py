@@ -1,4 +1,4 @@
-"""The /alerts page's one connection to the alerting component (collectors.alerts.store.AlertStore,
+"""The /alerts page's one connection to the alerts component (collectors.alerts.store.AlertStore,
 documented in docs/alerts.md), kept in one place so the page does not depend on how alerts are
 stored. Without the component the page says alerts are not set up."""
 

@@ -140,7 +140,8 @@ class DashboardData:
         return self._call_on(self.store.topics, "lag_history", name, groups, span_ms)
 
     def alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-        """(active, recent history) from the alerting component, or None when it is not installed."""
+        """(active, recent history) from the alerts component (collectors/alerts), or None when it is
+        not installed."""
         from dashboard import alerts_source
 
         try:

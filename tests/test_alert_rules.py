@@ -7,13 +7,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_alert_docs import MIN, T0, S, doc, gen, mid, part, storm_doc
 
-from coordinator_model.alerting import (
+from coordinator_model.alert_rules import (
     DEFAULT_RULES,
     AlertConfigError,
     evaluate_group,
     parse_alert_config,
 )
-from coordinator_model.alerting import rules as R
+from coordinator_model.alert_rules import rules as R
 
 
 def P(rule: str, **kw) -> dict:

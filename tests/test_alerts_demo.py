@@ -16,7 +16,7 @@ from collectors.alerts.evaluate import Evaluator
 from collectors.alerts.store import AlertStore
 from collectors.capture import read_capture
 from collectors.storage.redis_store import RedisStore
-from coordinator_model.alerting import parse_alert_config
+from coordinator_model.alert_rules import parse_alert_config
 from coordinator_model.rebuild import rebuild
 
 pytestmark = pytest.mark.servers

@@ -12,7 +12,7 @@ from test_alert_docs import MIN, T0, S, doc, gen, mid, part, steady_doc, storm_d
 from collectors.alerts.evaluate import Evaluator
 from collectors.alerts.store import AlertStore
 from collectors.storage.redis_store import RedisStore
-from coordinator_model.alerting import parse_alert_config
+from coordinator_model.alert_rules import parse_alert_config
 
 pytestmark = pytest.mark.servers
 

@@ -36,8 +36,8 @@ from collectors.storage.summaries import (
     summaries_usable,
     summarize,
 )
-from coordinator_model.alerting import AlertConfig, evaluate_group, parse_alert_config
-from coordinator_model.alerting.docview import PartitionLag, partition_lags
+from coordinator_model.alert_rules import AlertConfig, evaluate_group, parse_alert_config
+from coordinator_model.alert_rules.docview import PartitionLag, partition_lags
 from coordinator_model.rebuild import rebuild
 
 # --- documents, configurations and moments ---------------------------------------------------------

@@ -59,7 +59,7 @@ def served(redis_server: RedisServer) -> Iterator[dict[str, Any]]:
     odd = {**docs["k848-range-060433h"], "group": ODD_NAME}
     RedisStore(redis.Redis.from_url(url)).write_group(odd, int(time.time() * 1000), as_of_ms=odd["as_of"])
     docs[ODD_NAME] = odd
-    # The alerting component's own evaluator writes the alerts the /alerts page shows.
+    # The alerts component's own evaluator writes the alerts the /alerts page shows.
     subprocess.run(
         [*GROUPSCOPE, "alerts", "evaluate", "--redis", url, "--no-notify"],
         check=True,

@@ -13,7 +13,7 @@ from test_alert_docs import T0, S, part, steady_doc, storm_doc
 from collectors.alerts.evaluate import Evaluator
 from collectors.alerts.metrics import make_wsgi_app
 from collectors.storage.redis_store import RedisStore
-from coordinator_model.alerting import parse_alert_config
+from coordinator_model.alert_rules import parse_alert_config
 
 pytestmark = pytest.mark.servers
 

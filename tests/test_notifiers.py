@@ -22,7 +22,7 @@ from collectors.alerts.notify import (
 )
 from collectors.cli.main import cli
 from collectors.storage.redis_store import RedisStore
-from coordinator_model.alerting import parse_alert_config
+from coordinator_model.alert_rules import parse_alert_config
 
 EVENT = {
     "event": "firing",

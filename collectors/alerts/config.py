@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from collectors.config import ConfigError, Settings
-from coordinator_model.alerting import AlertConfig, AlertConfigError, parse_alert_config
+from coordinator_model.alert_rules import AlertConfig, AlertConfigError, parse_alert_config
 
 
 def _read_yaml(path: str) -> Any:

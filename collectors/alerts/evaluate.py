@@ -48,8 +48,8 @@ from collectors.storage.summaries import (
     quiet_lag_seconds,
     summaries_usable,
 )
-from coordinator_model.alerting import AlertConfig, Evaluation, Finding, evaluate_group
-from coordinator_model.alerting.docview import GONE_STATES
+from coordinator_model.alert_rules import AlertConfig, Evaluation, Finding, evaluate_group
+from coordinator_model.alert_rules.docview import GONE_STATES
 
 log = logging.getLogger(__name__)
 

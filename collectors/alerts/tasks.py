@@ -16,7 +16,7 @@ from celery import Celery
 
 from collectors.alerts.evaluate import Evaluator
 from collectors.alerts.notify import Notifier, NotifyError, backoff_delay, build_notifier
-from coordinator_model.alerting import AlertConfig
+from coordinator_model.alert_rules import AlertConfig
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@
 full documents.
 
 Measured at 50,000 groups (benchmarks/alerts.py, cProfile): a cold cycle spent about a fifth of its
-time in `json.loads` of the documents and half in the rules' reader (coordinator_model/alerting/
+time in `json.loads` of the documents and half in the rules' reader (coordinator_model/alert_rules/
 docview.py) turning generations, timeline and lag rows into objects; a scrape decoded every document
 for its per-topic lag and spent the rest in prometheus_client's per-sample formatting. So:
 
@@ -46,8 +46,8 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from coordinator_model.alerting import RULES, AlertConfig, Evaluation
-from coordinator_model.alerting.docview import (
+from coordinator_model.alert_rules import RULES, AlertConfig, Evaluation
+from coordinator_model.alert_rules.docview import (
     _ENGINE_ROW,
     REBALANCING_STATES,
     Generation,
@@ -453,7 +453,7 @@ class PackedView(GroupView):
     """A GroupView whose generations and timeline come from the rule head instead of being parsed
     from a document, and which has no lag rows: the evaluator builds it only for a group with no
     row a rule could count, or when no rule that reads rows is left to run. The rules
-    (coordinator_model/alerting/rules.py) read it unchanged. Each part is decoded the first time a
+    (coordinator_model/alert_rules/rules.py) read it unchanged. Each part is decoded the first time a
     rule asks for it, as GroupView parses lazily."""
 
     __slots__ = ("_head",)
@@ -564,7 +564,7 @@ def quiet_lag_seconds(config: AlertConfig) -> float:
 class Silence:
     """Which rules cannot return anything (no finding, no recheck) for a group, from its facts and
     the configuration: each test below is the rule's own first condition for returning nothing
-    (coordinator_model/alerting/rules.py), bounded over every parameter set a group can get."""
+    (coordinator_model/alert_rules/rules.py), bounded over every parameter set a group can get."""
 
     def __init__(self, config: AlertConfig) -> None:
         self.quiet_seconds = quiet_lag_seconds(config)
@@ -618,7 +618,7 @@ _ROW_RULES = frozenset({"lag", "lag_retention", "group_empty"})
 
 
 class PackedEvaluator:
-    """`coordinator_model.alerting.evaluate_group` over a rule input: the same rules in the same
+    """`coordinator_model.alert_rules.evaluate_group` over a rule input: the same rules in the same
     order with the same look-back, the view built from the summary instead of the document, and
     the rules `Silence` proves empty left out (they would add no finding and no recheck)."""
 

@@ -1,4 +1,5 @@
-"""The alerts page (`/alerts`): active alerts and recent history, from the alerting component."""
+"""The alerts page (`/alerts`): active alerts and recent history, from the alerts component
+(collectors/alerts)."""
 
 from __future__ import annotations
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from coordinator_model.alerting.config import AlertConfig
-from coordinator_model.alerting.docview import (
+from coordinator_model.alert_rules.config import AlertConfig
+from coordinator_model.alert_rules.docview import (
     GONE_STATES,
     REBALANCING_STATES,
     Generation,
