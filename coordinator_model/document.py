@@ -142,6 +142,7 @@ def group_document(engine: DocumentedGroup, now: int) -> dict:
 DENIED_NOTES = {
     "describe": "members/assignment/state: the broker refuses to describe this group to groupscope",
     "offsets": "committed offsets: the broker refuses them to groupscope (no OffsetFetch for this group)",
+    "end_offsets": "lag: the broker refuses the end offsets of some of its topics to groupscope",
 }
 
 

@@ -114,7 +114,11 @@ class GroupEngine:
             self._end_offset(ev)
             return
         if isinstance(ev, AdminDenied):  # a refusal is not a source of what the group does
-            self.denied[ev.what] = {"since": self.denied.get(ev.what, {}).get("since", ts), "error": ev.error}
+            if not ev.error:
+                self.denied.pop(ev.what, None)
+            else:
+                since = self.denied.get(ev.what, {}).get("since", ts)
+                self.denied[ev.what] = {"since": since, "error": ev.error}
             return
         self.sources.add(ev.source)
         if ts >= self._next_due:

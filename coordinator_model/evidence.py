@@ -253,7 +253,9 @@ class CommittedSnapshot:
 @dataclass(slots=True, frozen=True)
 class AdminDenied:
     """The broker refused groupscope's principal an Admin answer about the group (an ACL withholds
-    Describe on it): `what` is "describe" (members, assignment, state) or "offsets" (OffsetFetch)."""
+    Describe on it): `what` is "describe" (members, assignment, state), "offsets" (OffsetFetch) or
+    "end_offsets" (ListOffsets of some of its topics, whose Describe an ACL withholds). An empty
+    `error`: the refusal is over (the poller got the answer again)."""
 
     ts: int
     group: str
@@ -550,15 +552,15 @@ def _topic_ids(broker: dict | None) -> tuple[tuple[str, str], ...]:
 
 def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot | AdminDenied:
     """One describe.jsonl line: a group description, {'ts', 'group', 'committed': [[t, p, o], ...]},
-    or {'ts', 'group', 'denied': 'describe' | 'offsets', 'error': why}."""
+    or {'ts', 'group', 'denied': 'describe' | 'offsets' | 'end_offsets', 'error': why}."""
     if not isinstance(obj, dict):
         raise EvidenceError(f"describe line must be a JSON object, got {type(obj).__name__}")
     ts, group = _int(obj, "ts"), _str(obj, "group")
     if "denied" in obj:
         what = obj["denied"]
-        if what not in ("describe", "offsets"):
-            raise EvidenceError(f"denied: expected 'describe' or 'offsets' in {obj!r}"[:300])
-        return AdminDenied(ts, group, what, str(obj.get("error") or "not authorized"))
+        if what not in ("describe", "offsets", "end_offsets"):
+            raise EvidenceError(f"denied: expected 'describe', 'offsets' or 'end_offsets' in {obj!r}"[:300])
+        return AdminDenied(ts, group, what, str(obj.get("error") or ""))
     if "committed" in obj:
         try:
             offsets = tuple((str(t), int(p), int(o)) for t, p, o in obj["committed"] or [])

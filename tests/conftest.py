@@ -61,18 +61,20 @@ SASL_USERS = {
     "gs-one-denied": "one-denied-secret",
 }
 DENIED_GROUP = "sec-acl-denied-group"  # the one group gs-one-denied may not describe
+HIDDEN_TOPIC = "sec-acl-hidden-topic"  # the one topic gs-one-denied may not describe
 
 
 def acl_grants() -> dict[str, list[Acl]]:
     """Each SASL user's ACLs: `groupscope` what docs/security.md asks for; `gs-admin-only` all but Read
     on __consumer_offsets (a managed cluster's monitoring user); `gs-one-denied` all, and a DENY of
-    Describe on DENIED_GROUP."""
+    Describe on DENIED_GROUP and on HIDDEN_TOPIC."""
     return {
         "groupscope": needed(),
         "gs-admin-only": needed(read_offsets=False),
         "gs-one-denied": [
             *needed(),
             Acl("test: one group hidden", "GROUP", DENIED_GROUP, "LITERAL", "DESCRIBE", "DENY"),
+            Acl("test: one topic hidden", "TOPIC", HIDDEN_TOPIC, "LITERAL", "DESCRIBE", "DENY"),
         ],
     }
 

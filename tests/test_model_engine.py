@@ -530,6 +530,12 @@ def test_a_refused_describe_marks_the_group_until_a_describe_succeeds() -> None:
     assert "describe" not in doc["sources"]
     eng.apply(from_describe_json({"ts": 3_000, "group": "g", "state": "Empty", "members": []}))
     assert "denied" not in eng.document(3_000)
+    # some topics' end offsets refused, then allowed again (the poller's line with an empty error)
+    ends = {"ts": 4_000, "group": "g", "denied": "end_offsets", "error": "TOPIC_AUTHORIZATION_FAILED (t)"}
+    eng.apply(from_describe_json(ends))
+    assert eng.document(4_000)["denied"] == {"end_offsets": {"since": 4_000, "error": ends["error"]}}
+    eng.apply(from_describe_json({**ends, "ts": 5_000, "error": ""}))
+    assert "denied" not in eng.document(5_000)
     with pytest.raises(EvidenceError):
         from_describe_json({**line, "denied": "everything"})
 

@@ -273,17 +273,22 @@ def test_least_privilege_on_a_broker_that_enforces_acls(
     may not describe one group (that group shows what the offsets topic tells and why the rest is
     missing; the others are whole). The `groupscope` principal with the full set is the first test
     of this file."""
-    from conftest import DENIED_GROUP
+    from conftest import DENIED_GROUP, HIDDEN_TOPIC
 
     caplog.set_level(logging.DEBUG, logger="groupscope")
     bs = kafka_broker.bootstrap_servers  # the tests' own setup: a super user
     make_group(bs, "sec-acl-ok-group", "sec-acl-ok-topic")
     make_group(bs, DENIED_GROUP, "sec-acl-denied-topic")
     admin = AdminClient({"bootstrap.servers": bs})
-    for f in admin.create_topics([NewTopic("sec-acl-live-topic", 2, 1)]).values():
+    for f in admin.create_topics(
+        [NewTopic("sec-acl-live-topic", 2, 1), NewTopic(HIDDEN_TOPIC, 2, 1)]
+    ).values():
         f.result(30)
     member = LiveMember(bs, "sec-acl-live-group", "sec-acl-live-topic")
     member.start()
+    # a group reading a topic gs-one-denied may not describe: its end offsets (so its lag) are refused
+    reader = LiveMember(bs, "sec-acl-hidden-group", HIDDEN_TOPIC)
+    reader.start()
     runs = {}
     for user, db, session in (("gs-admin-only", 6, spark), ("gs-one-denied", 7, spark.newSession())):
         url = redis_server.url.rsplit("/", 1)[0] + f"/{db}"
@@ -358,8 +363,21 @@ def test_least_privilege_on_a_broker_that_enforces_acls(
             "the other group described",
         )
         assert "denied" not in fine and store.freshness()["sources"]["__consumer_offsets"]["ok"]
+        partial = wait_until(
+            lambda: (
+                (d := store.get_group("sec-acl-hidden-group")) and "end_offsets" in d.get("denied", {}) and d
+            ),
+            120,
+            "the group of the hidden topic marked: its end offsets refused",
+        )
+        why = partial["denied"]["end_offsets"]["error"]
+        assert "TOPIC_AUTHORIZATION_FAILED" in why and HIDDEN_TOPIC in why, why
+        assert partial["state"] == "Stable" and partial["members"], partial["state"]  # the rest is whole
+        assert all(p.get("end_offset") is None for p in partial["lag"]["partitions"]), partial["lag"]
+        assert any("refuses the end offsets" in n for n in partial["inferred"]), partial["inferred"]
     finally:
         member.halt.set()
+        reader.halt.set()
         for _url, _store, (stop, t, _errors) in runs.values():
             stop.set()
             t.join(60)

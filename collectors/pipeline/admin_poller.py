@@ -177,7 +177,8 @@ def denial(exc: BaseException) -> str | None:
 
 
 def denied_line(ts: int, group: str, what: str, why: str) -> dict[str, Any]:
-    """The Admin topic's line of a refusal (coordinator_model.evidence.AdminDenied)."""
+    """The Admin topic's line of a refusal (coordinator_model.evidence.AdminDenied); `why` empty: the
+    refusal is over."""
     return {"ts": ts, "group": group, "denied": what, "error": why}
 
 
@@ -301,6 +302,7 @@ class AdminPoller(Loop):
         self._offsets_failing = False  # OffsetFetch failed last time (warned once already)
         self._protocol_unusable = False  # settings it cannot use: librdkafka fetches the offsets
         self._offsets_denied: dict[str, str] = {}  # groups whose OffsetFetch an ACL refused, and why
+        self._ends_refused: set[str] = set()  # groups told some of their topics' end offsets are refused
         # Answers are sent on when they changed, and again every admin_resend_s (admin_changes.py).
         # A group's answers are resent at the phase of its state bucket (admin_changes.py).
         resend_ms = int(getattr(cfg, "admin_resend_s", 60.0) * 1000)
@@ -525,17 +527,29 @@ class AdminPoller(Loop):
                 send(("denied", g, "offsets"), g, denied_line(ts, g, "offsets", why))
         all_tps = sorted({tp for s in wanted.values() for tp in s})
         ends: dict[tuple[str, int], int] = {}
+        refused: dict[str, str] = {}  # topic -> why its end offsets were refused
         if all_tps:
             futs = admin.list_offsets(
                 {TopicPartition(t, p): OffsetSpec.latest() for t, p in all_tps}, request_timeout=timeout_s
             )
             for tp, f in futs.items():
-                with contextlib.suppress(Exception):
+                try:
                     ends[(tp.topic, tp.partition)] = int(f.result(timeout_s + 5).offset)
+                except Exception as e:  # one partition's error never stops the poll
+                    if (why := denial(e)) is not None:
+                        refused[tp.topic] = why  # an ACL withholds the topic: its groups are told
         for g, tps in wanted.items():
             known = [[t, p, ends[(t, p)]] for t, p in sorted(tps) if (t, p) in ends]
             if known:
                 send(("ends", g), g, {"ts": ts, "group": g, "end_offsets": known})
+            hidden = sorted({t for t, _ in tps if t in refused})
+            if hidden:
+                why = f"{refused[hidden[0]]} (topics: {', '.join(hidden)})"
+                send(("denied", g, "end_offsets"), g, denied_line(ts, g, "end_offsets", why))
+                self._ends_refused.add(g)
+            elif g in self._ends_refused:  # allowed again: the refusal is over
+                send(("denied", g, "end_offsets"), g, denied_line(ts, g, "end_offsets", ""))
+                self._ends_refused.discard(g)
             producer.poll(0)
         self.changes.forget(polled)  # groups and partitions gone since: their next answer is new
         self.hot.forget(set(groups))

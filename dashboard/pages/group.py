@@ -273,6 +273,7 @@ def header(doc: Mapping[str, Any], row: Mapping[str, Any] | None, now: int) -> l
             {
                 "describe": "its description (members, assignment, state)",
                 "offsets": "its committed offsets",
+                "end_offsets": "the end offsets of some of its topics (so their lag)",
             }.get(k, k)
             for k in sorted(denied)
         )
