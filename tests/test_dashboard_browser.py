@@ -272,6 +272,7 @@ def test_out_of_the_box_group_marks_what_was_inferred(served, browser, artifacts
     RedisStore(redis.Redis.from_url(served["url"])).write_group(
         doc, int(time.time() * 1000), as_of_ms=doc["as_of"]
     )
+    served["docs"][doc["group"]] = doc  # what is served from now on (the topics pages count it)
     browser.get(served["base"] + group_url(doc["group"]))
     bands = wait_for(lambda: plot_data(browser, "group-timeline"), what="timeline")
     hatched = sum(shape == "/" for t in bands for shape in t["pattern"] or [])

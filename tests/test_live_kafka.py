@@ -393,6 +393,7 @@ class Life:
     members: dict[str, Member] = field(default_factory=dict)  # client id -> its current process
     gone: list[Member] = field(default_factory=list)
     error: BaseException | None = None
+    stalled: set[str] = field(default_factory=set)  # member ids that stopped polling past max.poll
 
     @property
     def kip848(self) -> bool:
@@ -495,6 +496,7 @@ def life_stall(s: Lives, life: Life) -> None:
     staller = s.start(life, "e2")
     s.settled(life)
     first_id = staller.member_id
+    life.stalled.add(first_id)
     staller.send("stall 7")  # past max.poll.interval.ms (4 s): librdkafka sends LeaveGroup itself
     wait_until(lambda: staller.member_id not in (None, first_id), WAIT_S, "the stalled member's rejoin")
     s.settled(life)
@@ -961,6 +963,16 @@ def generation_rows(life: Life, truth: Truth, doc: dict[str, Any]) -> list[dict[
         logged = log_classic(truth.log, by_instance)
         for n, lg in sorted(logged.items()):
             g = by_gen.get(n) or {}
+            if (
+                lg["cause"] == "member_left"
+                and g.get("cause") == "poll_timeout"
+                and life.stalled
+                and any(m in (lg["reason"] or "") for m in life.stalled)
+            ):
+                # librdkafka leaves the group itself when max.poll.interval.ms expires: the broker logs
+                # a plain LeaveGroup, the truth is a poll timeout, and the model may read it from the
+                # member's commits (quiet for about max.poll.interval.ms before it left)
+                lg = {**lg, "cause": "poll_timeout"}
             rows.append(
                 {
                     "generation": n,
@@ -991,10 +1003,15 @@ def _report(run: LiveRun) -> dict[str, Any]:
         f = {
             k: [0, 0] for k in ("states", "members", "assignments", "epochs", "lag", "generations", "causes")
         }
+        f["sampled states"] = [0, 0]
         for life in run.lives:
             t, doc = run.truth[life.group], docs[life.group]
             f["states"][0] += doc["state"] == t.describe["state"]
             f["states"][1] += 1
+            if not life.kip848:
+                a, b = sampled_states(t.log, doc)
+                f["sampled states"][0] += a
+                f["sampled states"][1] += b
             got, want = doc_members(doc), t.describe["members"]
             for mid, m in want.items():
                 f["members"][1] += 1
@@ -1030,6 +1047,56 @@ def _report(run: LiveRun) -> dict[str, Any]:
     return figures
 
 
+# The classic states the coordinator logs the moment it enters them.
+LOG_STATES = {
+    "prepare": "PreparingRebalance",
+    "stabilized": "CompletingRebalance",
+    "assignment": "Stable",
+    "empty": "Empty",
+}
+SAMPLE_MS = 250
+
+
+def sampled_states(events: list[BrokerLogEvent], doc: dict[str, Any]) -> tuple[int, int]:
+    """A classic group's state every SAMPLE_MS from its first logged state to the document's as_of:
+    the broker's (the last state line at or before the moment) against the document's timeline row in
+    force then. (matching, compared)."""
+    marks = [(ev.ts, LOG_STATES[ev.kind]) for ev in events if ev.kind in LOG_STATES]
+    rows = [(r["start"], r["state"]) for r in doc["timeline"]]
+    if not marks or not rows:
+        return 0, 0
+    ok = n = 0
+    t, end = marks[0][0], int(doc.get("as_of") or marks[-1][0])
+    i = j = 0
+    while t <= end:
+        while i + 1 < len(marks) and marks[i + 1][0] <= t:
+            i += 1
+        while j + 1 < len(rows) and rows[j + 1][0] <= t:
+            j += 1
+        n += 1
+        ok += rows[j][0] <= t and rows[j][1] == marks[i][1]
+        t += SAMPLE_MS
+    return ok, n
+
+
+def scenario_table(run: LiveRun) -> str:
+    """Per scenario and collector: states right at sampled moments and causes right (the coordinator
+    log as the judge), as the closing note of issue 16 shows them."""
+    out = ["scenario                                          collector  states        causes"]
+    for life in run.lives:
+        for name, docs in run.docs.items():
+            doc, t = docs[life.group], run.truth[life.group]
+            st = (0, 0) if life.kip848 else sampled_states(t.log, doc)
+            rows = generation_rows(life, t, doc)
+            ca = (
+                sum(r["log"] is not None and r["doc"]["cause"] == r["log"]["cause"] for r in rows),
+                len(rows),
+            )
+            cell = [f"{a}/{b} ({a / b:.0%})" if b else "-" for a, b in (st, ca)]
+            out.append(f"{(life.title)[:48]:<50}{name:<11}{cell[0]:<14}{cell[1]}")
+    return "\n".join(out)
+
+
 @pytest.fixture(scope="module")
 def report(live: LiveRun) -> dict[str, Any]:
     figures = _report(live)
@@ -1038,6 +1105,8 @@ def report(live: LiveRun) -> dict[str, Any]:
         print(
             f"  collector {name}: " + ", ".join(f"{k} {a}/{b} ({a / b:.0%})" for k, (a, b) in f.items() if b)
         )
+    print(f"\nper scenario (states every {SAMPLE_MS} ms; KIP-848 states are not logged by the broker):")
+    print(scenario_table(live))
     for name, docs in live.docs.items():
         made_of = sorted({src for doc in docs.values() for src in doc["sources"]})
         print(f"  collector {name}: documents made from {made_of}")
