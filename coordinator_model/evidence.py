@@ -393,94 +393,59 @@ def from_offsets_record(rec: Any) -> Evidence:
             members=tuple(members),
             log_offset=log_offset,
         )
-    if kind == "ConsumerGroupMetadataKey":
-        return ConsumerGroupEpoch(ts, group, None if value is None else value.epoch)
-    if kind == "ConsumerGroupPartitionMetadataKey":
-        topics = (
-            () if value is None else tuple((t.topic_id, t.topic_name, t.num_partitions) for t in value.topics)
-        )
-        return ConsumerGroupTopics(ts, group, topics)
-    if kind == "ConsumerGroupMemberMetadataKey":
-        if value is None:
-            return ConsumerMemberSubscription(ts, group, key.member_id, True)
-        return ConsumerMemberSubscription(
-            ts,
-            group,
-            key.member_id,
-            False,
-            instance_id=value.instance_id,
-            client_id=value.client_id,
-            client_host=value.client_host,
-            subscribed_topics=tuple(value.subscribed_topic_names or ()),
-            subscribed_regex=value.subscribed_topic_regex or None,
-            rebalance_timeout_ms=value.rebalance_timeout_ms,
-            server_assignor=value.server_assignor,
-        )
-    if kind == "ConsumerGroupTargetAssignmentMetadataKey":
-        return ConsumerTargetAssignment(ts, group, None if value is None else value.assignment_epoch)
-    if kind == "ConsumerGroupTargetAssignmentMemberKey":
-        parts = None if value is None else _id_tps(value.topic_partitions)
-        return ConsumerTargetMember(ts, group, key.member_id, parts)
-    if kind == "ConsumerGroupCurrentMemberAssignmentKey":
-        if value is None:
-            return ConsumerMemberAssignment(ts, group, key.member_id, True)
-        return ConsumerMemberAssignment(
-            ts,
-            group,
-            key.member_id,
-            False,
-            member_epoch=value.member_epoch,
-            previous_member_epoch=value.previous_member_epoch,
-            state=value.state,
-            assigned=_id_tps(value.assigned_partitions),
-            pending_revocation=_id_tps(value.partitions_pending_revocation),
-        )
-    if kind.startswith("ShareGroup"):
-        share = _share_record(kind, key, value, ts, group)
-        if share is not None:
-            return share
+    for prefix, share in (("ConsumerGroup", False), ("ShareGroup", True)):
+        if kind.startswith(prefix):
+            ev = _modern_record(kind[len(prefix) :], key, value, ts, group, share)
+            if ev is not None:
+                return ev
     return UnknownRecord(ts, group, int(getattr(rec, "record_type", -1)))
 
 
-def _share_record(kind: str, key: Any, value: Any, ts: int, group: str) -> Evidence | None:
-    """A share group's record (KIP-932; Kafka's modern/share/ShareGroup is, like ConsumerGroup, a
-    ModernGroup): as the KIP-848 record of the same shape, marked `share`."""
-    if kind == "ShareGroupMetadataKey":
-        return ConsumerGroupEpoch(ts, group, None if value is None else value.epoch, share=True)
-    if kind == "ShareGroupStatePartitionMetadataKey":
-        # the topics whose share-partition state is (being) initialized: topic ids and names
-        topics = (
-            ()
-            if value is None
-            else tuple(
-                (t.topic_id, t.topic_name, len(t.partitions))
-                for t in [*value.initializing_topics, *value.initialized_topics]
-            )
-        )
-        return ConsumerGroupTopics(ts, group, topics, share=True)
-    if kind == "ShareGroupMemberMetadataKey":
+def _modern_record(kind: str, key: Any, value: Any, ts: int, group: str, share: bool) -> Evidence | None:
+    """A KIP-848 consumer group's record, or a KIP-932 share group's (`share`): the same shapes
+    (Kafka's ConsumerGroup and ShareGroup are both ModernGroups), read into the same evidence. `kind`
+    is the record key's name without its "ConsumerGroup"/"ShareGroup" prefix. A share group's member
+    has no instance id, rebalance timeout, regex or server assignor, and nothing pending revocation;
+    its topic names come from the share-partition state's metadata (ShareGroupStatePartitionMetadata)."""
+    if kind == "MetadataKey":
+        return ConsumerGroupEpoch(ts, group, None if value is None else value.epoch, share=share)
+    if kind in ("PartitionMetadataKey", "StatePartitionMetadataKey"):
         if value is None:
-            return ConsumerMemberSubscription(ts, group, key.member_id, True, share=True)
+            topics: tuple[tuple[str, str, int], ...] = ()
+        elif share:  # the topics whose share-partition state is (being) initialized
+            both = [*value.initializing_topics, *value.initialized_topics]
+            topics = tuple((t.topic_id, t.topic_name, len(t.partitions)) for t in both)
+        else:
+            topics = tuple((t.topic_id, t.topic_name, t.num_partitions) for t in value.topics)
+        return ConsumerGroupTopics(ts, group, topics, share=share)
+    if kind == "MemberMetadataKey":
+        if value is None:
+            return ConsumerMemberSubscription(ts, group, key.member_id, True, share=share)
+        rebalance_timeout = getattr(value, "rebalance_timeout_ms", -1)
         return ConsumerMemberSubscription(
             ts,
             group,
             key.member_id,
             False,
+            instance_id=getattr(value, "instance_id", None),
             client_id=value.client_id,
             client_host=value.client_host,
             subscribed_topics=tuple(value.subscribed_topic_names or ()),
-            share=True,
+            subscribed_regex=getattr(value, "subscribed_topic_regex", None) or None,
+            rebalance_timeout_ms=-1 if rebalance_timeout is None else rebalance_timeout,
+            server_assignor=getattr(value, "server_assignor", None),
+            share=share,
         )
-    if kind == "ShareGroupTargetAssignmentMetadataKey":
+    if kind == "TargetAssignmentMetadataKey":
         return ConsumerTargetAssignment(
-            ts, group, None if value is None else value.assignment_epoch, share=True
+            ts, group, None if value is None else value.assignment_epoch, share=share
         )
-    if kind == "ShareGroupTargetAssignmentMemberKey":
+    if kind == "TargetAssignmentMemberKey":
         parts = None if value is None else _id_tps(value.topic_partitions)
-        return ConsumerTargetMember(ts, group, key.member_id, parts, share=True)
-    if kind == "ShareGroupCurrentMemberAssignmentKey":
+        return ConsumerTargetMember(ts, group, key.member_id, parts, share=share)
+    if kind == "CurrentMemberAssignmentKey":
         if value is None:
-            return ConsumerMemberAssignment(ts, group, key.member_id, True, share=True)
+            return ConsumerMemberAssignment(ts, group, key.member_id, True, share=share)
         return ConsumerMemberAssignment(
             ts,
             group,
@@ -490,7 +455,8 @@ def _share_record(kind: str, key: Any, value: Any, ts: int, group: str) -> Evide
             previous_member_epoch=value.previous_member_epoch,
             state=value.state,
             assigned=_id_tps(value.assigned_partitions),
-            share=True,
+            pending_revocation=_id_tps(getattr(value, "partitions_pending_revocation", ())),
+            share=share,
         )
     return None
 

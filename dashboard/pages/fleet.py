@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import dash_ag_grid as dag
-from dash import ClientsideFunction, Dash, Input, Output, State, dcc, html, no_update
+from dash import Dash, Input, Output, dcc, html
 
 from dashboard.components import empty_state, fmt_age, graph, stat, state_badge
 from dashboard.data import DashboardData, Unavailable, fleet_page, now_ms
 from dashboard.figures import STATE_ORDER, fleet_state_figure
+from dashboard.server_grid import register_server_grid, server_grid
 from dashboard.urls import group_url
 
 TEXT_FILTER = {"filterOptions": ["contains"], "maxNumConditions": 1, "buttons": ["reset"]}
@@ -110,29 +110,7 @@ def layout() -> html.Div:
                         ],
                         className="filters",
                     ),
-                    dag.AgGrid(
-                        id="fleet-grid",
-                        columnDefs=COLUMNS,
-                        defaultColDef={
-                            "sortable": True,
-                            "resizable": True,
-                            "suppressHeaderMenuButton": False,
-                        },
-                        rowModelType="infinite",
-                        dashGridOptions={
-                            "pagination": True,
-                            "paginationPageSize": 50,
-                            "paginationPageSizeSelector": [25, 50, 100, 500],
-                            "cacheBlockSize": 50,
-                            "maxBlocksInCache": 20,
-                            "rowBuffer": 0,
-                            "maxConcurrentDatasourceRequests": 2,
-                            "infiniteInitialRowCount": 1,
-                            "getRowId": {"function": "params.data.name"},
-                        },
-                        style={"height": "620px"},
-                        className="ag-theme-alpine",
-                    ),
+                    server_grid("fleet-grid", COLUMNS, "name"),
                 ],
                 className="card",
             ),
@@ -230,20 +208,7 @@ def register(app: Dash, data: DashboardData) -> None:
         )
         return cards, fleet_state_figure(by_state), storm_box, lag_box
 
-    @app.callback(
-        Output("fleet-grid", "getRowsResponse"),
-        Output("fleet-count", "children"),
-        Input("fleet-grid", "getRowsRequest"),
-        prevent_initial_call=True,
-    )
-    def rows(request: dict[str, Any] | None) -> tuple[Any, Any]:
-        if not request:
-            return no_update, no_update
-        try:
-            resp = fleet_page(data, request)
-        except Unavailable:
-            return {"rowData": [], "rowCount": 0}, "Redis is unreachable"
-        return resp, f"{resp['rowCount']:,} matching groups"
+    register_server_grid(app, "fleet-grid", "fleet-count", lambda req: fleet_page(data, req), "groups")
 
     # The external filter controls write the grid's filter model; the grid then asks for rows again.
     @app.callback(
@@ -265,15 +230,6 @@ def register(app: Dash, data: DashboardData) -> None:
         if name:
             fm["name"] = {"filterType": "text", "type": "contains", "filter": name}
         return fm
-
-    # Live refresh: re-read the rows in view without losing the scroll position or page.
-    app.clientside_callback(
-        ClientsideFunction(namespace="groupscope", function_name="refreshGrid"),
-        Output("fleet-grid", "id"),
-        Input("tick", "n_intervals"),
-        State("fleet-grid", "id"),
-        prevent_initial_call=True,
-    )
 
 
 def freshness_text(age_s: float | None) -> str:

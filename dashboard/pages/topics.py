@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import dash_ag_grid as dag
-from dash import ClientsideFunction, Dash, Input, Output, State, dcc, html, no_update
+from dash import Dash, Input, Output, dcc, html
 
 from dashboard.components import empty_state, stat
 from dashboard.data import DashboardData, Unavailable, topics_page
+from dashboard.server_grid import register_server_grid, server_grid
 
 NUMBER = {"function": "params.value == null ? '' : Number(params.value).toLocaleString('en-US')"}
 
@@ -83,26 +83,7 @@ def layout() -> html.Div:
                         ],
                         className="filters",
                     ),
-                    dag.AgGrid(
-                        id="topics-grid",
-                        columnDefs=COLUMNS,
-                        defaultColDef={"sortable": True, "resizable": True},
-                        rowModelType="infinite",
-                        dashGridOptions={
-                            "pagination": True,
-                            "paginationPageSize": 50,
-                            "paginationPageSizeSelector": [25, 50, 100, 500],
-                            "cacheBlockSize": 50,
-                            "maxBlocksInCache": 20,
-                            "rowBuffer": 0,
-                            "maxConcurrentDatasourceRequests": 2,
-                            "infiniteInitialRowCount": 1,
-                            "getRowId": {"function": "params.data.name"},
-                            "tooltipShowDelay": 300,
-                        },
-                        style={"height": "620px"},
-                        className="ag-theme-alpine",
-                    ),
+                    server_grid("topics-grid", COLUMNS, "name", tooltipShowDelay=300),
                 ],
                 className="card",
             ),
@@ -142,20 +123,7 @@ def register(app: Dash, data: DashboardData) -> None:
             className="stats",
         )
 
-    @app.callback(
-        Output("topics-grid", "getRowsResponse"),
-        Output("topics-count", "children"),
-        Input("topics-grid", "getRowsRequest"),
-        prevent_initial_call=True,
-    )
-    def rows(request: dict[str, Any] | None) -> tuple[Any, Any]:
-        if not request:
-            return no_update, no_update
-        try:
-            resp = topics_page(data, request)
-        except Unavailable:
-            return {"rowData": [], "rowCount": 0}, "Redis is unreachable"
-        return resp, f"{resp['rowCount']:,} matching topics"
+    register_server_grid(app, "topics-grid", "topics-count", lambda req: topics_page(data, req), "topics")
 
     @app.callback(
         Output("topics-grid", "filterModel"),
@@ -164,11 +132,3 @@ def register(app: Dash, data: DashboardData) -> None:
     )
     def filters(name: str | None) -> dict[str, Any]:
         return {"name": {"filterType": "text", "type": "contains", "filter": name}} if name else {}
-
-    app.clientside_callback(
-        ClientsideFunction(namespace="groupscope", function_name="refreshGrid"),
-        Output("topics-grid", "id"),
-        Input("tick", "n_intervals"),
-        State("topics-grid", "id"),
-        prevent_initial_call=True,
-    )
