@@ -98,7 +98,8 @@ class GroupEngine:
         self.client_protocol: str | None = None  # the clients' own group.protocol (heartbeat events)
         self.type_source: str | None = None  # client | records | broker_log | describe
         self.conflicts: dict[str, dict[str, Any]] = {}
-        # what the broker refused to tell about the group ("describe", "offsets" -> since, error)
+        # what the broker refused to tell about the group ("describe", "offsets", "end_offsets" -> since,
+        # error): the poller's AdminDenied lines
         self.denied: dict[str, dict[str, Any]] = {}
 
     # ------------------------------------------------------------------------------------------
