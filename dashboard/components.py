@@ -46,3 +46,19 @@ def empty_state(title: str, *lines: Any) -> html.Div:
 
 def graph(id_: str, **kw: Any) -> dcc.Graph:
     return dcc.Graph(id=id_, config={"displaylogo": False}, **kw)
+
+
+def choice(id_: str, options: list[tuple[str, Any]], value: Any, width: int = 220) -> dcc.Dropdown:
+    """A small dropdown of fixed choices (label, value): no clearing, no typing."""
+    return dcc.Dropdown(
+        id=id_,
+        clearable=False,
+        searchable=False,
+        style={"width": f"{width}px"},
+        options=[{"label": lbl, "value": v} for lbl, v in options],
+        value=value,
+    )
+
+
+# Lag charts: in offsets or in seconds.
+LAG_METRICS = [("lag in offsets", "lag"), ("lag in seconds", "lag_seconds")]

@@ -188,6 +188,22 @@ def _short(member_id: str, n: int = 28) -> str:
     return member_id if len(member_id) <= n else member_id[: n - 1] + "…"
 
 
+def _lag_heatmap(z: list[list[float | None]], hovertemplate: str) -> go.Heatmap:
+    """A lag heatmap's trace (its arrays set after validation, by the caller): blue when caught up,
+    red at the worst lag shown, empty where nothing is owned or known."""
+    small = len(z) * max((len(row) for row in z), default=0) <= 5_000  # cell gaps slow big ones down
+    return go.Heatmap(
+        colorscale=[[0, "#90caf9"], [0.35, "#ffe082"], [1, "#c62828"]],
+        zmin=0,
+        zmax=max([v for row in z for v in row if v is not None] + [1.0]),
+        colorbar={"title": "lag"},
+        hoverongaps=False,
+        xgap=1 if small else 0,
+        ygap=1 if small else 0,
+        hovertemplate=hovertemplate,
+    )
+
+
 def assignment_heatmap(
     members: Sequence[Member],
     lag: Sequence[PartitionLag],
@@ -217,19 +233,7 @@ def assignment_heatmap(
             tp = (tp[0], int(tp[1]))
             if tp in col:
                 z[i][col[tp]] = float(lag_by.get(tp) or 0)
-    small = len(ids) * len(tps) <= 5_000  # cell gaps make big heatmaps slow to draw
-    fig = go.Figure(
-        go.Heatmap(
-            colorscale=[[0, "#90caf9"], [0.35, "#ffe082"], [1, "#c62828"]],
-            zmin=0,
-            zmax=max([v for row in z for v in row if v is not None] + [1.0]),
-            colorbar={"title": "lag"},
-            hoverongaps=False,
-            xgap=1 if small else 0,
-            ygap=1 if small else 0,
-            hovertemplate="member %{y}<br>partition %{x}<br>lag %{z}<extra></extra>",
-        )
-    )
+    fig = go.Figure(_lag_heatmap(z, "member %{y}<br>partition %{x}<br>lag %{z}<extra></extra>"))
     fig.update_xaxes(showticklabels=len(tps) <= 60, tickangle=-45, type="category")
     # Full member ids on the axis (truncated ones could collide and merge rows), short tick labels.
     fig.update_yaxes(
@@ -336,19 +340,7 @@ def topic_lag_heatmap(
                 f"committed {'-' if committed is None else committed}, end {'-' if end is None else end}"
                 f"<br>lag {known}<br>owner {member or 'none'}"
             )
-    small = len(groups) * len(parts) <= 5_000
-    fig = go.Figure(
-        go.Heatmap(
-            colorscale=[[0, "#90caf9"], [0.35, "#ffe082"], [1, "#c62828"]],
-            zmin=0,
-            zmax=max([v for row in z for v in row if v is not None] + [1.0]),
-            colorbar={"title": "lag"},
-            hoverongaps=False,
-            xgap=1 if small else 0,
-            ygap=1 if small else 0,
-            hovertemplate="group %{y}<br>partition %{x}<br>%{text}<extra></extra>",
-        )
-    )
+    fig = go.Figure(_lag_heatmap(z, "group %{y}<br>partition %{x}<br>%{text}<extra></extra>"))
     fig.update_xaxes(title="partition", type="category", showticklabels=len(parts) <= 120)
     fig.update_yaxes(
         autorange="reversed",

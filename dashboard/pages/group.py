@@ -9,7 +9,7 @@ import dash_ag_grid as dag
 from dash import Dash, Input, Output, dcc, html
 
 from dashboard import group_doc as gd
-from dashboard.components import empty_state, fmt_age, fmt_ms, graph, state_badge
+from dashboard.components import LAG_METRICS, choice, empty_state, fmt_age, fmt_ms, graph, state_badge
 from dashboard.data import DashboardData, Unavailable, now_ms
 from dashboard.figures import (
     _dur,
@@ -163,27 +163,11 @@ def layout(name: str) -> html.Div:
                 [
                     html.Div(
                         [
-                            dcc.Dropdown(
-                                id="group-lag-metric",
-                                clearable=False,
-                                searchable=False,
-                                style={"width": "220px"},
-                                options=[
-                                    {"label": "lag in offsets", "value": "lag"},
-                                    {"label": "lag in seconds", "value": "lag_seconds"},
-                                ],
-                                value="lag",
-                            ),
-                            dcc.Dropdown(
-                                id="group-lag-by",
-                                clearable=False,
-                                searchable=False,
-                                style={"width": "220px"},
-                                options=[
-                                    {"label": "per partition", "value": "partition"},
-                                    {"label": "per member", "value": "member"},
-                                ],
-                                value="partition",
+                            choice("group-lag-metric", LAG_METRICS, "lag"),
+                            choice(
+                                "group-lag-by",
+                                [("per partition", "partition"), ("per member", "member")],
+                                "partition",
                             ),
                         ],
                         className="filters",

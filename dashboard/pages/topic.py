@@ -9,7 +9,7 @@ from typing import Any
 import dash_ag_grid as dag
 from dash import Dash, Input, Output, dcc, html
 
-from dashboard.components import empty_state, graph, stat
+from dashboard.components import LAG_METRICS, choice, empty_state, graph, stat
 from dashboard.data import DashboardData, Unavailable
 from dashboard.figures import empty_figure, lag_over_time_figure, topic_lag_heatmap
 from dashboard.urls import parse_path
@@ -83,25 +83,8 @@ def layout(name: str) -> html.Div:
                 [
                     html.Div(
                         [
-                            dcc.Dropdown(
-                                id="topic-lag-metric",
-                                clearable=False,
-                                searchable=False,
-                                style={"width": "220px"},
-                                options=[
-                                    {"label": "lag in offsets", "value": "lag"},
-                                    {"label": "lag in seconds", "value": "lag_seconds"},
-                                ],
-                                value="lag",
-                            ),
-                            dcc.Dropdown(
-                                id="topic-lag-range",
-                                clearable=False,
-                                searchable=False,
-                                style={"width": "160px"},
-                                options=[{"label": lbl, "value": v} for lbl, v in HISTORY_RANGES],
-                                value=3_600_000,
-                            ),
+                            choice("topic-lag-metric", LAG_METRICS, "lag"),
+                            choice("topic-lag-range", HISTORY_RANGES, 3_600_000, width=160),
                         ],
                         className="filters",
                     ),
