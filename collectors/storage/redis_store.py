@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from collectors.storage import sorted_index
 from collectors.storage import summaries as _summary
 from collectors.storage.topics import TopicIndex
 
@@ -671,12 +672,7 @@ class RedisStore:
         states = [state] if isinstance(state, str) else list(state or [])
         if not name_contains and not type_ and len(states) <= 1:
             index = self.idx(sort_by, states[0] if states else None)
-            p = self.pipeline()
-            p.zcard(index)
-            if limit:
-                p.zrange(index, offset, offset + limit - 1, desc=descending)
-            res = p.execute()
-            total, names = int(res[0]), (res[1] if limit else [])
+            total, names = sorted_index.page(self.r, index, offset, limit, descending)
         else:
             index = self.idx(sort_by, states[0] if len(states) == 1 else None)
             total, names = self._filter(

@@ -20,6 +20,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from collectors.storage import sorted_index
+
 TOPIC_SORT_KEYS = ("name", "partitions", "groups", "lag", "lag_seconds", "rebalancing")
 # A group in one of these states is rebalancing now (classic, then KIP-848 states).
 REBALANCING = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
@@ -315,12 +317,7 @@ class TopicIndex:
         offset, limit = max(0, int(offset)), max(0, int(limit))
         index = self.idx(sort_by)
         if not name_contains:
-            p = self.r.pipeline(transaction=False)
-            p.zcard(index)
-            if limit:
-                p.zrange(index, offset, offset + limit - 1, desc=descending)
-            res = p.execute()
-            total, names = int(res[0]), (res[1] if limit else [])
+            total, names = sorted_index.page(self.r, index, offset, limit, descending)
         else:
             total, names = self._filter(
                 keys=[index, self.rows_key(), self.rows_key()],
