@@ -10,13 +10,7 @@ import click
 
 from collectors.cli.options import redis_option
 from collectors.cli.read_cmd import _store
-from collectors.storage.topics import TOPIC_SORT_KEYS
-
-
-def _owners(row: dict) -> str:
-    """The members owning the topic's partitions, by client id where known."""
-    names = [c or m for m, c in zip(row["members"], row["clients"], strict=False)]
-    return ", ".join(names) or "-"
+from collectors.storage.topics import TOPIC_SORT_KEYS, owners
 
 
 def _print_json(obj: object) -> None:
@@ -88,7 +82,7 @@ def topic(name: str, redis_url: str | None, as_json: bool) -> None:
     for g in view.groups:
         click.echo(
             f"{str(g['group'])[:40]:<40} {g['state']:<20} {g['partitions']:>5} {g['lag']:>12,} "
-            f"{g['lag_seconds']:>9.1f}  {_owners(g)}"
+            f"{g['lag_seconds']:>9.1f}  {', '.join(owners(g)) or '-'}"
         )
     click.echo("")
     click.echo(f"{'PARTITION':>9}  " + "  ".join(f"{str(g['group'])[:14]:>14}" for g in view.groups[:8]))

@@ -55,6 +55,12 @@ class TopicGroup:
         )
 
 
+def owners(row: Mapping[str, Any]) -> list[str]:
+    """The members owning a topic's partitions in a group's row (TopicGroup JSON), by client id where
+    known, else by member id."""
+    return [c or m for m, c in zip(row.get("members") or [], row.get("clients") or [], strict=False)]
+
+
 # A partition row of the heatmap: [partition, committed, end offset, lag, lag seconds, member id].
 PartitionRow = list[Any]
 

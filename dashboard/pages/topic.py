@@ -9,6 +9,7 @@ from typing import Any
 import dash_ag_grid as dag
 from dash import Dash, Input, Output, dcc, html
 
+from collectors.storage.topics import owners
 from dashboard.components import LAG_METRICS, choice, empty_state, graph, stat
 from dashboard.data import DashboardData, Unavailable
 from dashboard.figures import empty_figure, lag_over_time_figure, topic_lag_heatmap
@@ -96,11 +97,6 @@ def layout(name: str) -> html.Div:
     )
 
 
-def _owners(row: dict[str, Any]) -> str:
-    names = [c or m for m, c in zip(row.get("members") or [], row.get("clients") or [], strict=False)]
-    return ", ".join(names) or "none (no member owns its partitions)"
-
-
 def topic_outputs(data: DashboardData, name: str, metric: str, range_ms: int) -> tuple[Any, Any, Any, Any]:
     """(header, group rows, heatmap, lag history) of one topic; an unknown topic is explained."""
     title = "Lag per partition (partition × group)"
@@ -143,7 +139,7 @@ def topic_outputs(data: DashboardData, name: str, metric: str, range_ms: int) ->
             "partitions": g.get("partitions"),
             "lag": g.get("lag"),
             "lag_seconds": round(float(g.get("lag_seconds") or 0), 1),
-            "owners": _owners(g),
+            "owners": ", ".join(owners(g)) or "none (no member owns its partitions)",
             "whatif": g["group"],
         }
         for g in view.groups
