@@ -28,6 +28,10 @@ GRID_SORT = {
 }
 
 
+# The topics grid's columns are named as the topic index's sort keys.
+TOPIC_GRID_SORT = {k: k for k in TOPIC_SORT_KEYS}
+
+
 class Unavailable(RuntimeError):
     """Redis cannot be reached or answered with an error; the message is shown in the banner."""
 
@@ -185,9 +189,10 @@ def _text_values(model: Mapping[str, Any]) -> list[str]:
     return [str(v).strip()] if v not in (None, "") else []
 
 
-def grid_query(request: Mapping[str, Any] | None) -> GridQuery:
+def grid_query(request: Mapping[str, Any] | None, sort_keys: Mapping[str, str] = GRID_SORT) -> GridQuery:
     """Translate AG Grid's infinite-row-model request (startRow, endRow, sortModel, filterModel) into
-    a RedisStore.list_groups query. Unsortable columns fall back to name order."""
+    a query of a sorted index: RedisStore.list_groups's (columns to sort keys: `sort_keys`), or the
+    topic index's. Unsortable columns fall back to name order."""
     req = request or {}
     start = max(0, int(req.get("startRow") or 0))
     end = max(start, int(req.get("endRow") or start + 100))
@@ -195,8 +200,8 @@ def grid_query(request: Mapping[str, Any] | None) -> GridQuery:
     sort = req.get("sortModel") or []
     if sort:
         col = sort[0].get("colId")
-        if col in GRID_SORT:
-            q.sort_by = GRID_SORT[col]
+        if col in sort_keys:
+            q.sort_by = sort_keys[col]
             q.descending = sort[0].get("sort") == "desc"
     fm = req.get("filterModel") or {}
     if "name" in fm:
@@ -234,20 +239,13 @@ def fleet_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[s
 def topics_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[str, Any]:
     """The topics grid's getRowsResponse for one block: sorted by any column of the topic index,
     filtered by name."""
-    req = request or {}
-    start = max(0, int(req.get("startRow") or 0))
-    end = max(start, int(req.get("endRow") or start + 100))
-    sort_by, desc = "name", False
-    sort = req.get("sortModel") or []
-    if sort and sort[0].get("colId") in TOPIC_SORT_KEYS:
-        sort_by, desc = sort[0]["colId"], sort[0].get("sort") == "desc"
-    vals = _text_values((req.get("filterModel") or {}).get("name") or {})
+    q = grid_query(request, TOPIC_GRID_SORT)
     total, rows = data.list_topics(
-        sort_by=sort_by,
-        descending=desc,
-        name_contains=vals[0] if vals else None,
-        offset=start,
-        limit=min(end - start, 1000),
+        sort_by=q.sort_by,
+        descending=q.descending,
+        name_contains=q.name_contains,
+        offset=q.offset,
+        limit=q.limit,
     )
     out = []
     for r in rows:
