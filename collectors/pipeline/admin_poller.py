@@ -301,7 +301,6 @@ class AdminPoller(Loop):
         self._protocol_conf: dict[str, Any] | None = None
         self._offsets_failing = False  # OffsetFetch failed last time (warned once already)
         self._protocol_unusable = False  # settings it cannot use: librdkafka fetches the offsets
-        self._offsets_denied: dict[str, str] = {}  # groups whose OffsetFetch an ACL refused, and why
         self._ends_refused: set[str] = set()  # groups told some of their topics' end offsets are refused
         # Answers are sent on when they changed, and again every admin_resend_s (admin_changes.py).
         # A group's answers are resent at the phase of its state bucket (admin_changes.py).
@@ -511,7 +510,7 @@ class AdminPoller(Loop):
             need = [g for g in groups if g not in self._committed_tps or g in sent_describe]
             # at most so many a poll (first sight of a big fleet: they are spread over a few polls)
             need = need[: self.committed_per_poll]
-            for g, committed in self._fetch_committed(admin, need, timeout_s).items():
+            for g, committed in self._fetch_committed(admin, need, timeout_s)[0].items():
                 self._committed_tps[g] = {(t, p) for t, p, _ in committed}
             known = set(groups)
             for g in [g for g in self._committed_tps if g not in known]:
@@ -519,11 +518,12 @@ class AdminPoller(Loop):
             for g in groups:
                 wanted.setdefault(g, set()).update(self._committed_tps.get(g, ()))
         else:
-            for g, committed in self._fetch_committed(admin, groups, timeout_s).items():
+            fetched, refused_groups = self._fetch_committed(admin, groups, timeout_s)
+            for g, committed in fetched.items():
                 send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
                 wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
                 producer.poll(0)
-            for g, why in self._offsets_denied.items():
+            for g, why in refused_groups.items():
                 send(("denied", g, "offsets"), g, denied_line(ts, g, "offsets", why))
         all_tps = sorted({tp for s in wanted.values() for tp in s})
         ends: dict[tuple[str, int], int] = {}
@@ -591,9 +591,10 @@ class AdminPoller(Loop):
 
     def _fetch_committed(
         self, admin: Any, groups: list[str], timeout_s: float
-    ) -> dict[str, list[tuple[str, int, int]]]:
+    ) -> tuple[dict[str, list[tuple[str, int, int]]], dict[str, str]]:
         """Each group's committed offsets, sorted, in `groups` order (OffsetFetch v8+ through the
-        protocol client kept on the poller). A group the broker answered with an error is left out, as
+        protocol client kept on the poller), and the groups an ACL refused them for, with why. A group
+        the broker answered with an error is left out of the first, as
         is every group when the call fails: the poll goes on with what else it has (warned once,
         until a call succeeds again), and the next poll starts over with new connections. Settings
         the protocol client cannot use (SASL GSSAPI or OAUTHBEARER, as on AWS MSK IAM) fall back to
@@ -602,7 +603,7 @@ class AdminPoller(Loop):
         from collectors.kafka_protocol.connection import Deadline
 
         if self._protocol_unusable:
-            return _committed_through_librdkafka(admin, groups, timeout_s, self.offsets_in_flight)
+            return _committed_through_librdkafka(admin, groups, timeout_s, self.offsets_in_flight), {}
         try:
             if self._protocol is None or self._protocol_conf != dict(self.cfg.kafka):
                 self._close_protocol()
@@ -612,7 +613,7 @@ class AdminPoller(Loop):
         except ConfigError as e:
             log.warning("committed offsets through librdkafka (the protocol client cannot: %s)", e)
             self._protocol_unusable = True
-            return _committed_through_librdkafka(admin, groups, timeout_s, self.offsets_in_flight)
+            return _committed_through_librdkafka(admin, groups, timeout_s, self.offsets_in_flight), {}
         except Exception as e:
             if not self._offsets_failing:
                 log.warning("committed offsets not available (OffsetFetch): %s", e)
@@ -620,19 +621,18 @@ class AdminPoller(Loop):
                 log.debug("OffsetFetch still failing: %s", e)
             self._offsets_failing = True
             self._close_protocol()  # a broker restart or a half-read answer: reconnect next time
-            return {}
+            return {}, {}
         self._offsets_failing = False
-        out = {}
-        self._offsets_denied = {}
+        out, refused = {}, {}
         for g in groups:
             got = fetched.get(g)
             if isinstance(got, GroupError):  # one group's error never stops the poll
                 log.debug("offsets of %s: %s", g, got.as_block()["error"])
                 if got.code in AUTHORIZATION_FAILED:
-                    self._offsets_denied[g] = f"{got.as_block()['error']}: {got.message or 'not authorized'}"
+                    refused[g] = f"{got.as_block()['error']}: {got.message or 'not authorized'}"
             elif got is not None:
                 out[g] = got
-        return out
+        return out, refused
 
     def _close_protocol(self) -> None:
         client, self._protocol = self._protocol, None
