@@ -396,12 +396,17 @@ class ConsumerGroupModel:
         if cause:
             p["cause"] = cause
 
+    def counted_members(self) -> list[Member]:
+        """The members the state counts: with the records read, those the records hold."""
+        members = list(self.engine.members.values())
+        if "offsets" in self.engine.sources:
+            members = [m for m in members if m.in_records]
+        return members
+
     def current_state(self) -> str:
         if self.engine.deleted:
             return "Dead"
-        members = [m for m in self.engine.members.values()]
-        if "offsets" in self.engine.sources:
-            members = [m for m in members if m.in_records]
+        members = self.counted_members()
         if not {"offsets", "broker_log", "describe"} & self.engine.sources:
             # only client events: membership is known, epochs and reconciliation are not
             return "Stable" if members else "Empty"

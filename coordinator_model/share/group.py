@@ -30,7 +30,4 @@ class ShareGroupModel(ConsumerGroupModel):
     def current_state(self) -> str:
         if self.engine.deleted:
             return "Dead"
-        members = list(self.engine.members.values())
-        if "offsets" in self.engine.sources:
-            members = [m for m in members if m.in_records]
-        return derive_share_group_state(len(members)).value
+        return derive_share_group_state(len(self.counted_members())).value
