@@ -3,8 +3,9 @@
 Values are plain dicts keyed by the snake_case field names (like Kafka's JSON converters); a field
 the version does not carry is absent from the dict a reader returns and ignored by a writer. Topic
 ids are Kafka's Uuid strings (URL-safe base64 of the 16 bytes, no padding). The messages here are a
-few per poll, so clarity wins over the speed tricks of collectors/codec/compiler.py; every length is
-still checked against the bytes left before anything is allocated.
+few per poll, so writing is a small interpreter; reading is compiled per struct and version
+(readers.py: an OffsetFetch answer holds a struct per group, topic and partition). Every length is
+checked against the bytes left before anything is allocated.
 
 Framing (request/response headers) is here too:
 - request header v1 (non-flexible APIs) / v2 (flexible): api key, version, correlation id,
@@ -22,6 +23,7 @@ from typing import Any
 
 from collectors.kafka_protocol.errors import KafkaProtocolError, ProtocolDecodeError
 from collectors.kafka_protocol.messages import API_VERSIONS, Api, Field
+from collectors.kafka_protocol.readers import reader
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID
 
@@ -156,38 +158,9 @@ class Reader:
 
 
 def read_fields(r: Reader, fields: tuple[Field, ...], version: int, flexible: bool) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for f in fields:
-        if f.present_in(version):
-            out[f.key] = _read_value(r, f, version, flexible)
-    if flexible:
-        r.skip_tags("tagged fields")
+    """A struct's fields at `version`, through its compiled reader (readers.py)."""
+    out, r.pos = reader(fields, version, flexible)(r.buf, r.pos)
     return out
-
-
-def _read_value(r: Reader, f: Field, version: int, flexible: bool) -> Any:
-    t = f.type
-    if t in _FIXED:
-        return r.fixed(_FIXED[t], f.name)
-    if t == "uuid":
-        return uuid_to_str(r.take(16, f.name))
-    if t in ("string", "bytes") or t.startswith("[]"):
-        n = r.length(flexible, _I16 if t == "string" else _I32, f.name)
-        if n is None:
-            if not f.nullable_in(version):
-                raise ProtocolDecodeError(f"{f.name}: null in a field that is not nullable in v{version}")
-            return None
-        if t == "string":
-            return r.take(n, f.name).decode("utf-8", "replace")
-        if t == "bytes":
-            return r.take(n, f.name)
-        if n > r.left():  # every element takes at least one byte: refuse absurd counts before looping
-            raise ProtocolDecodeError(f"{f.name}: {n} elements announced, {r.left()} bytes left")
-        item = f.item
-        return [_read_value(r, item, version, flexible) for _ in range(n)]
-    if f.fields:
-        return read_fields(r, f.fields, version, flexible)
-    raise ProtocolDecodeError(f"{f.name}: unknown type {t}")
 
 
 # -- whole messages -------------------------------------------------------------------------------
