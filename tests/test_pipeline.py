@@ -17,7 +17,14 @@ from hypothesis import strategies as st
 from collectors.cli.main import cli
 from collectors.pipeline.capture_source import load_capture
 from collectors.pipeline.job import PipelineConfig, _records_behind, run_pipeline
-from collectors.pipeline.kafka_source import count_between, kafka_conf_from_options, pack_ranges, plan_end
+from collectors.pipeline.kafka_source import (
+    KafkaStreamReader,
+    clock_row,
+    count_between,
+    kafka_conf_from_options,
+    pack_ranges,
+    plan_end,
+)
 from collectors.pipeline.route import DEAD_BUCKET, DEAD_LETTER_KEY, TICK_TOPIC, bucket_of, decode_batches
 from collectors.pipeline.sink import lag_point
 from collectors.storage.redis_store import RedisStore
@@ -83,6 +90,48 @@ def test_read_tasks_pack_ranges_evenly_and_split_big_ones():
     # 1,050 records need 5 tasks of at most 250: 6 (three whole waves of 2), not 5 (a lone last one)
     even = pack_ranges([("t", p, 0, 21) for p in range(50)], tasks=2, split_rows=250)
     assert len(even) == 6 and max(t.records for t in even) - min(t.records for t in even) <= 21
+
+
+class _Latest:
+    """Stands in for the reader's Watermarks: the log ends it is told."""
+
+    def __init__(self, latest: dict) -> None:
+        self.latest = latest
+
+    def offsets(self, topics: list[str], which: str) -> dict:
+        return self.latest
+
+
+def test_a_batch_read_to_the_log_ends_carries_a_clock_of_when_they_were_asked():
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+
+    opts = {"subscribe": "offs,admin", "kafka.bootstrap.servers": "x:1", "clockRows": "true"}
+    r = KafkaStreamReader(None, opts)
+    start = {"offs": {"0": 0, "1": 0}, "admin": {"0": 0}}
+    r._wm = _Latest({"offs": {"0": 40, "1": 30}, "admin": {"0": 5}})
+    before = int(time.time() * 1000)
+    end = r.latestOffset(start, ReadMaxRows(1000))
+    parts = r.partitions(start, end)
+    clocks = [p.clock_ms for p in parts if p.clock_ms is not None]
+    assert len(clocks) == 1 and before <= clocks[0] <= int(time.time() * 1000)
+    assert parts[0].clock_ms == clocks[0]
+    # a capped batch does not reach the log ends: no clock (its records may be older than the rest)
+    end = r.latestOffset(start, ReadMaxRows(20))
+    assert all(p.clock_ms is None for p in r.partitions(start, end))
+    # nor without the option (a one-off catch-up runs no timers)
+    r2 = KafkaStreamReader(None, {**opts, "clockRows": "false"})
+    r2._wm = r._wm
+    end = r2.latestOffset(start, ReadMaxRows(1000))
+    assert all(p.clock_ms is None for p in r2.partitions(start, end))
+
+
+def test_a_clock_row_reaches_every_bucket_as_the_admin_pollers_clock_does():
+    raw = clock_row(1_700_000_000_123)
+    rows = [tuple(raw[c][0] for c in ("topic", "partition", "offset", "timestamp", "key", "value"))]
+    (out,) = list(decode_batches(iter([_raw(rows)]), {"__consumer_offsets": "offsets"}, buckets=8))
+    assert sorted(out["bucket"]) == list(range(8))
+    assert out["group"].isna().all() and set(out["ts"]) == {1_700_000_000_123}
+    assert set(out["error"].dropna()) == set()
 
 
 def test_kafka_settings_pass_through_untouched():

@@ -98,6 +98,8 @@ def raw_stream(spark: Any, cfg: PipelineConfig, topics: list[str]) -> Any:
         r = r.option("metadataTimeoutMs", str(int(cfg.metadata_timeout_s * 1000)))
         # a capped batch reads the offsets topic's backlog before anything else (kafka_source.plan_end)
         r = r.option("firstTopics", cfg.offsets_topic)
+        # a batch that reads to the log ends carries a clock for the timers (kafka_source.clock_row)
+        r = r.option("clockRows", "true" if not cfg.available_now else "false")
         for k, v in cfg.kafka.items():
             r = r.option(f"kafka.{k}", str(v))
     else:

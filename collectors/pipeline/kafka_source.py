@@ -22,6 +22,7 @@ until it appears, so a missing heartbeat topic does not stop the query.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -33,7 +34,7 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
-from collectors.pipeline.rows import RAW_SCHEMA
+from collectors.pipeline.rows import CLOCK_TOPIC, RAW_SCHEMA
 
 log = logging.getLogger("groupscope.kafka_source")
 
@@ -57,6 +58,9 @@ class KafkaInputPartition(InputPartition):
     (Every task costs a Python worker and a broker connection, so small ranges are packed together.)"""
 
     ranges: tuple[tuple[str, int, int, int], ...]  # (topic, partition, start, end)
+    # When the batch reads every partition up to the log end found at this time (ms), the task
+    # that carries it adds a clock row of that time after its records (see read_partition).
+    clock_ms: int | None = None
 
     @property
     def records(self) -> int:
@@ -208,6 +212,11 @@ def _fair_shares(available: list[tuple[str, str, int]], budget: int) -> dict[tup
     return take
 
 
+def reaches(end: Offsets, latest: Offsets) -> bool:
+    """Whether `end` reads every partition of `latest` to its end."""
+    return all(end.get(t, {}).get(p, -1) >= hi for t, ps in latest.items() for p, hi in ps.items())
+
+
 def count_between(start: Offsets, end: Offsets) -> int:
     return sum(max(0, hi - start.get(t, {}).get(p, 0)) for t, ps in end.items() for p, hi in ps.items())
 
@@ -230,6 +239,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.poll_timeout_s = float(options.get("pollTimeoutMs") or 1000) / 1000
         self.stall_timeout_s = float(options.get("readStallTimeoutMs") or 120_000) / 1000
         self.metadata_timeout_s = float(options.get("metadataTimeoutMs") or 10_000) / 1000
+        self.clock_rows = str(options.get("clockRows") or "false").lower() == "true"
+        self._planned: tuple[Offsets, int] | None = None  # (end, when its latest offsets were asked)
         self._target: Offsets | None = None
         self._latest: Offsets | None = None
         self._wm: Watermarks | None = None
@@ -264,6 +275,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target = self.wm.offsets(self.topics, "latest")
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
+        asked_ms = int(time.time() * 1000)  # before the request: what it finds was written by then
         if self._target is not None:
             latest = self._target
         else:
@@ -275,7 +287,10 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
         self._latest = latest
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        return plan_end(start, latest, max_rows, self.first_topics)
+        end = plan_end(start, latest, max_rows, self.first_topics)
+        complete = self._target is None and reaches(end, latest)
+        self._planned = (end, asked_ms) if complete else None
+        return end
 
     def reportLatestOffset(self) -> dict | None:
         # What the broker had at the last planning: the progress bar's "available".
@@ -289,7 +304,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             for p, hi in ps.items()
             if hi > start.get(t, {}).get(p, 0)
         ]
-        return list(pack_ranges(ranges, self.reader_tasks, self.split_rows))
+        parts = list(pack_ranges(ranges, self.reader_tasks, self.split_rows))
+        if self.clock_rows and parts and self._planned is not None and self._planned[0] == end:
+            # The batch reads everything the topics held when their log ends were asked: that time
+            # is a clock for the model stage's event-time watermark, as the Admin poller's clock
+            # records are. Without it a catch-up's last seconds of commits waited behind the
+            # watermark for the poller's next clock, and half a fleet was modelled twice.
+            parts[0] = dataclasses.replace(parts[0], clock_ms=self._planned[1])
+        return parts
 
     def commit(self, end: dict) -> None:
         pass  # offsets live in Spark's checkpoint; nothing is committed to Kafka
@@ -408,8 +430,17 @@ def read_partition(
                 yield flush()
         if cols["offset"]:
             yield flush()
+        if part.clock_ms is not None:
+            yield pa.RecordBatch.from_pydict(clock_row(part.clock_ms), schema=schema)
     finally:
         c.close()
+
+
+def clock_row(ts: int) -> dict[str, list[Any]]:
+    """The raw columns of one clock row (routed to the state buckets as an Admin clock record is)."""
+    value = json.dumps({"ts": int(ts), "clock": True}).encode()
+    row = {"topic": CLOCK_TOPIC, "partition": 0, "offset": -1, "timestamp": ts, "key": None, "value": value}
+    return {k: [v] for k, v in row.items()}
 
 
 class KafkaDataSource(DataSource):

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from collectors.pipeline.rows import (
+    CLOCK_TOPIC,
     DEAD_BUCKET,
     DEAD_LETTER_KEY,
     RAW_SCHEMA,
@@ -360,7 +361,7 @@ def _route_rows(
     for topic, partition, offset, ts, key, value in zip(
         raw["topic"], raw["partition"], raw["offset"], raw["timestamp"], raw["key"], raw["value"], strict=True
     ):
-        kind = kinds.get(topic)
+        kind = "admin" if topic == CLOCK_TOPIC else kinds.get(topic)
         if kind == "admin" and value is not None and b'"clock"' in value:
             clock_ts = _clock_ts(value)
             if clock_ts is not None:

@@ -16,6 +16,10 @@ RAW_SCHEMA = "topic string, partition int, offset long, timestamp long, key bina
 # A key no Kafka group id can be (group ids are UTF-8 text; this one starts with NUL).
 DEAD_LETTER_KEY = "\x00dead-letters"
 
+# The topic name of the clock rows the Kafka source adds to a batch that reads every partition to
+# its log end (kafka_source.clock_row): no Kafka topic has it (a topic name has no spaces).
+CLOCK_TOPIC = "groupscope clock"
+
 DEAD_BUCKET = -1
 ROUTED_SCHEMA = (
     "bucket int, group string, ts long, rank int, kind string, topic string, partition int, offset long, "
