@@ -410,3 +410,25 @@ def test_admin_poller_turns_a_real_group_into_evidence(kafka_broker):
     reader.close()
     assert set(kinds) == {"DescribeSnapshot", "CommittedSnapshot", "EndOffset"}
     assert sorted(kinds["CommittedSnapshot"].offsets) == [(data, 0, 5), (data, 1, 5)]
+
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False)
+    | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(doc=st.dictionaries(st.text(max_size=5), json_values, max_size=5))
+def test_the_sink_reads_a_document_exactly_as_the_standard_library_does(doc):
+    from collectors.pipeline.sink import read_document
+
+    text = json.dumps(doc, separators=(",", ":"))
+    got = read_document(text)
+    assert got == json.loads(text)
+    assert json.dumps(got) == json.dumps(json.loads(text))  # same types too (no int read as a float)

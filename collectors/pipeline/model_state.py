@@ -32,8 +32,10 @@ watermark:
 
     watermark = min(wall clock, latest event time delivered) - allowed_lateness_ms
 
-"Latest event time delivered" is the newest timestamp among the Admin poller's clock records (one per
-poll; `route_arrow` hands each clock record to every bucket) and the bucket's evidence. Clock
+"Latest event time delivered" is the newest timestamp among the clock records (the Admin poller's, one
+per poll, and the Kafka source's, one in each micro-batch that reads every partition to the log ends
+it found at planning, stamped when it asked for them; `route_arrow` hands each clock record to every
+bucket) and the bucket's evidence. Clock
 records and evidence travel the same micro-batches, so when the clock of time T has been processed, the
 evidence up to T (less what a producer still held back, which the lateness covers; default 5 s) has
 been too. Evidence itself is applied in event-time order up to the watermark: a row newer than the

@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from collectors.storage.redis_store import RedisStore, lag_totals
 
@@ -79,6 +82,23 @@ def lag_point(doc: dict) -> tuple[int, float, dict[str, Any], dict[str, Any]]:
     return total, secs, parts, members
 
 
+# 19 digits or more may not fit 64 bits, which orjson would read as a float (the model stage writes
+# such a document with the standard library: see model_state._dumps)
+_LONG_NUMBER = re.compile(r"\d{19}")
+
+
+def read_document(text: str) -> dict:
+    """A document the model stage wrote, read by orjson (a catch-up's 10,000 documents of 100
+    partitions: 3.8 s of the sink's CPU with the standard library, 1 s with orjson); what orjson cannot
+    read exactly (Infinity, NaN, a number past 64 bits) is read by the standard library."""
+    if _LONG_NUMBER.search(text) is None:
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)
+
+
 def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
     """Write model output rows (group, kind, ts, refreshed, payload) through pipelines of ~1000 commands."""
     counts = {"docs": 0, "dead": 0, "max_ts": 0}
@@ -130,7 +150,7 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
             )
             counts["dead"] += 1
             continue
-        doc = json.loads(r["payload"])
+        doc = read_document(r["payload"])
         pending.append((doc, int(r["ts"] or 0), int(r["refreshed"]), r["payload"]))
         counts["docs"] += 1
         counts["max_ts"] = max(counts["max_ts"], int(r["ts"] or 0))
