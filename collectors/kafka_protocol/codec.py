@@ -23,7 +23,7 @@ from typing import Any
 
 from collectors.kafka_protocol.errors import KafkaProtocolError, ProtocolDecodeError
 from collectors.kafka_protocol.messages import API_VERSIONS, Api, Field
-from collectors.kafka_protocol.readers import reader
+from collectors.kafka_protocol.readers import Short, read_uvarint, reader, skip_tags
 
 ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID
 
@@ -137,24 +137,21 @@ class Reader:
         return s.unpack(self.take(s.size, what))[0]
 
     def uvarint(self, what: str) -> int:
-        value = shift = 0
-        while True:
-            byte = self.take(1, what)[0]
-            value |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                return value
-            shift += 7
-            if shift > 28:
-                raise ProtocolDecodeError(f"{what}: unsigned varint longer than 5 bytes")
+        try:
+            value, self.pos = read_uvarint(self.buf, self.pos, what)
+        except Short as e:
+            raise ProtocolDecodeError(str(e)) from None
+        return value
 
     def length(self, flexible: bool, classic: struct.Struct, what: str) -> int | None:
         n = self.uvarint(what) - 1 if flexible else self.fixed(classic, what)
         return None if n < 0 else n
 
     def skip_tags(self, what: str) -> None:
-        for _ in range(self.uvarint(what)):
-            self.uvarint(what)  # tag
-            self.take(self.uvarint(what), what)
+        try:
+            self.pos = skip_tags(self.buf, self.pos, what)
+        except Short as e:
+            raise ProtocolDecodeError(str(e)) from None
 
 
 def read_fields(r: Reader, fields: tuple[Field, ...], version: int, flexible: bool) -> dict[str, Any]:

@@ -32,15 +32,15 @@ _SIZE = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "bool": 1}
 _STRUCTS = {t: struct.Struct(f) for t, f in _FIXED.items()}
 
 
-class _Short(Exception):
+class Short(Exception):
     """Raised by generated code with the field it was reading; turned into ProtocolDecodeError."""
 
 
-def _uvarint(buf: bytes, pos: int, what: str) -> tuple[int, int]:
+def read_uvarint(buf: bytes, pos: int, what: str) -> tuple[int, int]:
     value = shift = 0
     while True:
         if pos >= len(buf):
-            raise _Short(f"{what}: 1 bytes needed at offset {pos}, 0 left")
+            raise Short(f"{what}: 1 bytes needed at offset {pos}, 0 left")
         byte = buf[pos]
         pos += 1
         value |= (byte & 0x7F) << shift
@@ -48,16 +48,16 @@ def _uvarint(buf: bytes, pos: int, what: str) -> tuple[int, int]:
             return value, pos
         shift += 7
         if shift > 28:
-            raise _Short(f"{what}: unsigned varint longer than 5 bytes")
+            raise Short(f"{what}: unsigned varint longer than 5 bytes")
 
 
-def _skip_tags(buf: bytes, pos: int, what: str) -> int:
-    count, pos = _uvarint(buf, pos, what)
+def skip_tags(buf: bytes, pos: int, what: str) -> int:
+    count, pos = read_uvarint(buf, pos, what)
     for _ in range(count):
-        _, pos = _uvarint(buf, pos, what)
-        size, pos = _uvarint(buf, pos, what)
+        _, pos = read_uvarint(buf, pos, what)
+        size, pos = read_uvarint(buf, pos, what)
         if size > len(buf) - pos:
-            raise _Short(f"{what}: {size} bytes needed at offset {pos}, {len(buf) - pos} left")
+            raise Short(f"{what}: {size} bytes needed at offset {pos}, {len(buf) - pos} left")
         pos += size
     return pos
 
@@ -73,10 +73,10 @@ class _Writer:
         self.functions: list[str] = []
         self.names: dict[tuple[int, int, bool], str] = {}
         self.env: dict[str, Any] = {
-            "_uvarint": _uvarint,
-            "_skip_tags": _skip_tags,
+            "read_uvarint": read_uvarint,
+            "skip_tags": skip_tags,
             "_uuid": _uuid,
-            "_Short": _Short,
+            "Short": Short,
             **{f"_S_{t}": s for t, s in _STRUCTS.items()},
         }
 
@@ -100,7 +100,7 @@ class _Writer:
     def _need(n: str, what: str, ind: str) -> list[str]:
         return [
             f"{ind}if {n} > end - pos:",
-            f"{ind}    raise _Short(f'{what}: {{{n}}} bytes needed at offset {{pos}}, {{end - pos}} left')",
+            f"{ind}    raise Short(f'{what}: {{{n}}} bytes needed at offset {{pos}}, {{end - pos}} left')",
         ]
 
     def _tags(self, what: str, ind: str) -> list[str]:
@@ -108,7 +108,7 @@ class _Writer:
             f"{ind}if pos < end and buf[pos] == 0:",
             f"{ind}    pos += 1",
             f"{ind}else:",
-            f"{ind}    pos = _skip_tags(buf, pos, {what!r})",
+            f"{ind}    pos = skip_tags(buf, pos, {what!r})",
         ]
 
     def _length(self, f: Field, version: int, flexible: bool, ind: str, var: str) -> list[str]:
@@ -120,7 +120,7 @@ class _Writer:
                 f"{ind}    {var} = buf[pos] - 1",
                 f"{ind}    pos += 1",
                 f"{ind}else:",
-                f"{ind}    {var}, pos = _uvarint(buf, pos, {what!r})",
+                f"{ind}    {var}, pos = read_uvarint(buf, pos, {what!r})",
                 f"{ind}    {var} -= 1",
             ]
         else:
@@ -135,7 +135,7 @@ class _Writer:
         if null_ok:
             lines += [f"{ind}    {var} = None"]
         else:
-            lines += [f"{ind}    raise _Short('{what}: null in a field that is not nullable in v{version}')"]
+            lines += [f"{ind}    raise Short('{what}: null in a field that is not nullable in v{version}')"]
         return lines
 
     def _value(self, f: Field, version: int, flexible: bool, target: str, ind: str) -> list[str]:
@@ -166,7 +166,7 @@ class _Writer:
             # every element takes at least one byte: refuse absurd counts before looping
             lines += [
                 f"{inner}if {n} > end - pos:",
-                f"{inner}    raise _Short(f'{what}: {{{n}}} elements announced, {{end - pos}} bytes left')",
+                f"{inner}    raise Short(f'{what}: {{{n}}} elements announced, {{end - pos}} bytes left')",
             ]
             item = f.item
             items = f"items{len(ind)}"
@@ -210,7 +210,7 @@ def reader(fields: tuple[Field, ...], version: int, flexible: bool, name: str = 
     def read(buf: bytes, pos: int) -> tuple[dict[str, Any], int]:
         try:
             return compiled(buf, pos)
-        except _Short as e:
+        except Short as e:
             raise ProtocolDecodeError(str(e)) from None
         except (struct.error, IndexError) as e:  # defensive: every read above is bounds-checked
             raise ProtocolDecodeError(f"{name} v{version}: {e}") from None
