@@ -21,6 +21,7 @@ from collectors.codec import records as r
 from collectors.codec.encoder import encode_key, encode_value
 from collectors.pipeline import model_state
 from collectors.pipeline.route import bucket_of, decode_batches
+from collectors.pipeline.rows import REFRESH_BUCKET
 
 T0 = 1_800_000_000_000
 BUCKETS = 4
@@ -225,29 +226,36 @@ def test_a_groups_last_change_shows_through_the_clock_alone_and_an_idle_group_is
 
 
 def test_an_unchanged_resend_only_marks_the_group_refreshed(monkeypatch):
-    """The Admin poller marks an answer it sends again unchanged (`"resend": true`): a group with only
-    such rows, nothing held and nothing due, is not re-modelled; the output says "refresh"."""
+    """The Admin poller marks an answer it sends again unchanged (`"resend": true`): the first stage
+    sends it to the refresh bucket, which keeps no state, and the model stage only says "refresh"; the
+    group's own bucket (its state, its engines) is not touched."""
     live = Live(monkeypatch)
     p = [["t", 0]]
     live.batch(T0 + 300, [hb("m1", "join", T0), hb("m1", "assigned", T0 + 100, p), clock(T0 + 200)])
-    for t in range(T0 + 5000, T0 + 30_000, 5000):  # past m1's session expiry: nothing due after
-        live.batch(t + 200, [clock(t)])
     line = {"ts": T0 + 31_000, "group": "g", "end_offsets": [["t", 0, 5]], "resend": True}
-    rec = {"topic": "admin", "key": b"g", "ts": T0 + 31_000, "value": json.dumps(line).encode()}
-    kinds: list[str] = []
-    real = live.update
-
-    def spy(key, pdfs, state):
-        for out in real(key, pdfs, state):
-            kinds.extend(out["kind"])
-            yield out
-
-    live.update = spy
+    raw = pd.DataFrame(
+        {
+            "topic": ["admin"],
+            "partition": [0],
+            "offset": [99],
+            "timestamp": [T0 + 31_000],
+            "key": [b"g"],
+            "value": [json.dumps(line).encode()],
+        }
+    )
+    routed = pd.concat(list(decode_batches(iter([raw]), KINDS, BUCKETS)))
+    assert list(routed["bucket"]) == [REFRESH_BUCKET] and list(routed["group"]) == ["g"]
+    assert routed["value"].isna().all()  # its bytes are not carried on
     docs, saved = len(live.docs), live.state.value
+    rec = {"topic": "admin", "key": b"g", "ts": T0 + 31_000, "value": raw["value"][0]}
     live.batch(T0 + 31_500, [rec])
-    assert kinds == ["refresh"] and len(live.docs) == docs
-    # nor is the bucket's state written back for it
-    assert live.state.value is saved
+    assert len(live.docs) == docs and live.state.value is saved  # its own bucket saw nothing
+    state = BucketState()
+    monkeypatch.setattr(model_state, "_now_ms", lambda: T0 + 31_500)
+    outs = list(live.update((REFRESH_BUCKET,), iter([routed]), state))
+    assert [list(o["kind"]) for o in outs] == [["refresh"]]
+    assert list(outs[0]["group"]) == ["g"] and list(outs[0]["refreshed"]) == [T0 + 31_500]
+    assert not state.exists  # the refresh bucket keeps no state
 
 
 def test_a_bucket_times_out_when_its_first_group_is_due(monkeypatch):

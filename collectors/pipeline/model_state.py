@@ -70,7 +70,7 @@ import orjson
 
 from collectors.pipeline.commit_runs import RUN_KIND, commit_runs_of_columns, unpack
 from collectors.pipeline.route import Tick, commit_evidence, decode_one, position_of
-from collectors.pipeline.rows import COMMIT_KIND, DEAD_BUCKET, ROUTED_COLUMNS
+from collectors.pipeline.rows import COMMIT_KIND, DEAD_BUCKET, REFRESH_BUCKET, ROUTED_COLUMNS
 
 OUTPUT_SCHEMA = "group string, kind string, ts long, refreshed long, payload string"
 STATE_SCHEMA = "groups binary"
@@ -165,6 +165,15 @@ def make_update(
                 yield _frame(out)
             return
 
+        if key[0] == REFRESH_BUCKET:
+            # The Admin poller's unchanged resends (route.py): their groups are only marked refreshed.
+            for group in batch.slices:
+                if group is not None:
+                    emit(group, "refresh", 0, now, "")
+            if out["kind"]:
+                yield _frame(out)
+            return
+
         groups, meta = _load_state(state)
         timed_out = state.hasTimedOut
         clock = batch.slices.pop(None, None)  # the Admin poller's clock (group null)
@@ -191,20 +200,10 @@ def make_update(
             due_by = watermark if live else now
             touched |= {g for g, v in groups.items() if (v[4] if len(v) > 4 else 0) <= due_by}
         changed = False  # whether any group's state moved: an untouched bucket is not written back
-        due_by = watermark if live else now
         for group in sorted(touched):
             blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
             held: list[tuple[int, tuple]] = rest[0] if rest else []
             span = arrived_groups.get(group)
-            wake_was = rest[1] if len(rest) > 1 else 0
-            if blob and not held and span is not None and wake_was > due_by and batch.only_resends(span):
-                # The Admin poller's periodic resend of answers the model already has: the group is
-                # only marked refreshed (at 10,000 groups the resends, one a minute each, kept a
-                # worker busy re-modelling unchanged groups).
-                # Its stored state is left as it is: rewriting the bucket for a refresh stamp shipped
-                # every bucket's state back to Spark's store at every micro-batch.
-                emit(group, "refresh", 0, now, "")
-                continue
             changed = True
             engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
             # Runs of commits stay whole (one row each) through holding and ordering: taken apart,
@@ -414,14 +413,6 @@ class BatchRows:
                 )
             )
         return out
-
-    def only_resends(self, span: tuple[int, int]) -> bool:
-        """Every row of the span is an Admin poller line marked as an unchanged resend."""
-        s, e = span
-        return all(
-            k == "admin" and v is not None and b'"resend": true' in v
-            for k, v in zip(self.kind[s:e], self.value[s:e], strict=True)
-        )
 
     def all_plain(self, span: tuple[int, int]) -> bool:
         """No run among the span's rows."""

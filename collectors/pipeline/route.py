@@ -28,6 +28,7 @@ from collectors.pipeline.rows import (
     DEAD_BUCKET,
     DEAD_LETTER_KEY,
     RAW_SCHEMA,
+    REFRESH_BUCKET,
     ROUTED_COLUMNS,
     arrow_schema,
     bucket_of,
@@ -380,7 +381,11 @@ def _route_rows(
         try:
             if kind is None:
                 raise ValueError(f"topic {topic!r} is not a groupscope source")
+            resend = kind == "admin" and value is not None and b'"resend": true' in value
             for group, ets, rank in route_one(kind, topic, partition, offset, ts, key, value):
+                if resend:  # an unchanged answer sent again: a refresh stamp, not evidence
+                    emit(REFRESH_BUCKET, group, ets, rank, kind, topic, partition, offset, None, None, None)
+                    continue
                 bucket = bucket_of(group, buckets)
                 if kind == "offsets":
                     if len(routes) > 200_000:

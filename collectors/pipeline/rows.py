@@ -21,6 +21,10 @@ DEAD_LETTER_KEY = "\x00dead-letters"
 CLOCK_TOPIC = "groupscope clock"
 
 DEAD_BUCKET = -1
+# The Admin poller's unchanged resends go to this bucket, which keeps no state: they only stamp their
+# group refreshed (model_state), and a resend that reached the group's own bucket made Spark hand that
+# bucket's whole state (the pickled engines of its groups) to Python and back for nothing.
+REFRESH_BUCKET = -2
 ROUTED_SCHEMA = (
     "bucket int, group string, ts long, rank int, kind string, topic string, partition int, offset long, "
     "key binary, value binary, error string, "
