@@ -5,16 +5,17 @@ At 10,000 groups a poll describes every group, reads its committed offsets and t
 its partitions: on the order of a million answers, nearly all the same as five seconds before. Sent
 on as they are, they made every live micro-batch rebuild and rewrite every group (a commit took a
 minute to reach Redis). The model needs an answer only when it differs from the last one it got; the
-periodic resend keeps each group's refresh stamp (the dashboard's "refreshed N s ago") and bounds what
-a lost record could cost.
+periodic resend keeps each group's refresh stamp (the dashboard's "refreshed N s ago"). A resend is
+marked as such and the pipeline's first stage sends it to a bucket that keeps no state (rows.py,
+REFRESH_BUCKET): it stamps its group refreshed and never reaches the group's model.
 
 Resends come round on a grid: each key has a phase in the interval (`phase_of`; by default a hash of
 the key) and is resent at the first point of its grid (phase + k * refresh_ms) at least half an
 interval after it was last sent: between half and one and a half intervals after a change, exactly one
 interval apart after that. The poller gives every key of a group the phase of the group's state
-bucket, so a poll's resends reach a few buckets of the model stage, not every one of them (Spark
-hands a touched bucket's whole state to Python: resends spread by group touched every bucket at every
-micro-batch).
+bucket, so each poll resends about the same share of the fleet. (Before resends went to the refresh
+bucket, that phase also kept a poll's resends to a few of the model stage's buckets: Spark hands a
+touched bucket's whole state to Python.)
 
 A key that changed recently can be kept "hot" (`hot_ms`): sent at every poll for that long after its
 last change, because some conclusions need the same answer twice (an Empty describe is believed
