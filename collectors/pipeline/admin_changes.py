@@ -32,6 +32,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+# How an answer sent again unchanged is marked, as the poller encodes its lines (json.dumps): the
+# first stage recognizes it from the raw bytes, without parsing the line (route.py).
+_RESEND_MARK = b'"resend": true'
+
+
+def as_resend(line: dict[str, Any]) -> dict[str, Any]:
+    """`line` marked as the same answer as last sent."""
+    return {**line, "resend": True}
+
+
+def is_resend(raw: bytes | None) -> bool:
+    """Whether an Admin poller line (its bytes) is a resend marked by `as_resend`."""
+    return raw is not None and _RESEND_MARK in raw
+
+
 _NEVER = -(2**62)
 
 

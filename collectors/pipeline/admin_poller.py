@@ -48,7 +48,7 @@ from collectors.kafka_clients import (
 if TYPE_CHECKING:
     from collectors.kafka_protocol import KafkaProtocolClient
 
-from collectors.pipeline.admin_changes import ChangeFilter
+from collectors.pipeline.admin_changes import ChangeFilter, as_resend
 from collectors.pipeline.admin_hot import HotGroups
 from collectors.pipeline.broker_log_shipper import BROKER_LOG_TOPIC
 from collectors.pipeline.loop import Loop
@@ -416,7 +416,7 @@ class AdminPoller(Loop):
             return None
         if why == "resend":
             # the same answer as last sent: the model stage only marks the group refreshed
-            line = {**line, "resend": True}
+            line = as_resend(line)
         producer.produce(self.cfg.admin_topic, key=group.encode(), value=json.dumps(line).encode())
         self.sent += 1
         return why

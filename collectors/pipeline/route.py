@@ -23,6 +23,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from collectors.pipeline.admin_changes import is_resend
 from collectors.pipeline.rows import (
     CLOCK_TOPIC,
     DEAD_BUCKET,
@@ -381,7 +382,7 @@ def _route_rows(
         try:
             if kind is None:
                 raise ValueError(f"topic {topic!r} is not a groupscope source")
-            resend = kind == "admin" and value is not None and b'"resend": true' in value
+            resend = kind == "admin" and is_resend(value)
             for group, ets, rank in route_one(kind, topic, partition, offset, ts, key, value):
                 if resend:  # an unchanged answer sent again: a refresh stamp, not evidence
                     emit(REFRESH_BUCKET, group, ets, rank, kind, topic, partition, offset, None, None, None)

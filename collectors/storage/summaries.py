@@ -32,7 +32,7 @@ floats as `Infinity`/`NaN`) and read by orjson, 3 to 7 times faster on them, whi
 decoding cost a cold cycle. orjson would read an integer past 64 bits as a float, so the sink
 refuses to summarise a document with one (`_checked`: orjson's encoder raises on them; the group is
 then read whole), and what orjson refuses to read (`Infinity`, `NaN`) is read by the standard
-library (`_loads`).
+library (`loads`).
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ def _checked(obj: Any) -> str:
     return _ENCODE(obj)
 
 
-def _loads(raw: bytes | str) -> Any:
+def loads(raw: bytes | str) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError:  # Infinity, NaN (orjson reads neither): the standard library does
@@ -438,7 +438,7 @@ def decode_facts(raw: bytes | str | None) -> Facts | None:
     if not raw:
         return None
     try:
-        f = _loads(raw)
+        f = loads(raw)
     except ValueError:
         return None
     if not isinstance(f, list) or len(f) != len(Facts._fields) or not isinstance(f[0], str):
@@ -507,7 +507,7 @@ def decode_head(raw: bytes | str | None) -> list[Any] | None:
     if not raw:
         return None
     try:
-        head = _loads(raw)
+        head = loads(raw)
     except ValueError:
         return None
     if not isinstance(head, list) or len(head) != 4 or head[0] != RULES_VERSION:
