@@ -8,18 +8,49 @@ untouched, so SASL and SSL work exactly as librdkafka documents them.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+# The cluster that today's single-cluster settings (bootstrap_servers, kafka, ...) describe, and the
+# one whose Redis keys keep the layout written before clusters existed (collectors/storage/clusters.py).
+DEFAULT_CLUSTER = "default"
+# Lower case because environment variables (GROUPSCOPE_CLUSTERS__PROD__...) do not keep case; no ':',
+# '@' or braces, which would blur the Redis keys the name goes into.
+CLUSTER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
 
 
 class ConfigError(ValueError):
     """The configuration cannot be used; the message says which setting and why."""
+
+
+def check_cluster_name(name: str) -> str:
+    if not CLUSTER_NAME.fullmatch(name):
+        raise ConfigError(
+            f"cluster name {name!r} is not valid: use 1-63 lower-case letters, digits, '_', '.' or '-', "
+            "starting with a letter or digit"
+        )
+    return name
+
+
+class ClusterSettings(BaseModel):
+    """One Kafka cluster of the `clusters:` mapping. Unset topics are the top-level ones; client
+    settings (`kafka`: SASL, SSL, ...) are never inherited, so one cluster's credentials never go to
+    another cluster's brokers."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bootstrap_servers: str
+    kafka: dict[str, str] = Field(default_factory=dict)
+    offsets_topic: str | None = None
+    heartbeat_topic: str | None = None
+    broker_log_topic: str | None = None
+    broker_log_files: list[str] = Field(default_factory=list)
 
 
 class Settings(BaseSettings):
@@ -35,6 +66,12 @@ class Settings(BaseSettings):
     admin_poll_interval_s: float = 5.0
     admin_hot_interval_s: float = 0.3  # groups in motion are described this often (0: off)
     admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on to the model again after this
+
+    # Several clusters: name -> its settings (YAML `clusters:`, GROUPSCOPE_CLUSTERS__PROD__BOOTSTRAP_SERVERS).
+    # The top-level Kafka settings above, when bootstrap_servers is set, are the cluster `default`.
+    clusters: dict[str, ClusterSettings] = Field(default_factory=dict)
+    # The cluster a command works on when it needs one (`--cluster`); None: the only one, or `default`.
+    cluster: str | None = None
 
     # Redis: any redis-py URL, e.g. rediss://:password@host:6380/0 for TLS with a password.
     redis_url: str = DEFAULT_REDIS_URL
@@ -70,6 +107,13 @@ class Settings(BaseSettings):
             raise ValueError("must be between 1 and 65535")
         return v
 
+    @field_validator("clusters")
+    @classmethod
+    def _cluster_names(cls, v: dict[str, ClusterSettings]) -> dict[str, ClusterSettings]:
+        for name in v:
+            check_cluster_name(name)
+        return v
+
     @classmethod
     def settings_customise_sources(
         cls,
@@ -88,6 +132,47 @@ class Settings(BaseSettings):
             conf["bootstrap.servers"] = self.bootstrap_servers
         conf.update(extra)
         return conf
+
+    # ---- clusters ----------------------------------------------------------------------------------
+    def cluster_names(self) -> list[str]:
+        """Every configured cluster: the `clusters:` mapping, plus `default` when the top-level
+        bootstrap_servers is set (or when nothing is configured at all, as before clusters existed)."""
+        names = list(self.clusters)
+        if DEFAULT_CLUSTER not in self.clusters and (self.bootstrap_servers or not names):
+            names.insert(0, DEFAULT_CLUSTER)
+        return names
+
+    def chosen_cluster(self, name: str | None = None) -> str:
+        """The cluster a single-cluster command works on: `name` (or the `cluster` setting), else
+        the only configured one, else `default`."""
+        name = name or self.cluster
+        names = self.cluster_names()
+        if name is None:
+            return names[0] if len(names) == 1 else DEFAULT_CLUSTER
+        check_cluster_name(name)
+        return name
+
+    def for_cluster(self, name: str | None = None) -> Settings:
+        """These settings with one cluster's Kafka settings in the top-level fields, so everything
+        that reads `bootstrap_servers`, `kafka_config()` and the topics works on that cluster."""
+        name = self.chosen_cluster(name)
+        c = self.clusters.get(name)
+        if c is None:
+            if name != DEFAULT_CLUSTER:
+                known = ", ".join(self.cluster_names())
+                raise ConfigError(f"cluster {name!r} is not configured (configured: {known})")
+            return self.model_copy(update={"cluster": name})
+        return self.model_copy(
+            update={
+                "cluster": name,
+                "bootstrap_servers": c.bootstrap_servers,
+                "kafka": dict(c.kafka),
+                "offsets_topic": c.offsets_topic or self.offsets_topic,
+                "heartbeat_topic": c.heartbeat_topic or self.heartbeat_topic,
+                "broker_log_topic": c.broker_log_topic,
+                "broker_log_files": list(c.broker_log_files),
+            }
+        )
 
 
 class _YamlSource(PydanticBaseSettingsSource):
@@ -108,8 +193,20 @@ class _YamlSource(PydanticBaseSettingsSource):
             raise ConfigError(f"config file {path} is not valid YAML: {e}") from e
         if not isinstance(data, dict):
             raise ConfigError(f"config file {path} must hold a mapping of settings")
-        # YAML may spell keys with dashes or dots; settings use underscores.
-        return {str(k).replace("-", "_").replace(".", "_"): v for k, v in data.items()}
+        # YAML may spell keys with dashes or dots; settings use underscores (not librdkafka's keys
+        # under `kafka:`, which keep their dots).
+        out = {_setting_name(k): v for k, v in data.items()}
+        clusters = out.get("clusters")
+        if isinstance(clusters, dict):
+            out["clusters"] = {
+                str(name): {_setting_name(k): v for k, v in c.items()} if isinstance(c, dict) else c
+                for name, c in clusters.items()
+            }
+        return out
+
+
+def _setting_name(key: Any) -> str:
+    return str(key).replace("-", "_").replace(".", "_")
 
 
 def load_settings(**overrides: Any) -> Settings:

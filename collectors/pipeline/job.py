@@ -22,6 +22,7 @@ from collectors.pipeline.route import KINDS_OF_CAPTURE_FILES, route_arrow
 from collectors.pipeline.rows import ROUTED_SCHEMA
 from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
 from collectors.pipeline.wake_hints import WakeHints
+from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 
 log = logging.getLogger("groupscope.pipeline")
@@ -34,7 +35,10 @@ class PipelineConfig:
     redis_url: str
     checkpoint_dir: str
     mode: str = "live"  # "live" | "replay"
-    prefix: str = "gs"
+    # The Kafka cluster this pipeline watches; its data goes under its own Redis prefix
+    # (collectors/storage/clusters.py). One pipeline, one Spark query and one checkpoint per cluster.
+    cluster: str = "default"
+    base_prefix: str = "gs"
     # live
     kafka: dict[str, str] = field(default_factory=dict)  # librdkafka settings incl. bootstrap.servers
     offsets_topic: str = "__consumer_offsets"
@@ -69,6 +73,16 @@ class PipelineConfig:
     @property
     def live(self) -> bool:
         return self.mode == "live"
+
+    @property
+    def prefix(self) -> str:
+        return cluster_prefix(self.cluster, self.base_prefix)
+
+    @property
+    def query_name(self) -> str:
+        # unique among the queries of one Spark application, which may watch several clusters
+        suffix = "" if self.cluster == "default" else f"-{self.cluster}"
+        return f"groupscope-{self.mode}{suffix}"
 
 
 def source_kinds(cfg: PipelineConfig, subscribed: list[str]) -> dict[str, str]:
@@ -158,7 +172,7 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
         timeout,
     )
     w = (
-        modeled.writeStream.queryName(f"groupscope-{cfg.mode}")
+        modeled.writeStream.queryName(cfg.query_name)
         .outputMode("update")
         .option("checkpointLocation", cfg.checkpoint_dir)
         .foreachBatch(BatchSink(cfg, store))
@@ -255,6 +269,7 @@ def run_pipeline(
 
     t0 = time.monotonic()
     store = RedisStore.from_url(cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms)
+    ClusterRegistry(store.r, cfg.base_prefix).register(cfg.cluster, cfg.kafka.get("bootstrap.servers"))
     if n := store.backfill_topics():
         log.info("topic index: added %d groups written before it existed", n)
     topics: list[str] = []

@@ -1,0 +1,93 @@
+"""Several Kafka clusters in one Redis: each cluster's keys under its own prefix, and a registry of
+the clusters a Redis database holds (docs/redis-schema.md, "Clusters").
+
+A cluster's whole layout (documents, fleet, indexes, summaries, topics, alerts, collector heartbeat,
+source statuses) is the single-cluster layout under the prefix `gs@NAME`, so every key carries its
+cluster and a group is `(cluster, group)` everywhere, with nothing in the per-cluster code changed:
+it is a `RedisStore(client, prefix=cluster_prefix(NAME))`. Group and topic names stay the Redis
+Cluster hash tags (`gs@prod:group:{G}:doc`), so one group's keys still live on one slot.
+
+The cluster `default` keeps the plain prefix `gs`: data written before clusters existed is read as
+that cluster as it is, with no migration to run or to lose.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from collectors.config import DEFAULT_CLUSTER, check_cluster_name
+
+BASE_PREFIX = "gs"
+
+
+def cluster_prefix(name: str, base: str = BASE_PREFIX) -> str:
+    """The Redis key prefix of a cluster's layout."""
+    return base if name == DEFAULT_CLUSTER else f"{base}@{check_cluster_name(name)}"
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """A cluster this Redis holds or is configured to hold."""
+
+    name: str
+    prefix: str
+    bootstrap_servers: str | None = None  # as its collector last registered it
+    registered_ms: int | None = None  # when a collector last registered it
+    configured: bool = False  # named in this process's settings
+
+    def to_json(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class ClusterRegistry:
+    """`gs:clusters`: cluster name -> JSON `{"bootstrap_servers", "registered_ms"}`, written by each
+    collector when it starts, so the dashboard, the alerts and the CLI find every cluster that has
+    data, configured in their own settings or not."""
+
+    def __init__(self, client: Any, base: str = BASE_PREFIX) -> None:
+        self.r = client
+        self.base = base
+        self.key = f"{base}:clusters"
+
+    def register(self, name: str, bootstrap_servers: str | None, now_ms: int | None = None) -> None:
+        """Record that a collector writes `name`'s data (called at every collector start)."""
+        row = {
+            "bootstrap_servers": bootstrap_servers,
+            "registered_ms": int(time.time() * 1000) if now_ms is None else now_ms,
+        }
+        self.r.hset(self.key, check_cluster_name(name), json.dumps(row, sort_keys=True))
+
+    def clusters(self, configured: Iterable[str] = ()) -> list[ClusterInfo]:
+        """Every cluster with data here or configured: `default` first, then by name. `default` is
+        there also when only data of the layout before clusters exists (no registry entry)."""
+        p = self.r.pipeline()
+        p.hgetall(self.key)
+        p.exists(f"{self.base}:fleet", f"{self.base}:collector:heartbeat")
+        raw, legacy = p.execute()
+        conf = set(configured)
+        found: dict[str, ClusterInfo] = {}
+        for k, v in raw.items():
+            name = k.decode() if isinstance(k, bytes) else str(k)
+            try:
+                row = json.loads(v)
+            except ValueError:
+                row = {}
+            found[name] = ClusterInfo(
+                name,
+                cluster_prefix(name, self.base),
+                row.get("bootstrap_servers"),
+                row.get("registered_ms"),
+                name in conf,
+            )
+        for name in conf:
+            found.setdefault(name, ClusterInfo(name, cluster_prefix(name, self.base), configured=True))
+        if legacy and DEFAULT_CLUSTER not in found:
+            found[DEFAULT_CLUSTER] = ClusterInfo(DEFAULT_CLUSTER, self.base)
+        return sorted(found.values(), key=lambda c: (c.name != DEFAULT_CLUSTER, c.name))
+
+    def names(self, configured: Iterable[str] = ()) -> list[str]:
+        return [c.name for c in self.clusters(configured)]
