@@ -157,10 +157,10 @@ class Settings(BaseSettings):
         that reads `bootstrap_servers`, `kafka_config()` and the topics works on that cluster."""
         name = self.chosen_cluster(name)
         c = self.clusters.get(name)
-        if c is None:
-            if name != DEFAULT_CLUSTER:
-                known = ", ".join(self.cluster_names())
-                raise ConfigError(f"cluster {name!r} is not configured (configured: {known})")
+        if name not in self.cluster_names():
+            known = ", ".join(self.cluster_names())
+            raise ConfigError(f"cluster {name!r} is not configured (configured: {known})")
+        if c is None:  # `default`: the top-level settings
             return self.model_copy(update={"cluster": name})
         return self.model_copy(
             update={

@@ -17,39 +17,84 @@ def _quiet_spark_logs() -> None:
     logging.getLogger("py4j").setLevel(logging.ERROR)
 
 
+cluster_option = click.option(
+    "--cluster",
+    default=None,
+    metavar="NAME",
+    help="The cluster of the `clusters:` settings to watch (default GROUPSCOPE_CLUSTER, else the only "
+    "one configured, else `default`: the top-level bootstrap servers).",
+)
+
+
 @click.command()
 @bootstrap_option
 @redis_option
+@cluster_option
+@click.option(
+    "--all-clusters",
+    is_flag=True,
+    help="Watch every configured cluster: one collector process (its own Spark application and "
+    "checkpoint) per cluster, each restarted if it fails, so a cluster that is down never holds up "
+    "the others.",
+)
 @click.option("--master", default=None, help="Spark master URL (default GROUPSCOPE_SPARK_MASTER, local[*]).")
 @click.option(
     "--checkpoint",
     "checkpoint_dir",
     default=None,
     metavar="DIR",
-    help="Where Spark keeps offsets and per-group state (default GROUPSCOPE_CHECKPOINT_DIR/collect). "
-    "Restarting with the same folder resumes where it stopped.",
+    help="Where Spark keeps offsets and per-group state (default GROUPSCOPE_CHECKPOINT_DIR/collect, "
+    "collect@CLUSTER for a cluster other than `default`). Restarting with the same folder resumes "
+    "where it stopped.",
 )
 @click.option("--duration", type=float, default=None, help="Stop after this many seconds (default: run).")
 @click.option("--no-progress", is_flag=True, help="No progress bar on stderr.")
 def collect(
     bootstrap_servers: str | None,
     redis_url: str | None,
+    cluster: str | None,
+    all_clusters: bool,
     master: str | None,
     checkpoint_dir: str | None,
     duration: float | None,
     no_progress: bool,
 ) -> None:
-    """Run the live collector pipeline on Spark: Kafka -> coordinator model -> Redis."""
+    """Run the live collector pipeline on Spark: Kafka -> coordinator model -> Redis.
+
+    One collector watches one cluster. With several clusters configured, run one per cluster
+    (--cluster NAME) or let --all-clusters start and watch them."""
+    from collectors.config import ConfigError
     from collectors.pipeline.job import PipelineConfig, default_checkpoint, run_pipeline
 
-    s = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url, spark_master=master)
+    # --bootstrap-servers is the top-level setting: the cluster `default`, unless --cluster names another
+    base = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url, spark_master=master)
+    if all_clusters:
+        if cluster or bootstrap_servers or checkpoint_dir:
+            raise click.UsageError("--all-clusters takes each cluster's settings from the configuration")
+        from collectors.cli.collect_all import run_all_clusters
+
+        _exit(run_all_clusters(base, duration_s=duration))
+    names = base.cluster_names()
+    if cluster is None and base.cluster is None and len(names) > 1 and not bootstrap_servers:
+        raise click.UsageError(
+            f"{len(names)} clusters are configured ({', '.join(names)}): choose one with --cluster NAME, "
+            "or run them all with --all-clusters"
+        )
+    try:
+        s = base.for_cluster(cluster)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+    if bootstrap_servers:
+        s.bootstrap_servers = bootstrap_servers
     if not s.bootstrap_servers:
         raise click.UsageError("--bootstrap-servers (or GROUPSCOPE_BOOTSTRAP_SERVERS) is required")
+    name = s.chosen_cluster()
     _quiet_spark_logs()
     cfg = PipelineConfig(
         redis_url=s.redis_url,
-        checkpoint_dir=checkpoint_dir or default_checkpoint(s.checkpoint_dir, "collect"),
+        checkpoint_dir=checkpoint_dir or default_checkpoint(s.checkpoint_dir, "collect", name),
         mode="live",
+        cluster=name,
         kafka=s.kafka_config(),
         offsets_topic=s.offsets_topic,
         heartbeat_topic=s.heartbeat_topic,
@@ -66,9 +111,11 @@ def collect(
     try:
         res = run_pipeline(cfg, master=s.spark_master, duration_s=duration, progress=not no_progress)
     except KeyboardInterrupt:
-        click.echo("groupscope: collector stopped", err=True)
+        click.echo(f"groupscope: collector of cluster {name} stopped", err=True)
         _exit(0)
-    click.echo(f"groupscope: collector ran {res.batches} batches in {res.seconds:.0f} s", err=True)
+    click.echo(
+        f"groupscope: collector of cluster {name} ran {res.batches} batches in {res.seconds:.0f} s", err=True
+    )
     _exit(0)
 
 
@@ -94,6 +141,13 @@ def _exit(code: int) -> None:
 @click.command()
 @click.argument("capture_dir", type=click.Path(exists=True, file_okay=False))
 @redis_option
+@click.option(
+    "--cluster",
+    default="default",
+    show_default=True,
+    metavar="NAME",
+    help="The cluster the capture's groups are shown under.",
+)
 @click.option("--master", default=None, help="Spark master URL.")
 @click.option(
     "--speed", type=float, default=None, help="Replay at N x real time (default: as fast as possible)."
@@ -109,6 +163,7 @@ def _exit(code: int) -> None:
 def replay(
     capture_dir: str,
     redis_url: str | None,
+    cluster: str,
     master: str | None,
     speed: float | None,
     checkpoint_dir: str | None,
@@ -119,6 +174,12 @@ def replay(
 
     if speed is not None and speed <= 0:
         raise click.BadParameter("must be > 0", param_hint="--speed")
+    from collectors.config import ConfigError, check_cluster_name
+
+    try:
+        check_cluster_name(cluster)
+    except ConfigError as e:
+        raise click.BadParameter(str(e), param_hint="--cluster") from e
     s = settings_from(redis_url=redis_url, spark_master=master)
     _quiet_spark_logs()
     ckpt = checkpoint_dir or temp_checkpoint()
@@ -126,6 +187,7 @@ def replay(
         redis_url=s.redis_url,
         checkpoint_dir=ckpt,
         mode="replay",
+        cluster=cluster,
         capture_dir=capture_dir,
         speed=speed,
         max_records_per_batch=s.max_records_per_batch,

@@ -5,23 +5,77 @@ from __future__ import annotations
 import json
 import sys
 import time
+from dataclasses import dataclass
+from typing import Any
 
 import click
 
 from collectors.cli.options import redis_option, settings_from
+from collectors.config import DEFAULT_CLUSTER, ConfigError, Settings, check_cluster_name
+from collectors.storage.clusters import ClusterRegistry, cluster_prefix, list_groups_across
 from collectors.storage.redis_store import SORT_KEYS, RedisStore
 
+cluster_option = click.option(
+    "--cluster",
+    default=None,
+    metavar="NAME",
+    help="Only this Kafka cluster (default: every cluster with data in this Redis).",
+)
 
-def _store(redis_url: str | None) -> RedisStore:
+
+@dataclass
+class Clusters:
+    """The clusters a read command sees: registry (collectors that ran) and configured ones."""
+
+    settings: Settings
+    client: Any
+    names: list[str]
+
+    def store(self, name: str) -> RedisStore:
+        return RedisStore(
+            self.client, prefix=cluster_prefix(name), retention_ms=self.settings.retention_s * 1000
+        )
+
+    def stores(self, only: str | None = None) -> dict[str, RedisStore]:
+        return {n: self.store(n) for n in ([only] if only else self.names)}
+
+    def one(self, name: str | None) -> str:
+        """The cluster a single-cluster command reads: `name`, the `cluster` setting, the only one,
+        else `default`."""
+        name = name or self.settings.cluster
+        if name:
+            return name
+        if len(self.names) == 1:
+            return self.names[0]
+        if DEFAULT_CLUSTER in self.names:
+            return DEFAULT_CLUSTER
+        raise click.UsageError(f"several clusters ({', '.join(self.names)}): choose one with --cluster NAME")
+
+
+def _clusters(redis_url: str | None, only: str | None = None) -> Clusters:
     import redis
 
     s = settings_from(redis_url=redis_url)
-    store = RedisStore.from_url(s.redis_url, retention_ms=s.retention_s * 1000)
+    if only is not None:
+        try:
+            check_cluster_name(only)
+        except ConfigError as e:
+            raise click.BadParameter(str(e), param_hint="--cluster") from e
+    client = redis.Redis.from_url(s.redis_url, socket_timeout=10, socket_connect_timeout=5)
     try:
-        store.r.ping()
+        names = ClusterRegistry(client).names(s.cluster_names())
     except redis.RedisError as e:
         raise click.ClickException(f"cannot reach Redis at {s.redis_url}: {e}") from e
-    return store
+    if only is not None and only not in names:
+        known = ", ".join(names)
+        raise click.ClickException(f"no cluster {only!r} in Redis or the configuration (known: {known})")
+    return Clusters(s, client, names)
+
+
+def _store(redis_url: str | None, cluster: str | None = None) -> RedisStore:
+    """The store of one cluster (see Clusters.one)."""
+    c = _clusters(redis_url, cluster)
+    return c.store(c.one(cluster))
 
 
 def _age(ms: int | None) -> str:
@@ -33,7 +87,13 @@ def _age(ms: int | None) -> str:
 
 @click.command()
 @redis_option
-@click.option("--json", "as_json", is_flag=True, help="One JSON document: counts, freshness and rows.")
+@cluster_option
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="One JSON document: per cluster counts and freshness, and the rows (each with its cluster).",
+)
 @click.option("--sort", "sort_by", type=click.Choice(SORT_KEYS), default="name", show_default=True)
 @click.option("--desc", is_flag=True, help="Sort descending.")
 @click.option("--state", default=None, help="Only groups in this state (e.g. Stable).")
@@ -43,6 +103,7 @@ def _age(ms: int | None) -> str:
 @click.option("--offset", type=click.IntRange(0), default=0)
 def groups(
     redis_url: str | None,
+    cluster: str | None,
     as_json: bool,
     sort_by: str,
     desc: bool,
@@ -52,30 +113,38 @@ def groups(
     limit: int,
     offset: int,
 ) -> None:
-    """List the groups kept in Redis."""
-    store = _store(redis_url)
-    total, rows = store.list_groups(sort_by, desc, state, name_contains, type_, offset, limit)
+    """List the groups kept in Redis, of every cluster or one (--cluster)."""
+    c = _clusters(redis_url, cluster)
+    stores = c.stores(cluster)
+    total, rows = list_groups_across(stores, sort_by, desc, state, name_contains, type_, offset, limit)
     if as_json:
-        out = {"total": total, "counts": store.fleet_counts(), "freshness": store.freshness(), "groups": rows}
+        out = {
+            "total": total,
+            "clusters": {
+                n: {"counts": st.fleet_counts(), "freshness": st.freshness()} for n, st in stores.items()
+            },
+            "groups": rows,
+        }
         json.dump(out, sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
         return
     if not total:
         click.echo("no groups in Redis yet: is the collector running (groupscope collect / replay)?")
         return
+    width = max([7, *(len(r["cluster"]) for r in rows)])
     hdr = (
-        f"{'GROUP':<40} {'TYPE':<8} {'STATE':<20} {'MEMB':>4} {'GEN':>5} {'PROTOCOL':<18} "
-        f"{'LAG':>10} {'LAG_S':>8} {'REB/H':>5} {'REFRESHED':>9}"
+        f"{'CLUSTER':<{width}} {'GROUP':<40} {'TYPE':<8} {'STATE':<20} {'MEMB':>4} {'GEN':>5} "
+        f"{'PROTOCOL':<18} {'LAG':>10} {'LAG_S':>8} {'REB/H':>5} {'REFRESHED':>9}"
     )
     click.echo(hdr)
     for r in rows:
         gen = r["generation"] if r["generation"] is not None else r.get("group_epoch")
         click.echo(
-            f"{r['name'][:40]:<40} {r['type'] or '-'!s:<8} {r['state']:<20} {r['members']:>4} "
-            f"{'-' if gen is None else gen:>5} {str(r['protocol'] or '-')[:18]:<18} {r['lag']:>10} "
-            f"{r['lag_seconds']:>8.1f} {r['rebalances_1h']:>5} {_age(r['last_refreshed']):>9}"
+            f"{r['cluster']:<{width}} {r['name'][:40]:<40} {r['type'] or '-'!s:<8} {r['state']:<20} "
+            f"{r['members']:>4} {'-' if gen is None else gen:>5} {str(r['protocol'] or '-')[:18]:<18} "
+            f"{r['lag']:>10} {r['lag_seconds']:>8.1f} {r['rebalances_1h']:>5} {_age(r['last_refreshed']):>9}"
         )
-    if total > len(rows):
+    if total > offset + len(rows):
         click.echo(f"... {total - offset - len(rows)} more (use --offset/--limit)")
 
 
@@ -83,20 +152,50 @@ def groups(
 @click.argument("name")
 @redis_option
 @click.option(
+    "--cluster",
+    default=None,
+    metavar="NAME",
+    help="The group's cluster (default: the only cluster that has a group of that name, else `default`).",
+)
+@click.option(
     "--json", "as_json", is_flag=True, help="The same JSON document `groupscope model --json` prints."
 )
-def group(name: str, redis_url: str | None, as_json: bool) -> None:
+def group(name: str, redis_url: str | None, cluster: str | None, as_json: bool) -> None:
     """Print one group's reconstruction from Redis."""
-    store = _store(redis_url)
-    doc = store.get_group(name)
-    if doc is None:
-        raise click.ClickException(f"group {name!r} is not in Redis (see `groupscope groups`)")
+    c = _clusters(redis_url, cluster)
+    where, doc = _find_group(c, name, cluster)
+    store = c.store(where)
     if as_json:
         json.dump(doc, sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
         return
     from coordinator_model.render import render_group
 
+    if len(c.names) > 1:
+        click.echo(f"cluster {where}")
     click.echo(render_group(doc))
     fresh = store.freshness([name])
     click.echo(f"last refreshed: {_age(fresh['groups'].get(name))} ago")
+
+
+def _find_group(c: Clusters, name: str, cluster: str | None) -> tuple[str, dict[str, Any]]:
+    """(cluster, document) of the group: in `cluster` when given; else in the only cluster that has
+    it, or `default` (saying on stderr which other clusters have one too)."""
+    if cluster or c.settings.cluster:
+        where = c.one(cluster)
+        doc = c.store(where).get_group(name)
+        if doc is None:
+            raise click.ClickException(f"group {name!r} is not in cluster {where} (see `groupscope groups`)")
+        return where, doc
+    found = {n: d for n in c.names if (d := c.store(n).get_group(name)) is not None}
+    if not found:
+        raise click.ClickException(f"group {name!r} is not in Redis (see `groupscope groups`)")
+    if len(found) == 1:
+        return next(iter(found.items()))
+    if DEFAULT_CLUSTER not in found:
+        raise click.UsageError(
+            f"group {name!r} is in clusters {', '.join(found)}: choose one with --cluster NAME"
+        )
+    others = ", ".join(n for n in found if n != DEFAULT_CLUSTER)
+    click.echo(f"groupscope: showing cluster {DEFAULT_CLUSTER}; also in {others} (--cluster NAME)", err=True)
+    return DEFAULT_CLUSTER, found[DEFAULT_CLUSTER]

@@ -18,8 +18,17 @@ def _print_json(obj: object) -> None:
     sys.stdout.write("\n")
 
 
+one_cluster = click.option(
+    "--cluster",
+    default=None,
+    metavar="NAME",
+    help="The cluster (default: the only one with data, else `default`).",
+)
+
+
 @click.command()
 @redis_option
+@one_cluster
 @click.option("--json", "as_json", is_flag=True, help="One JSON document: counts and rows.")
 @click.option("--sort", "sort_by", type=click.Choice(TOPIC_SORT_KEYS), default="name", show_default=True)
 @click.option("--desc", is_flag=True, help="Sort descending.")
@@ -28,6 +37,7 @@ def _print_json(obj: object) -> None:
 @click.option("--offset", type=click.IntRange(0), default=0)
 def topics(
     redis_url: str | None,
+    cluster: str | None,
     as_json: bool,
     sort_by: str,
     desc: bool,
@@ -36,7 +46,7 @@ def topics(
     offset: int,
 ) -> None:
     """List the topics groups read, with their worst lag."""
-    store = _store(redis_url)
+    store = _store(redis_url, cluster)
     total, rows = store.topics.list_topics(sort_by, desc, name_contains, offset, limit)
     if as_json:
         counts = store.topics.counts()
@@ -61,10 +71,11 @@ def topics(
 @click.command()
 @click.argument("name")
 @redis_option
+@one_cluster
 @click.option("--json", "as_json", is_flag=True, help="The topic, its groups and their partitions' lag.")
-def topic(name: str, redis_url: str | None, as_json: bool) -> None:
+def topic(name: str, redis_url: str | None, cluster: str | None, as_json: bool) -> None:
     """Print every group that reads a topic, with its lag per partition."""
-    store = _store(redis_url)
+    store = _store(redis_url, cluster)
     view = store.topics.get_topic(name)
     if view is None:
         raise click.ClickException(

@@ -288,7 +288,7 @@ def run_pipeline(
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         from collectors.spark_session import build_spark
 
-        spark = build_spark(master, f"groupscope-{cfg.mode}", **{"spark.ui.showConsoleProgress": "false"})
+        spark = build_spark(master, cfg.query_name, **{"spark.ui.showConsoleProgress": "false"})
     query = build_query(spark, cfg, topics, store)
     sink_stats = query  # noqa: F841 - keep a name for debugging
     for t in threads:
@@ -369,7 +369,11 @@ def temp_checkpoint() -> str:
     return tempfile.mkdtemp(prefix="groupscope-checkpoint-")
 
 
-def default_checkpoint(base: str, name: str) -> str:
+def default_checkpoint(base: str, name: str, cluster: str = "default") -> str:
+    """`base/name`, or `base/name@CLUSTER` for a cluster other than `default` (whose checkpoint kept
+    its place when clusters came, so an existing collector resumes where it stopped)."""
+    if cluster != "default":
+        name = f"{name}@{cluster}"
     path = os.path.join(os.path.expanduser(base), name)
     os.makedirs(path, exist_ok=True)
     return path

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors.config import DEFAULT_CLUSTER, check_cluster_name
+
+if TYPE_CHECKING:
+    from collectors.storage.redis_store import RedisStore
 
 BASE_PREFIX = "gs"
 
@@ -91,3 +94,37 @@ class ClusterRegistry:
 
     def names(self, configured: Iterable[str] = ()) -> list[str]:
         return [c.name for c in self.clusters(configured)]
+
+
+def list_groups_across(
+    stores: Mapping[str, RedisStore],
+    sort_by: str = "name",
+    descending: bool = False,
+    state: str | list[str] | None = None,
+    name_contains: str | None = None,
+    type_: str | None = None,
+    offset: int = 0,
+    limit: int = 100,
+) -> tuple[int, list[dict[str, Any]]]:
+    """`RedisStore.list_groups` over several clusters: (total matching, one page of fleet rows, each
+    with its `cluster`), in the order one index of all of them would give (the sort key's score, then
+    the name as Redis orders members, then the cluster).
+
+    Each cluster is asked for its first `offset + limit` rows and the pages are merged, so a page
+    costs O(clusters x (offset + limit)): nothing for the first pages a grid shows, and a page deep
+    in a big fleet costs what reading that far costs (bounded by the grid's block size per cluster
+    per 1,000 rows of offset)."""
+    from collectors.storage.redis_store import sort_scores
+
+    total = 0
+    rows: list[dict[str, Any]] = []
+    for cluster, store in stores.items():
+        n, page = store.list_groups(sort_by, descending, state, name_contains, type_, 0, offset + limit)
+        total += n
+        rows += [{**r, "cluster": cluster} for r in page]
+
+    def key(r: dict[str, Any]) -> tuple[float, bytes, str]:
+        return sort_scores(r)[sort_by], str(r["name"]).encode(), r["cluster"]
+
+    rows.sort(key=key, reverse=descending)
+    return total, rows[offset : offset + limit]

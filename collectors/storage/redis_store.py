@@ -204,6 +204,21 @@ def fleet_row(doc: Mapping[str, Any], now_ms: int) -> FleetRow:
     )
 
 
+def sort_scores(row: Mapping[str, Any]) -> dict[str, float]:
+    """A fleet row's (its JSON's) score in each fleet index (`gs:idx:SORT`); equal scores order by
+    name."""
+    state = row.get("state")
+    return {
+        "name": 0.0,
+        "state": float(KNOWN_STATES.index(state)) if state in KNOWN_STATES else 99.0,
+        "lag": float(row.get("lag") or 0),
+        "lag_seconds": float(row.get("lag_seconds") or 0),
+        "rebalance_rate": float(row.get("rebalances_1h") or 0),
+        "members": float(row.get("members") or 0),
+        "last_change": float(row.get("last_change") or 0),
+    }
+
+
 def _history_digest(doc: Mapping[str, Any]) -> str:
     """What the per-group timeline and generations keys are written from."""
     text = _dumps([doc.get("timeline") or [], doc.get("generations") or []])
@@ -351,15 +366,7 @@ class RedisStore:
             states[name] = row.state
             types[name] = row.type or ""
             refreshed[name] = int(now_ms)
-            scores[name] = {
-                "name": 0.0,
-                "state": float(KNOWN_STATES.index(row.state)) if row.state in KNOWN_STATES else 99.0,
-                "lag": float(row.lag),
-                "lag_seconds": float(row.lag_seconds),
-                "rebalance_rate": float(row.rebalances_1h),
-                "members": float(row.members),
-                "last_change": float(row.last_change or 0),
-            }
+            scores[name] = sort_scores(row_json)
             digest = _history_digest(doc)
             known = digests.get(name, old_digest.decode() if old_digest else None)
             if digest != known:

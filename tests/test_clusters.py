@@ -1,0 +1,210 @@
+"""Several Kafka clusters in one groupscope: the settings, the Redis prefixes and registry, the fleet
+listed across clusters, and the CLI's --cluster (the live two-broker test is test_clusters_live.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from collectors.cli.main import cli
+from collectors.config import ConfigError, load_settings
+from collectors.storage.clusters import ClusterRegistry, cluster_prefix, list_groups_across
+from collectors.storage.redis_store import SORT_KEYS, RedisStore
+from tests.test_redis_store import make_doc
+
+NOW = 1_700_000_100_000
+
+
+@pytest.fixture()
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for k in list(os.environ):
+        if k.startswith("GROUPSCOPE_"):
+            monkeypatch.delenv(k)
+
+
+# ---- settings ----------------------------------------------------------------------------------------
+@pytest.mark.usefixtures("_clean_env")
+def test_single_cluster_settings_mean_the_cluster_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = load_settings()
+    assert s.cluster_names() == ["default"]
+    monkeypatch.setenv("GROUPSCOPE_BOOTSTRAP_SERVERS", "k:9092")
+    s = load_settings()
+    assert s.cluster_names() == ["default"] and s.chosen_cluster() == "default"
+    one = s.for_cluster()
+    assert one.cluster == "default" and one.kafka_config() == {"bootstrap.servers": "k:9092"}
+
+
+@pytest.mark.usefixtures("_clean_env")
+def test_clusters_from_the_environment_and_the_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "gs.yaml"
+    cfg.write_text(
+        "heartbeat-topic: hb\n"
+        "kafka:\n  security.protocol: SASL_SSL\n  sasl.password: top-secret\n"
+        "clusters:\n"
+        "  prod:\n    bootstrap-servers: p1:9092,p2:9092\n    kafka:\n      security.protocol: SSL\n"
+        "  staging:\n    bootstrap_servers: s:9092\n    heartbeat-topic: hb.staging\n"
+    )
+    monkeypatch.setenv("GROUPSCOPE_CONFIG", str(cfg))
+    monkeypatch.setenv("GROUPSCOPE_CLUSTERS__EU-1__BOOTSTRAP_SERVERS", "eu:9092")
+    monkeypatch.setenv("GROUPSCOPE_CLUSTERS__EU-1__KAFKA__SASL.MECHANISM", "SCRAM-SHA-512")
+    s = load_settings()
+    assert sorted(s.cluster_names()) == ["eu-1", "prod", "staging"]
+    prod = s.for_cluster("prod")
+    # a cluster's client settings are its own: the top-level password never goes to prod's brokers
+    assert prod.kafka_config() == {"security.protocol": "SSL", "bootstrap.servers": "p1:9092,p2:9092"}
+    assert prod.heartbeat_topic == "hb"  # topics are inherited
+    assert s.for_cluster("staging").heartbeat_topic == "hb.staging"
+    assert s.for_cluster("eu-1").kafka_config() == {
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "bootstrap.servers": "eu:9092",
+    }
+    # several clusters, none named: a single-cluster command must be told which
+    with pytest.raises(ConfigError, match="not configured"):
+        s.for_cluster()
+    with pytest.raises(ConfigError, match="not configured"):
+        s.for_cluster("nope")
+    # the top-level bootstrap servers are the cluster `default`, beside the others
+    monkeypatch.setenv("GROUPSCOPE_BOOTSTRAP_SERVERS", "d:9092")
+    s = load_settings()
+    assert s.cluster_names()[0] == "default" and len(s.cluster_names()) == 4
+    assert s.for_cluster("default").kafka_config()["bootstrap.servers"] == "d:9092"
+
+
+@pytest.mark.usefixtures("_clean_env")
+def test_bad_cluster_settings_are_one_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = tmp_path / "gs.yaml"
+    monkeypatch.setenv("GROUPSCOPE_CONFIG", str(cfg))
+    cfg.write_text("clusters:\n  Prod:Main:\n    bootstrap_servers: p:9092\n")
+    with pytest.raises(ConfigError, match="cluster name"):
+        load_settings()
+    cfg.write_text("clusters:\n  prod:\n    kafka: {}\n")
+    with pytest.raises(ConfigError, match="bootstrap_servers"):
+        load_settings()
+    cfg.write_text("clusters:\n  prod:\n    bootstrap_servers: p:9092\n    bootstrap: typo\n")
+    with pytest.raises(ConfigError, match="bootstrap"):
+        load_settings()
+
+
+def test_prefixes_keep_the_default_layout_and_carry_the_cluster() -> None:
+    assert cluster_prefix("default") == "gs"
+    assert cluster_prefix("prod") == "gs@prod"
+    with pytest.raises(ConfigError):
+        cluster_prefix("a:b")
+    import redis
+
+    a = RedisStore(redis.Redis(), prefix=cluster_prefix("prod"))  # key names only: never connects
+    assert a.gk("g:1", "doc") == "gs@prod:group:{g:1}:doc"  # the group is still the hash tag
+
+
+# ---- Redis --------------------------------------------------------------------------------------------
+def _write(client, cluster: str, docs: list[dict]) -> RedisStore:
+    store = RedisStore(client, prefix=cluster_prefix(cluster))
+    store.write_groups(docs, NOW)
+    return store
+
+
+@pytest.mark.servers
+def test_registry_lists_registered_configured_and_legacy_clusters(redis_client) -> None:
+    reg = ClusterRegistry(redis_client)
+    assert reg.clusters() == []
+    _write(redis_client, "default", [make_doc("g")])  # data of the layout before clusters
+    assert reg.names() == ["default"]
+    reg.register("prod", "p:9092", now_ms=5)
+    got = reg.clusters(["staging"])
+    assert [c.name for c in got] == ["default", "prod", "staging"]
+    assert got[1].bootstrap_servers == "p:9092" and got[1].registered_ms == 5 and got[1].prefix == "gs@prod"
+    assert got[2].configured and not got[1].configured
+
+
+@pytest.mark.servers
+def test_the_same_group_in_two_clusters_is_two_groups(redis_client) -> None:
+    a = _write(redis_client, "default", [make_doc("orders", members=2)])
+    b = _write(redis_client, "prod", [make_doc("orders", state="PreparingRebalance", members=5)])
+    assert a.get_group("orders")["members"] != b.get_group("orders")["members"]
+    assert a.fleet_counts()["by_state"] == {"Stable": 1}
+    assert b.fleet_counts()["by_state"] == {"PreparingRebalance": 1}
+    b.delete_group("orders")
+    assert a.get_group("orders") is not None and b.get_group("orders") is None
+
+
+_names = st.text(alphabet="ab:{}-é", min_size=1, max_size=4)
+_group = st.builds(
+    lambda n, s, m, lag: make_doc(n, state=s, members=m, lag=lag),
+    _names,
+    st.sampled_from(["Stable", "Empty", "PreparingRebalance"]),
+    st.integers(0, 3),
+    st.integers(0, 3),
+)
+
+
+@pytest.mark.servers
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    a=st.lists(_group, max_size=8, unique_by=lambda d: d["group"]),
+    b=st.lists(_group, max_size=8, unique_by=lambda d: d["group"]),
+    sort_by=st.sampled_from(SORT_KEYS),
+    desc=st.booleans(),
+    offset=st.integers(0, 10),
+    limit=st.integers(0, 10),
+)
+def test_listing_across_clusters_pages_like_one_index(
+    redis_client, a, b, sort_by, desc, offset, limit
+) -> None:
+    redis_client.flushdb()
+    stores = {"default": _write(redis_client, "default", a), "prod": _write(redis_client, "prod", b)}
+    total, page = list_groups_across(stores, sort_by, desc, offset=offset, limit=limit)
+    # the whole union, one page at a time, in the order each cluster's own index gives
+    _, every = list_groups_across(stores, sort_by, desc, offset=0, limit=100)
+    assert total == len(a) + len(b) == len(every)
+    assert page == every[offset : offset + limit]
+    for cluster, store in stores.items():
+        own = [r["name"] for r in every if r["cluster"] == cluster]
+        assert own == [r["name"] for r in store.list_groups(sort_by, desc, limit=100)[1]]
+
+
+# ---- CLI ----------------------------------------------------------------------------------------------
+@pytest.mark.servers
+@pytest.mark.usefixtures("_clean_env")
+def test_cli_reads_every_cluster_or_one(redis_client, redis_server) -> None:
+    _write(redis_client, "default", [make_doc("orders", members=2), make_doc("billing")])
+    _write(redis_client, "prod", [make_doc("orders", state="PreparingRebalance", members=5)])
+    ClusterRegistry(redis_client).register("prod", "p:9092")
+    run = CliRunner().invoke
+    r = run(cli, ["groups", "--redis", redis_server.url, "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.stdout)
+    assert out["total"] == 3 and set(out["clusters"]) == {"default", "prod"}
+    assert sorted((g["cluster"], g["name"]) for g in out["groups"]) == [
+        ("default", "billing"),
+        ("default", "orders"),
+        ("prod", "orders"),
+    ]
+    r = run(cli, ["groups", "--redis", redis_server.url, "--cluster", "prod"])
+    assert r.exit_code == 0 and "prod" in r.stdout and "billing" not in r.stdout, r.output
+    r = run(cli, ["group", "orders", "--redis", redis_server.url, "--cluster", "prod", "--json"])
+    assert len(json.loads(r.stdout)["members"]) == 5
+    # a name in two clusters: `default`, and stderr says where else it is
+    r = run(cli, ["group", "orders", "--redis", redis_server.url, "--json"])
+    assert len(json.loads(r.stdout)["members"]) == 2 and "also in prod" in r.stderr
+    r = run(cli, ["group", "billing", "--redis", redis_server.url, "--cluster", "prod"])
+    assert r.exit_code != 0 and "not in cluster prod" in r.output
+    r = run(cli, ["groups", "--redis", redis_server.url, "--cluster", "nope"])
+    assert r.exit_code != 0 and "no cluster 'nope'" in r.output
+
+
+@pytest.mark.usefixtures("_clean_env")
+def test_collect_needs_a_cluster_when_several_are_configured(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GROUPSCOPE_CLUSTERS__A__BOOTSTRAP_SERVERS", "a:9092")
+    monkeypatch.setenv("GROUPSCOPE_CLUSTERS__B__BOOTSTRAP_SERVERS", "b:9092")
+    r = CliRunner().invoke(cli, ["collect"])
+    assert r.exit_code == 2 and "--cluster NAME" in r.output and "a, b" in r.output
+    r = CliRunner().invoke(cli, ["collect", "--cluster", "c"])
+    assert r.exit_code == 2 and "not configured" in r.output
+    r = CliRunner().invoke(cli, ["collect", "--all-clusters", "--cluster", "a"])
+    assert r.exit_code == 2
