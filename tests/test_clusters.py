@@ -208,3 +208,26 @@ def test_collect_needs_a_cluster_when_several_are_configured(monkeypatch: pytest
     assert r.exit_code == 2 and "not configured" in r.output
     r = CliRunner().invoke(cli, ["collect", "--all-clusters", "--cluster", "a"])
     assert r.exit_code == 2
+
+
+def test_all_clusters_restarts_a_collector_that_exits(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--all-clusters' supervision: a collector that exits (its cluster down at start) is started again
+    after a back-off that doubles, while the other keeps running; stopping ends both."""
+    import sys
+    import time
+
+    from collectors.cli import collect_all
+
+    monkeypatch.setattr(collect_all, "MIN_BACKOFF_S", 0.2)
+    failing = collect_all.ClusterProcess("down", [sys.executable, "-c", "raise SystemExit(3)"], backoff_s=0.2)
+    steady = collect_all.ClusterProcess("up", [sys.executable, "-c", "import time; time.sleep(60)"])
+    deadline = time.monotonic() + 5
+    while failing.restarts < 3 and time.monotonic() < deadline:
+        collect_all._tend(failing)
+        collect_all._tend(steady)
+        time.sleep(0.05)
+    assert failing.restarts >= 3 and failing.backoff_s >= 0.2 * 2**3
+    assert steady.restarts == 0 and steady.proc is not None and steady.proc.poll() is None
+    pid = steady.proc.pid
+    collect_all._stop_all([failing, steady], grace_s=5)
+    assert steady.proc.poll() is not None, pid

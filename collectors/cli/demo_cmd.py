@@ -29,6 +29,9 @@ import click
 
 from collectors.cli.options import bootstrap_option, redis_option, settings_from
 
+# The clusters of `--clusters N`: the same scenarios (so the same group names) on each.
+DEMO_CLUSTERS = ("east", "west", "north", "south")
+
 
 def _say(msg: str) -> None:
     click.echo(f"groupscope demo: {msg}", err=True)
@@ -103,6 +106,15 @@ def _display_available() -> bool:
 @click.option("--port", type=int, default=None, help="Dashboard port (default: dashboard_port if free).")
 @click.option("--no-browser", is_flag=True, help="Do not try to open the dashboard in a browser.")
 @click.option(
+    "--clusters",
+    "n_clusters",
+    type=click.IntRange(1, len(DEMO_CLUSTERS)),
+    default=1,
+    show_default=True,
+    help="Run this many local brokers, each its own cluster (east, west, ...) with its own workload "
+    "and collector; the dashboard shows them all. (Against --bootstrap-servers: 1.)",
+)
+@click.option(
     "--logs-dir",
     type=click.Path(file_okay=False),
     default=None,
@@ -114,6 +126,7 @@ def demo(
     duration: float | None,
     port: int | None,
     no_browser: bool,
+    n_clusters: int,
     logs_dir: str | None,
 ) -> None:
     """Run a live demo: broker, scenario workload, collector, alert worker and dashboard.
@@ -129,6 +142,8 @@ def demo(
     settings = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url)
     if duration is not None and duration <= 0:
         raise click.UsageError("--duration must be positive")
+    if n_clusters > 1 and bootstrap_servers is not None:
+        raise click.UsageError("--clusters starts local brokers; it cannot be used with --bootstrap-servers")
     run_dir = Path(logs_dir) if logs_dir else Path(tempfile.mkdtemp(prefix="groupscope-demo-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     # Every process we start (and theirs) inherits this mark; the supervisor finds leftovers by it.
@@ -146,37 +161,47 @@ def demo(
     signal.signal(signal.SIGTERM, _on_signal)
 
     redis_srv: RedisServer | None = None
-    broker: KafkaBroker | None = None
+    brokers: list[KafkaBroker] = []
     supervisor = Supervisor(run_dir, demo_id, say=_say)
-    workload: Workload | None = None
+    workloads: list[Workload] = []
+    names = list(DEMO_CLUSTERS[:n_clusters]) if n_clusters > 1 else ["default"]
     try:
         if redis_url is None:
             redis_srv = RedisServer().start()
             settings.redis_url = redis_srv.url
             _say(f"started redis-server on {redis_srv.url}")
-        log_files = list(settings.broker_log_files)
-        if bootstrap_servers is None:
-            # Its folder is in the run's logs, so coordinator.log and server.log stay for a look
-            # after the demo; the data goes when it stops (below). A folder left by an earlier run
-            # in the same --logs-dir goes first: its log would be shipped again, its data refused.
-            kafka_dir = run_dir / "kafka"
-            shutil.rmtree(kafka_dir, ignore_errors=True)
-            kafka_dir.mkdir(parents=True)
-            broker = KafkaBroker(workdir=kafka_dir)
-            _say(f"starting Apache Kafka {broker.version} (KRaft) ...")
-            broker.start()
-            settings.bootstrap_servers = broker.bootstrap_servers
-            log_files.append(str(broker.coordinator_log))
-            _say(f"started Apache Kafka {broker.version} on {broker.bootstrap_servers}")
-        bootstrap = str(settings.bootstrap_servers)
-        if stop.is_set():
-            return
+        # cluster name -> (bootstrap servers, coordinator log files to ship)
+        clusters: dict[str, tuple[str, list[str]]] = {}
+        for name in names:
+            log_files = list(settings.broker_log_files)
+            if bootstrap_servers is None:
+                # Its folder is in the run's logs, so coordinator.log and server.log stay for a look
+                # after the demo; the data goes when it stops (below). A folder left by an earlier run
+                # in the same --logs-dir goes first: its log would be shipped again, its data refused.
+                kafka_dir = run_dir / ("kafka" if name == "default" else f"kafka-{name}")
+                shutil.rmtree(kafka_dir, ignore_errors=True)
+                kafka_dir.mkdir(parents=True)
+                broker = KafkaBroker(workdir=kafka_dir)
+                brokers.append(broker)
+                what = "" if name == "default" else f" for cluster {name}"
+                _say(f"starting Apache Kafka {broker.version} (KRaft){what} ...")
+                broker.start()
+                log_files.append(str(broker.coordinator_log))
+                _say(f"started Apache Kafka {broker.version} on {broker.bootstrap_servers}{what}")
+                clusters[name] = (broker.bootstrap_servers, log_files)
+            else:
+                clusters[name] = (bootstrap_servers, log_files)
+            if stop.is_set():
+                return
 
-        workload = Workload(supervisor, bootstrap, settings.heartbeat_topic)
-        _create_topics(bootstrap, settings.kafka, [(settings.heartbeat_topic, 3), *workload.topics()])
-        if not _ensure_offsets_topic(bootstrap, settings.kafka):
-            _say("__consumer_offsets is not there; the collector will run on the other sources")
-        _say(f"topics ready: {settings.heartbeat_topic}, " + ", ".join(t for t, _ in workload.topics()))
+        for name, (bootstrap, _logs) in clusters.items():
+            label = "" if name == "default" else f"{name}-"
+            workload = Workload(supervisor, bootstrap, settings.heartbeat_topic, label=label)
+            workloads.append(workload)
+            _create_topics(bootstrap, settings.kafka, [(settings.heartbeat_topic, 3), *workload.topics()])
+            if not _ensure_offsets_topic(bootstrap, settings.kafka):
+                _say(f"{bootstrap}: no __consumer_offsets; the collector will run on the other sources")
+            _say(f"topics ready: {settings.heartbeat_topic}, " + ", ".join(t for t, _ in workload.topics()))
 
         host = settings.dashboard_host
         dash_port = port or (
@@ -184,29 +209,46 @@ def demo(
         )
         env = {
             "GROUPSCOPE_REDIS_URL": settings.redis_url,
-            "GROUPSCOPE_BOOTSTRAP_SERVERS": bootstrap,
             "GROUPSCOPE_HEARTBEAT_TOPIC": settings.heartbeat_topic,
             # A fresh checkpoint per demo: an old one would point at offsets of a broker long gone.
             "GROUPSCOPE_CHECKPOINT_DIR": str(run_dir / "checkpoints"),
-            # The coordinator's own account of each rebalance (reason, expiry, KIP-848 epochs).
-            "GROUPSCOPE_BROKER_LOG_FILES": json.dumps(log_files),
             "SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1"),
         }
+        for name, (bootstrap, log_files) in clusters.items():
+            # The coordinator's own account of each rebalance (reason, expiry, KIP-848 epochs).
+            if name == "default":
+                env["GROUPSCOPE_BOOTSTRAP_SERVERS"] = bootstrap
+                env["GROUPSCOPE_BROKER_LOG_FILES"] = json.dumps(log_files)
+            else:
+                env[f"GROUPSCOPE_CLUSTERS__{name.upper()}__BOOTSTRAP_SERVERS"] = bootstrap
+                env[f"GROUPSCOPE_CLUSTERS__{name.upper()}__BROKER_LOG_FILES"] = json.dumps(log_files)
         cli = [sys.executable, "-m", "collectors.cli.main"]
         redis_arg = ["--redis", settings.redis_url]
-        supervisor.spawn(
-            "collector", [*cli, "collect", "--bootstrap-servers", bootstrap, *redis_arg, "--no-progress"],
-            service=True, env=env,
-        )  # fmt: skip
+        for name in clusters:
+            if name == "default":
+                argv = [
+                    *cli,
+                    "collect",
+                    "--bootstrap-servers",
+                    clusters[name][0],
+                    *redis_arg,
+                    "--no-progress",
+                ]
+                supervisor.spawn("collector", argv, service=True, env=env)
+            else:
+                argv = [*cli, "collect", "--cluster", name, *redis_arg, "--no-progress"]
+                supervisor.spawn(f"collector-{name}", argv, service=True, env=env)
         supervisor.spawn("alerts-worker", [*cli, "worker", *redis_arg], service=True, env=env)
         supervisor.spawn(
             "dashboard", [*cli, "dashboard", *redis_arg, "--host", host, "--port", str(dash_port)],
             service=True, env=env,
         )  # fmt: skip
         supervisor.start_watching()
-        workload.start()
-        for s in workload.scenarios:
-            _say(f"scenario {s.group}: {s.what}")
+        for workload in workloads:
+            workload.start()
+        for sc in workloads[0].scenarios:
+            where = "" if names == ["default"] else f" (on each of {', '.join(names)})"
+            _say(f"scenario {sc.group}: {sc.what}{where}")
 
         url = f"http://{host}:{dash_port}/"
         if not _wait_for_dashboard(host, dash_port, stop, timeout=60.0):
@@ -225,13 +267,13 @@ def demo(
     finally:
         stop.set()
         started = time.monotonic()
-        if workload is not None:
+        for workload in workloads:
             workload.stop.set()
         supervisor.stop_all()
-        for srv in (broker, redis_srv):
+        for srv in (*brokers, redis_srv):
             if srv is not None:
                 srv.stop()
-        if broker is not None:
+        for broker in brokers:
             shutil.rmtree(broker.data_dir, ignore_errors=True)
         supervisor.sweep()
         _say(f"stopped every process it started in {time.monotonic() - started:.1f} s")

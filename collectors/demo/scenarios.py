@@ -213,6 +213,7 @@ class Workload:
     bootstrap: str
     heartbeat_topic: str
     scenarios: tuple[Scenario, ...] = SCENARIOS
+    label: str = ""  # before each child's name (its log file), when several workloads run
     stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
 
@@ -231,7 +232,7 @@ class Workload:
         for s in self.scenarios:
             for topic in (s.topic, *(t for t, _ in s.extra_topics)):
                 argv += ["--topic", f"{topic}:{s.produce_rate}"]
-        self.supervisor.spawn("producer", argv, service=True)
+        self.supervisor.spawn(f"{self.label}producer", argv, service=True)
         for s in self.scenarios:
             t = threading.Thread(target=self._run, args=(s,), name=f"scenario-{s.name}", daemon=True)
             t.start()
@@ -284,7 +285,9 @@ class Workload:
                     continue
                 if step.action == "start":
                     m = members[step.member]
-                    child = self.supervisor.spawn(f"{s.group}-{m.name}", self._consumer_argv(s, m, m.name))
+                    child = self.supervisor.spawn(
+                        f"{self.label}{s.group}-{m.name}", self._consumer_argv(s, m, m.name)
+                    )
                     if child is not None:
                         live[m.name] = child
                 elif step.member in live:
@@ -307,7 +310,7 @@ class Workload:
         while self._now() < t0 + s.flap_until and not self.stop.is_set():
             n += 1
             m = Member(f"{prefix}-{n:02d}", run_for=s.flap_stay)
-            self.supervisor.spawn(f"{s.group}-{m.name}", self._consumer_argv(s, m, m.name))
+            self.supervisor.spawn(f"{self.label}{s.group}-{m.name}", self._consumer_argv(s, m, m.name))
             if self.stop.wait(s.flap_every):
                 return
 
