@@ -210,24 +210,38 @@ def test_collect_needs_a_cluster_when_several_are_configured(monkeypatch: pytest
     assert r.exit_code == 2
 
 
-def test_all_clusters_restarts_a_collector_that_exits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """--all-clusters' supervision: a collector that exits (its cluster down at start) is started again
-    after a back-off that doubles, while the other keeps running; stopping ends both."""
-    import sys
+def test_all_clusters_restarts_a_failed_query_and_leaves_the_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    """--all-clusters' supervision: a cluster's pipeline that fails is started again after a back-off
+    that doubles, while another cluster's keeps running; the stop event ends both."""
+    import threading
     import time
 
     from collectors.cli import collect_all
 
-    monkeypatch.setattr(collect_all, "MIN_BACKOFF_S", 0.2)
-    failing = collect_all.ClusterProcess("down", [sys.executable, "-c", "raise SystemExit(3)"], backoff_s=0.2)
-    steady = collect_all.ClusterProcess("up", [sys.executable, "-c", "import time; time.sleep(60)"])
-    deadline = time.monotonic() + 5
-    while failing.restarts < 3 and time.monotonic() < deadline:
-        collect_all._tend(failing)
-        collect_all._tend(steady)
-        time.sleep(0.05)
-    assert failing.restarts >= 3 and failing.backoff_s >= 0.2 * 2**3
-    assert steady.restarts == 0 and steady.proc is not None and steady.proc.poll() is None
-    pid = steady.proc.pid
-    collect_all._stop_all([failing, steady], grace_s=5)
-    assert steady.proc.poll() is not None, pid
+    stop = threading.Event()
+    calls = {"down": 0, "up": 0}
+
+    def failing() -> None:
+        calls["down"] += 1
+        raise RuntimeError("pipeline failed: broker refused the login")
+
+    def steady() -> None:
+        calls["up"] += 1
+        stop.wait()
+
+    down = collect_all.ClusterQuery("down", failing, stop, backoff_s=0.05)
+    up = collect_all.ClusterQuery("up", steady, stop)
+    monkeypatch.setattr(collect_all, "MAX_BACKOFF_S", 0.4)
+    down.start()
+    up.start()
+    deadline = time.monotonic() + 10
+    while down.restarts < 4 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert down.restarts >= 4 and down.backoff_s == 0.4  # doubled up to the cap
+    assert "refused the login" in (down.last_error or "")
+    assert calls["up"] == 1 and up.thread is not None and up.thread.is_alive()
+    stop.set()
+    for q in (down, up):
+        assert q.thread is not None
+        q.thread.join(5)
+        assert not q.thread.is_alive()

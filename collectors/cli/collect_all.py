@@ -1,54 +1,111 @@
-"""`groupscope collect --all-clusters`: one collector process per configured cluster, watched.
+"""`groupscope collect --all-clusters`: every configured cluster from one Spark application.
 
-Why processes and not one Spark application reading every cluster: a Spark streaming query fails as a
-whole when one of its sources fails, so one unreachable cluster would stop every cluster's view; and a
-query's checkpoint holds all its sources' offsets, so one cluster could not be reset or moved alone.
-One `groupscope collect --cluster NAME` per cluster (its own Spark application, checkpoint and
-Admin poller) keeps each cluster's failures and state its own, and each can run where it suits (one
-per Spark cluster, or side by side). The cost is one driver and JVM per cluster
-(docs/running-on-a-cluster.md, "Several clusters", has the figures).
+Each cluster gets its own streaming query (its own checkpoint, `collect@NAME`), its own Admin poller
+and sink, exactly the pipeline `groupscope collect --cluster NAME` runs; only the SparkSession (the
+driver's JVM and the Python workers, ~2 GB on this machine whatever the fleet) is shared. Why
+queries and not one query reading every cluster: a streaming query fails as a whole when one of its
+sources fails, and its checkpoint holds all its sources' offsets; separate queries keep one
+cluster's failures and offsets its own. Why one application and not one per cluster: the fixed
+cost is paid once (docs/running-on-a-cluster.md, "Several clusters", has the figures). The
+scheduler runs in FAIR mode with a pool per cluster, so a cluster's long catch-up batch does not
+hold another cluster's live batches behind it.
 
-This supervisor restarts a collector that exits (a cluster down at start, a broker that refused the
-login) after a back-off growing from 5 s to 2 min, and stops them all on SIGINT/SIGTERM.
+A query that fails (Redis gone for longer than the sink's retries, a checkpoint it cannot write) is
+started again after a back-off growing from 5 s to 2 min; a cluster whose brokers are down does not
+fail its query (the Kafka source and the Admin poller retry and say so in the cluster's source
+statuses). One process per cluster (`--cluster NAME` each) remains the choice where clusters must
+not share a JVM, or should run on different Spark clusters.
 """
 
 from __future__ import annotations
 
-import contextlib
+import logging
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
 from dataclasses import dataclass, field
-
-import click
+from typing import Any
 
 from collectors.config import Settings
+
+log = logging.getLogger("groupscope.collect")
 
 MIN_BACKOFF_S = 5.0
 MAX_BACKOFF_S = 120.0
 
 
 @dataclass
-class ClusterProcess:
+class ClusterQuery:
+    """One cluster's pipeline in a thread of the shared application, restarted when it fails."""
+
     cluster: str
-    argv: list[str]
-    proc: subprocess.Popen | None = None
-    started: float = 0.0
+    run: Any  # () -> None: runs the cluster's pipeline until `stop` is set; raises when it fails
+    stop: threading.Event
     restarts: int = 0
     backoff_s: float = MIN_BACKOFF_S
-    next_start: float = field(default_factory=time.monotonic)
+    last_error: str | None = None
+    thread: threading.Thread | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._loop, name=f"collect-{self.cluster}", daemon=True)
+        self.thread.start()
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            started = time.monotonic()
+            try:
+                self.run()
+                return  # stopped
+            except Exception as e:  # this cluster's failure; the others go on
+                self.last_error = str(e)
+            if self.stop.is_set():
+                return
+            if time.monotonic() - started > 10 * MAX_BACKOFF_S:
+                self.backoff_s = MIN_BACKOFF_S  # it ran a good while: start the back-off afresh
+            log.warning(
+                "cluster %s: its pipeline failed (%s); starting it again in %.0f s",
+                self.cluster,
+                self.last_error,
+                self.backoff_s,
+            )
+            self.restarts += 1
+            if self.stop.wait(self.backoff_s):
+                return
+            self.backoff_s = min(MAX_BACKOFF_S, self.backoff_s * 2)
 
 
-def collector_argv(cluster: str) -> list[str]:
-    return [sys.executable, "-m", "collectors.cli.main", "collect", "--cluster", cluster, "--no-progress"]
+def fair_pools_file(names: list[str]) -> str:
+    """A FAIR scheduler allocation file with one equal pool per cluster (Spark warns about, and
+    creates with defaults, a pool it was not told of)."""
+    import tempfile
+
+    pools = "".join(
+        f'  <pool name="{n}"><schedulingMode>FIFO</schedulingMode><weight>1</weight>'
+        "<minShare>0</minShare></pool>\n"
+        for n in names
+    )
+    fd, path = tempfile.mkstemp(prefix="groupscope-pools-", suffix=".xml")
+    with os.fdopen(fd, "w") as f:
+        f.write(f'<?xml version="1.0"?>\n<allocations>\n{pools}</allocations>\n')
+    return path
 
 
 def run_all_clusters(settings: Settings, *, duration_s: float | None = None) -> int:
-    """Run a collector per configured cluster until Ctrl-C, SIGTERM or `duration_s`; exit status 0."""
+    """Run every configured cluster's pipeline in one Spark application until Ctrl-C, SIGTERM or
+    `duration_s`; exit status 0."""
+    from collectors.cli.pipeline_cmd import live_config
+    from collectors.pipeline.job import run_pipeline
+    from collectors.spark_session import build_spark
+
     names = settings.cluster_names()
+    cfgs = {}
+    for n in names:
+        s = settings.for_cluster(n)
+        if not s.bootstrap_servers:
+            raise SystemExit(f"groupscope: cluster {n} has no bootstrap_servers")
+        cfgs[n] = live_config(s)
     stop = threading.Event()
 
     def _on_signal(signum: int, _frame: object) -> None:
@@ -56,50 +113,35 @@ def run_all_clusters(settings: Settings, *, duration_s: float | None = None) -> 
 
     signal.signal(signal.SIGINT, _on_signal)
     signal.signal(signal.SIGTERM, _on_signal)
-    procs = [ClusterProcess(n, collector_argv(n)) for n in names]
-    click.echo(f"groupscope: one collector per cluster: {', '.join(names)}", err=True)
-    deadline = None if duration_s is None else time.monotonic() + duration_s
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = build_spark(
+        settings.spark_master,
+        "groupscope-live-all-clusters",
+        **{
+            "spark.ui.showConsoleProgress": "false",
+            "spark.scheduler.mode": "FAIR",
+            "spark.scheduler.allocation.file": fair_pools_file(names),
+        },
+    )
+
+    def runner(name: str) -> Any:
+        def run() -> None:
+            # the query's jobs go to the cluster's own FAIR pool (the stream's thread inherits it)
+            spark.sparkContext.setLocalProperty("spark.scheduler.pool", name)
+            run_pipeline(cfgs[name], spark, progress=False, stop_event=stop)
+
+        return run
+
+    queries = [ClusterQuery(n, runner(n), stop) for n in names]
+    print(f"groupscope: one application, a query per cluster: {', '.join(names)}", file=sys.stderr)
+    for q in queries:
+        q.start()
     try:
-        while not stop.is_set() and (deadline is None or time.monotonic() < deadline):
-            for p in procs:
-                _tend(p)
-            stop.wait(0.5)
+        stop.wait(duration_s)
     finally:
-        _stop_all(procs)
+        stop.set()
+        for q in queries:
+            if q.thread is not None:
+                q.thread.join(60)
+        spark.stop()
     return 0
-
-
-def _tend(p: ClusterProcess) -> None:
-    now = time.monotonic()
-    if p.proc is not None and p.proc.poll() is not None:
-        code = p.proc.returncode
-        # a collector that ran a while had a working cluster: start the back-off afresh
-        if now - p.started > 10 * MAX_BACKOFF_S:
-            p.backoff_s = MIN_BACKOFF_S
-        click.echo(
-            f"groupscope: collector of cluster {p.cluster} exited with status {code}; "
-            f"restarting in {p.backoff_s:.0f} s",
-            err=True,
-        )
-        p.proc = None
-        p.next_start = now + p.backoff_s
-        p.backoff_s = min(MAX_BACKOFF_S, p.backoff_s * 2)
-        p.restarts += 1
-    if p.proc is None and now >= p.next_start:
-        # its own session, so a signal to one collector's process group (Spark's JVM with it) never
-        # reaches the others
-        p.proc = subprocess.Popen(p.argv, start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        p.started = now
-
-
-def _stop_all(procs: list[ClusterProcess], grace_s: float = 20.0) -> None:
-    live = [p.proc for p in procs if p.proc is not None and p.proc.poll() is None]
-    for proc in live:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-    end = time.monotonic() + grace_s
-    for proc in live:
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(max(0.1, end - time.monotonic()))
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGKILL)

@@ -6,10 +6,15 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
+from typing import TYPE_CHECKING
 
 import click
 
 from collectors.cli.options import bootstrap_option, redis_option, settings_from
+from collectors.config import Settings
+
+if TYPE_CHECKING:
+    from collectors.pipeline.job import PipelineConfig
 
 
 def _quiet_spark_logs() -> None:
@@ -33,9 +38,9 @@ cluster_option = click.option(
 @click.option(
     "--all-clusters",
     is_flag=True,
-    help="Watch every configured cluster: one collector process (its own Spark application and "
-    "checkpoint) per cluster, each restarted if it fails, so a cluster that is down never holds up "
-    "the others.",
+    help="Watch every configured cluster from this one Spark application: a streaming query, "
+    "checkpoint and Admin poller per cluster, each restarted if it fails, so a cluster that is down "
+    "never holds up the others.",
 )
 @click.option("--master", default=None, help="Spark master URL (default GROUPSCOPE_SPARK_MASTER, local[*]).")
 @click.option(
@@ -61,10 +66,10 @@ def collect(
 ) -> None:
     """Run the live collector pipeline on Spark: Kafka -> coordinator model -> Redis.
 
-    One collector watches one cluster. With several clusters configured, run one per cluster
-    (--cluster NAME) or let --all-clusters start and watch them."""
+    With several clusters configured, run one collector per cluster (--cluster NAME: its own Spark
+    application), or one for them all (--all-clusters: one application, a query per cluster)."""
     from collectors.config import ConfigError
-    from collectors.pipeline.job import PipelineConfig, default_checkpoint, run_pipeline
+    from collectors.pipeline.job import run_pipeline
 
     # --bootstrap-servers is the top-level setting: the cluster `default`, unless --cluster names another
     base = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url, spark_master=master)
@@ -73,6 +78,7 @@ def collect(
             raise click.UsageError("--all-clusters takes each cluster's settings from the configuration")
         from collectors.cli.collect_all import run_all_clusters
 
+        _quiet_spark_logs()
         _exit(run_all_clusters(base, duration_s=duration))
     names = base.cluster_names()
     if cluster is None and base.cluster is None and len(names) > 1 and not bootstrap_servers:
@@ -90,7 +96,24 @@ def collect(
         raise click.UsageError("--bootstrap-servers (or GROUPSCOPE_BOOTSTRAP_SERVERS) is required")
     name = s.chosen_cluster()
     _quiet_spark_logs()
-    cfg = PipelineConfig(
+    cfg = live_config(s, checkpoint_dir)
+    try:
+        res = run_pipeline(cfg, master=s.spark_master, duration_s=duration, progress=not no_progress)
+    except KeyboardInterrupt:
+        click.echo(f"groupscope: collector of cluster {name} stopped", err=True)
+        _exit(0)
+    click.echo(
+        f"groupscope: collector of cluster {name} ran {res.batches} batches in {res.seconds:.0f} s", err=True
+    )
+    _exit(0)
+
+
+def live_config(s: Settings, checkpoint_dir: str | None = None) -> PipelineConfig:
+    """The live pipeline of the cluster `s` is set to (Settings.for_cluster)."""
+    from collectors.pipeline.job import PipelineConfig, default_checkpoint
+
+    name = s.chosen_cluster()
+    return PipelineConfig(
         redis_url=s.redis_url,
         checkpoint_dir=checkpoint_dir or default_checkpoint(s.checkpoint_dir, "collect", name),
         mode="live",
@@ -108,15 +131,6 @@ def collect(
         retention_ms=s.retention_s * 1000,
         allowed_lateness_ms=s.allowed_lateness_ms,
     )
-    try:
-        res = run_pipeline(cfg, master=s.spark_master, duration_s=duration, progress=not no_progress)
-    except KeyboardInterrupt:
-        click.echo(f"groupscope: collector of cluster {name} stopped", err=True)
-        _exit(0)
-    click.echo(
-        f"groupscope: collector of cluster {name} ran {res.batches} batches in {res.seconds:.0f} s", err=True
-    )
-    _exit(0)
 
 
 def _exit(code: int) -> None:
