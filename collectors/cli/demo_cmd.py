@@ -224,20 +224,13 @@ def demo(
                 env[f"GROUPSCOPE_CLUSTERS__{name.upper()}__BROKER_LOG_FILES"] = json.dumps(log_files)
         cli = [sys.executable, "-m", "collectors.cli.main"]
         redis_arg = ["--redis", settings.redis_url]
-        for name in clusters:
-            if name == "default":
-                argv = [
-                    *cli,
-                    "collect",
-                    "--bootstrap-servers",
-                    clusters[name][0],
-                    *redis_arg,
-                    "--no-progress",
-                ]
-                supervisor.spawn("collector", argv, service=True, env=env)
-            else:
-                argv = [*cli, "collect", "--cluster", name, *redis_arg, "--no-progress"]
-                supervisor.spawn(f"collector-{name}", argv, service=True, env=env)
+        if names == ["default"]:
+            bootstrap = clusters["default"][0]
+            argv = [*cli, "collect", "--bootstrap-servers", bootstrap, *redis_arg, "--no-progress"]
+        else:
+            # one Spark application, a query per cluster: the driver's ~2 GB paid once
+            argv = [*cli, "collect", "--all-clusters", *redis_arg]
+        supervisor.spawn("collector", argv, service=True, env=env)
         supervisor.spawn("alerts-worker", [*cli, "worker", *redis_arg], service=True, env=env)
         supervisor.spawn(
             "dashboard", [*cli, "dashboard", *redis_arg, "--host", host, "--port", str(dash_port)],
