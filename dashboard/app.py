@@ -1,12 +1,16 @@
 """The Dash application: a shell (navigation, freshness, live-refresh controls, banner) around six
 pages routed by URL, so any view can be shared as a link:
 
-    /                        the fleet
+    /                        the fleet (every cluster)
     /groups/<name>           one group (name percent-encoded as one path segment)
     /groups/<name>/whatif    the what-if engine on that group
     /alerts                  active alerts and their history
     /topics                  every topic groups read, with their worst lag
     /topics/<name>           the groups of one topic, their lag per partition and over time
+
+and the same under /clusters/<cluster> for one Kafka cluster (/clusters/<cluster> is its fleet); the
+URLs without a cluster are every cluster's lists, and a group or topic of the cluster `default` (or
+of the only cluster). A header dropdown switches cluster.
 
 The app only reads group data from Redis (through collectors.storage.redis_store.RedisStore). Celery uses the
 same Redis as broker and result store for the what-if page's background callbacks.
@@ -18,18 +22,26 @@ import base64
 import hmac
 from typing import Any
 
-from dash import Dash, Input, Output, State, dcc, html, no_update
+from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from flask import Response, request
 
 from collectors.config import Settings, load_settings
 from dashboard import background
 from dashboard.components import empty_state, fmt_age, fmt_ms
-from dashboard.data import DashboardData
+from dashboard.data import DashboardData, Health, Unavailable
 from dashboard.pages import alerts, fleet, group, topic, topics, whatif
-from dashboard.urls import parse_path
+from dashboard.urls import (
+    Route,
+    alerts_url,
+    fleet_url,
+    parse_path,
+    switch_cluster_url,
+    topics_url,
+)
 
 REFRESH_CHOICES = [2, 5, 10, 30, 60]
 OFFSETS_TOPIC = "__consumer_offsets"  # its source status is kept under the topic's name
+ALL_CLUSTERS = "*"  # the switcher's "All clusters" (no cluster name can be "*")
 
 
 def shell(refresh_s: float) -> html.Div:
@@ -44,6 +56,16 @@ def shell(refresh_s: float) -> html.Div:
                     dcc.Link("Fleet", href="/", id="nav-fleet"),
                     dcc.Link("Topics", href="/topics", id="nav-topics"),
                     dcc.Link("Alerts", href="/alerts", id="nav-alerts"),
+                    dcc.Dropdown(
+                        id="cluster-switch",
+                        options=[{"label": "All clusters", "value": ALL_CLUSTERS}],
+                        value=ALL_CLUSTERS,
+                        clearable=False,
+                        searchable=False,
+                        className="cluster-select",
+                        # shown once there is more than one cluster (the callback below)
+                        style={"display": "none"},
+                    ),
                     html.Span(className="spacer"),
                     html.Span(id="freshness", className="freshness"),
                     html.Span("refresh", className="freshness"),
@@ -66,6 +88,80 @@ def shell(refresh_s: float) -> html.Div:
     )
 
 
+def health_outputs(healths: list[Health], behind_s: float, multi: bool) -> tuple[Any, Any, str]:
+    """(freshness text, banner, banner class) for the clusters a page shows. With one cluster known
+    the banner reads as before clusters existed; with several, each message names its cluster and
+    only the clusters with a problem are named."""
+    if healths and not healths[0].reachable:
+        return (
+            "Redis unreachable",
+            f"Redis is unreachable: {healths[0].error}. Retrying on every refresh.",
+            "banner error",
+        )
+    text = " · ".join(_freshness(h, multi and len(healths) > 1) for h in healths)
+    found = [(h, w) for h in healths if (w := _warning(h, behind_s, multi)) is not None]
+    if not found:
+        return text, None, ""
+    if not multi:
+        kind, msg = found[0][1]
+        return text, html.Span(msg, id="banner-offsets") if kind == "offsets" else msg, "banner warn"
+    lines = [
+        html.Div([f"Cluster {h.cluster}: ", msg], className=f"banner-line banner-{kind}", title=h.cluster)
+        for h, (kind, msg) in found
+    ]
+    return text, lines, "banner warn"
+
+
+def _freshness(h: Health, named: bool) -> str:
+    if h.collector_age_s is None:
+        text = "collector: no heartbeat"
+    else:
+        text = f"data from {fmt_age(h.collector_age_s)}"
+        if h.event_ms and not named:
+            text += f" · evidence up to {fmt_ms(h.event_ms)}"
+    return f"{h.cluster}: {text}" if named else text
+
+
+def _warning(h: Health, behind_s: float, named: bool = False) -> tuple[str, Any] | None:
+    """(kind, message) of what is wrong with one cluster's data, or None. `named`: the message
+    follows "Cluster NAME: "."""
+    if h.collector_age_s is None:
+        if not named:
+            return "no-collector", html.Span(
+                [
+                    "No collector has written to this Redis yet: is it running? ",
+                    html.Code("groupscope collect --bootstrap-servers HOST:9092"),
+                ]
+            )
+        return "no-collector", html.Span(
+            [
+                "no collector has written its data yet: is it running? ",
+                html.Code(f"groupscope collect --cluster {h.cluster}"),
+            ]
+        )
+    bad = [f"{k}: {v.get('detail')}" for k, v in (h.sources or {}).items() if not v.get("ok")]
+    if h.collector_age_s > behind_s:
+        the = "the" if named else "The"
+        return "behind", (
+            f"{the} collector is behind: its last batch was {fmt_age(h.collector_age_s)}. Data may be stale."
+        )
+    offsets = (h.sources or {}).get(OFFSETS_TOPIC)
+    if offsets is not None and not offsets.get("ok"):
+        # the Admin-API-only mode (docs/security.md): say on every page what that costs
+        others = [b for b in bad if not b.startswith(OFFSETS_TOPIC + ":")]
+        msg = (
+            "History since groupscope started; offsets topic not readable "
+            f"({offsets.get('detail')}): groups, members, assignments, lag and timelines come from "
+            "the Admin API, polled since then."
+        )
+        if others:
+            msg += " Also unavailable: " + "; ".join(others)
+        return "offsets", msg
+    if bad:
+        return "sources", "Some sources are unavailable: " + "; ".join(bad)
+    return None
+
+
 def behind_after_s(settings: Settings) -> float:
     """How old the collector's heartbeat may get before the banner says it is behind."""
     return max(30.0, 10 * settings.trigger_interval_s, 3 * settings.admin_poll_interval_s)
@@ -80,7 +176,11 @@ def create_app(
     """Build the app. ``background_mode``: "celery" (what-if jobs on Celery workers), "diskcache"
     (local subprocesses, for a single machine without a worker) or "auto" (Celery, the default)."""
     settings = settings or load_settings()
-    data = data or DashboardData(settings.redis_url)
+    # The configured clusters, shown even before their collector writes; not the `default` that
+    # cluster_names() stands in when nothing is configured: on a Redis of named clusters only, an
+    # empty `default` would be a cluster nobody has.
+    configured = settings.cluster_names() if settings.bootstrap_servers or settings.clusters else []
+    data = data or DashboardData(settings.redis_url, clusters=configured)
     manager = background.make_manager(settings.redis_url, background_mode)
     app = Dash(
         __name__,
@@ -96,23 +196,47 @@ def create_app(
     @app.callback(Output("page", "children"), Input("url", "pathname"))
     def route(pathname: str | None) -> Any:
         r = parse_path(pathname)
+        try:
+            known = data.cluster_names()
+        except Unavailable:
+            known = []  # the pages say Redis is unreachable themselves
+        if r.cluster is not None and known and r.cluster not in known:
+            return empty_state(
+                f"No cluster named {r.cluster!r}",
+                "Known clusters: " + ", ".join(known) + ".",
+                dcc.Link("Back to the fleet", href="/"),
+            )
+        multi = len(known) > 1
         if r.page == "fleet":
-            return fleet.layout()
+            return fleet.layout(r.cluster, multi)
         if r.page == "group":
-            return group.layout(r.group or "")
+            return group.layout(r.group or "", _resolved(r), multi)
         if r.page == "whatif":
-            return whatif.layout(r.group or "")
+            return whatif.layout(r.group or "", _resolved(r), multi)
         if r.page == "alerts":
-            return alerts.layout()
+            return alerts.layout(r.cluster, multi)
         if r.page == "topics":
-            return topics.layout()
+            return topics.layout(r.cluster, multi)
         if r.page == "topic":
-            return topic.layout(r.topic or "")
+            return topic.layout(r.topic or "", _resolved(r), multi)
         return empty_state(
             "Page not found",
             html.Span(["Nothing at ", html.Code(pathname or ""), "."]),
             dcc.Link("Back to the fleet", href="/"),
         )
+
+    def _resolved(r: Route) -> str | None:
+        """A group or topic page's cluster (a legacy URL's: `default` or the only one), for the
+        links it builds; None when Redis cannot say (the page says Redis is unreachable)."""
+        try:
+            return data.resolve(r.cluster)
+        except Unavailable:
+            return r.cluster
+
+    def page_cluster(r: Route) -> str | None:
+        """The cluster a page is about (None: every cluster): the list pages' URL cluster, a group
+        or topic page's resolved one."""
+        return _resolved(r) if r.page in ("group", "whatif", "topic") else r.cluster
 
     @app.callback(
         Output("freshness", "children"),
@@ -121,50 +245,57 @@ def create_app(
         Input("tick", "n_intervals"),
         Input("url", "pathname"),
     )
-    def health(_n: int | None, _path: str | None) -> tuple[Any, Any, str]:
-        h = data.health()
-        if not h.reachable:
-            return (
-                "Redis unreachable",
-                f"Redis is unreachable: {h.error}. Retrying on every refresh.",
-                "banner error",
-            )
-        if h.collector_age_s is None:
-            return (
-                "collector: no heartbeat",
-                html.Span(
-                    [
-                        "No collector has written to this Redis yet: is it running? ",
-                        html.Code("groupscope collect --bootstrap-servers HOST:9092"),
-                    ]
-                ),
-                "banner warn",
-            )
-        text = f"data from {fmt_age(h.collector_age_s)}"
-        if h.event_ms:
-            text += f" · evidence up to {fmt_ms(h.event_ms)}"
-        bad = [f"{k}: {v.get('detail')}" for k, v in (h.sources or {}).items() if not v.get("ok")]
-        if h.collector_age_s > behind_s:
-            msg = (
-                f"The collector is behind: its last batch was {fmt_age(h.collector_age_s)}. "
-                "Data may be stale."
-            )
-            return text, msg, "banner warn"
-        offsets = (h.sources or {}).get(OFFSETS_TOPIC)
-        if offsets is not None and not offsets.get("ok"):
-            # the Admin-API-only mode (docs/security.md): say on every page what that costs
-            others = [b for b in bad if not b.startswith(OFFSETS_TOPIC + ":")]
-            msg = (
-                "History since groupscope started; offsets topic not readable "
-                f"({offsets.get('detail')}): groups, members, assignments, lag and timelines come from "
-                "the Admin API, polled since then."
-            )
-            if others:
-                msg += " Also unavailable: " + "; ".join(others)
-            return text, html.Span(msg, id="banner-offsets"), "banner warn"
-        if bad:
-            return text, "Some sources are unavailable: " + "; ".join(bad), "banner warn"
-        return text, None, ""
+    def health(_n: int | None, path: str | None) -> tuple[Any, Any, str]:
+        r = parse_path(path)
+        healths = data.healths(page_cluster(r))
+        try:
+            multi = len(data.cluster_names()) > 1
+        except Unavailable:
+            multi = False
+        return health_outputs(healths, behind_s, multi)
+
+    @app.callback(
+        Output("url", "pathname"),
+        Output("cluster-switch", "value"),
+        Output("cluster-switch", "options"),
+        Output("cluster-switch", "style"),
+        Output("nav-fleet", "href"),
+        Output("nav-topics", "href"),
+        Output("nav-alerts", "href"),
+        Input("url", "pathname"),
+        Input("cluster-switch", "value"),
+        Input("tick", "n_intervals"),
+        State("cluster-switch", "options"),
+        State("cluster-switch", "style"),
+    )
+    def switcher(
+        path: str | None, chosen: str | None, _n: int | None, shown: Any, shown_style: Any
+    ) -> tuple[Any, ...]:
+        """The header's cluster switcher: shows the URL's cluster, and choosing one goes to that
+        cluster's URL (one callback, as Dash wants a loop between two properties). The live tick
+        only adds a new cluster: unchanged options are not sent again, so an open menu stays open."""
+        r = parse_path(path)
+        try:
+            names = data.cluster_names()
+        except Unavailable:
+            names = []
+        current = page_cluster(r)
+        value = ALL_CLUSTERS if current is None else current
+        options = [{"label": "All clusters", "value": ALL_CLUSTERS}] + [
+            {"label": c, "value": c} for c in names
+        ]
+        style = {} if len(names) > 1 else {"display": "none"}
+        opts = no_update if options == shown else options
+        look = no_update if style == shown_style else style
+        if ctx.triggered_id == "cluster-switch" and chosen and chosen != value:
+            target = None if chosen == ALL_CLUSTERS else chosen
+            nav = (fleet_url(target), topics_url(target), alerts_url(target))
+            return switch_cluster_url(r, target), chosen, opts, look, *nav
+        if ctx.triggered_id == "tick":
+            nav = (no_update,) * 3
+        else:
+            nav = (fleet_url(current), topics_url(current), alerts_url(current))
+        return no_update, (no_update if chosen == value else value), opts, look, *nav
 
     @app.callback(
         Output("tick", "disabled"),
@@ -182,7 +313,7 @@ def create_app(
         return int(seconds * 1000) if seconds else no_update
 
     fleet.register(app, data)
-    group.register(app, data)
+    group.register(app, data, behind_s)
     whatif.register(app, data)
     alerts.register(app, data)
     topics.register(app, data)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,6 +39,32 @@ def stat(label: str, value: Any, id_: str | None = None, href: str | None = None
     if href:
         body = dcc.Link(body, href=href)
     return html.Div([body, html.Div(label, className="stat-label")], className="stat")
+
+
+def cluster_chips(counts: dict[str, int], url: Callable[[str], str], id_: str) -> html.Div:
+    """Each cluster's count as a chip linking to that cluster's page ("prod 120 · staging 40")."""
+    chips: list[Any] = []
+    for i, (name, n) in enumerate(counts.items()):
+        if i:
+            chips.append(html.Span(" · ", className="muted"))
+        chips.append(
+            dcc.Link(
+                [html.Span(name, className="chip-name"), " ", html.B(f"{n:,}")],
+                href=url(name),
+                className="chip",
+                title=f"Only cluster {name}",
+            )
+        )
+    return html.Div(
+        [html.Div(chips, id=id_), html.Div("by cluster", className="stat-label")], className="stat"
+    )
+
+
+def cluster_label(cluster: str | None) -> Any:
+    """A group or topic page's cluster, beside its name."""
+    if cluster is None:
+        return ""
+    return html.Span(["cluster ", html.B(cluster, id="page-cluster")], className="cluster-label")
 
 
 def empty_state(title: str, *lines: Any) -> html.Div:

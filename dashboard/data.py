@@ -1,20 +1,33 @@
 """What the dashboard reads, and how it tells "no data" from "cannot reach Redis".
 
-Every read goes through collectors.storage.redis_store.RedisStore (the pipeline's documented read API); the
-dashboard never writes group data. A Redis error becomes :class:`Unavailable`, which pages turn into
-the red banner; the next refresh simply tries again, so the banner clears by itself.
+Every read goes through collectors.storage.redis_store.RedisStore (the pipeline's documented read API),
+one per Kafka cluster (each cluster's keys under its own prefix, collectors/storage/clusters.py); a
+group or topic is (cluster, name) everywhere. The dashboard never writes group data. A Redis error
+becomes :class:`Unavailable`, which pages turn into the red banner; the next refresh simply tries
+again, so the banner clears by itself.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
+from collectors.config import CLUSTER_NAME, DEFAULT_CLUSTER
+from collectors.storage.clusters import (
+    BASE_PREFIX,
+    ClusterInfo,
+    ClusterRegistry,
+    cluster_prefix,
+    list_groups_across,
+    merge_pages,
+)
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.topics import TOPIC_SORT_KEYS, TopicRow, TopicView
+
+T = TypeVar("T")
 
 # The grid's columns that the fleet index can sort by server-side (RedisStore.SORT_KEYS).
 GRID_SORT = {
@@ -42,61 +55,145 @@ def now_ms() -> int:
 
 @dataclass
 class Health:
+    """One cluster's collector heartbeat and sources (cluster None: Redis itself is unreachable)."""
+
     reachable: bool
     error: str | None = None
     collector_ts: int | None = None
     collector_age_s: float | None = None
     event_ms: int | None = None
     sources: dict[str, Any] | None = None
+    cluster: str | None = None
 
 
 class DashboardData:
-    """One Redis connection pool per process (gunicorn forks after import; redis-py reconnects)."""
+    """Every read of the dashboard, for every cluster this Redis holds.
 
-    def __init__(self, redis_url: str, prefix: str = "gs", timeout_s: float = 2.0) -> None:
+    One Redis client (so one connection pool) per process, shared by one RedisStore per cluster, each
+    under its cluster's prefix (collectors/storage/clusters.py); gunicorn forks after import and
+    redis-py reconnects. The clusters are the registry's (every cluster a collector wrote) and the
+    configured ones (`settings.cluster_names()`, so a configured cluster whose collector never ran is
+    shown, empty, with its missing heartbeat; `default` when nothing else is known), re-read every
+    `clusters_ttl_s` seconds: a new
+    cluster's collector shows up without a restart, and a page does not cost a registry read."""
+
+    def __init__(
+        self,
+        redis_url: str,
+        prefix: str = BASE_PREFIX,
+        timeout_s: float = 2.0,
+        clusters: Iterable[str] = (),
+        clusters_ttl_s: float = 5.0,
+    ) -> None:
         self.redis_url = redis_url
-        self.prefix = prefix
+        self.prefix = prefix  # the base prefix: each cluster's is cluster_prefix(name, prefix)
         self.timeout_s = timeout_s
-        self._store: RedisStore | None = None
+        self.configured = list(clusters)
+        self.clusters_ttl_s = clusters_ttl_s
+        self._client: Any = None
+        self._stores: dict[str, RedisStore] = {}
+        self._clusters: list[ClusterInfo] | None = None
+        self._clusters_at = 0.0
         self._lock = threading.Lock()
 
     @property
-    def store(self) -> RedisStore:
+    def client(self) -> Any:
         with self._lock:
-            if self._store is None:
+            if self._client is None:
                 import redis
 
                 # Short timeouts: an unreachable Redis must turn into a banner within a refresh, not
                 # hang the page's callbacks.
-                client = redis.Redis.from_url(
+                self._client = redis.Redis.from_url(
                     self.redis_url,
                     socket_timeout=self.timeout_s,
                     socket_connect_timeout=self.timeout_s,
                     health_check_interval=30,
                 )
-                self._store = RedisStore(client, prefix=self.prefix)
-            return self._store
+            return self._client
 
-    def _call(self, fn: str, *args: Any, **kw: Any) -> Any:
-        return self._call_on(None, fn, *args, **kw)
+    def store_for(self, cluster: str) -> RedisStore:
+        """The cluster's RedisStore (they all share the one client). Kept for the known clusters
+        only: a URL can name any cluster, and a made-up one must not grow the cache."""
+        store = self._stores.get(cluster)
+        if store is None:
+            store = RedisStore(self.client, prefix=cluster_prefix(cluster, self.prefix))
+            with self._lock:
+                known = cluster == DEFAULT_CLUSTER or any(c.name == cluster for c in self._clusters or [])
+                if known:
+                    store = self._stores.setdefault(cluster, store)
+        return store
+
+    @property
+    def store(self) -> RedisStore:
+        """The cluster `default`'s store (the layout from before clusters existed)."""
+        return self.store_for(DEFAULT_CLUSTER)
+
+    def _call(self, fn: str, *args: Any, cluster: str | None = None, **kw: Any) -> Any:
+        return self._call_on(self.store_for(self.resolve(cluster)), fn, *args, **kw)
 
     def _call_on(self, target: Any, fn: str, *args: Any, **kw: Any) -> Any:
-        """`target.fn(...)` (the store when None), Redis errors turned into Unavailable."""
+        """`target.fn(...)`, Redis errors turned into Unavailable."""
+        return self._guard(lambda: getattr(target, fn)(*args, **kw))
+
+    def _guard(self, read: Callable[[], T]) -> T:
         import redis
 
         try:
-            return getattr(self.store if target is None else target, fn)(*args, **kw)
+            return read()
         except (redis.ConnectionError, redis.TimeoutError) as e:
             raise Unavailable(f"Redis at {_safe_url(self.redis_url)} is unreachable ({e})") from e
         except redis.RedisError as e:
             raise Unavailable(f"Redis error: {e}") from e
 
+    # ---- clusters ----------------------------------------------------------------------------------
+    def clusters(self) -> list[ClusterInfo]:
+        """Registry ∪ configured, `default` first (cached for clusters_ttl_s)."""
+        with self._lock:
+            if self._clusters is not None and time.monotonic() - self._clusters_at < self.clusters_ttl_s:
+                return self._clusters
+        registry = ClusterRegistry(self.client, self.prefix)
+        found = self._guard(lambda: registry.clusters(self.configured))
+        if not found:
+            # nothing configured and nothing written yet: the single-cluster dashboard of an empty
+            # Redis (its banner says no collector wrote to it)
+            found = [ClusterInfo(DEFAULT_CLUSTER, cluster_prefix(DEFAULT_CLUSTER, self.prefix))]
+        with self._lock:
+            self._clusters, self._clusters_at = found, time.monotonic()
+        return found
+
+    def cluster_names(self) -> list[str]:
+        return [c.name for c in self.clusters()]
+
+    def resolve(self, cluster: str | None) -> str:
+        """The cluster a page reads: its URL's, else (a legacy URL) the only cluster when there is
+        exactly one, else `default`."""
+        if cluster is not None:
+            return cluster
+        names = self.cluster_names()
+        return names[0] if len(names) == 1 else DEFAULT_CLUSTER
+
+    def scope(self, cluster: str | None) -> list[str]:
+        """The clusters a list page shows: the URL's one, or every cluster."""
+        return [cluster] if cluster is not None else self.cluster_names()
+
     # ---- reads -------------------------------------------------------------------------------------
-    def health(self) -> Health:
+    def health(self, cluster: str | None = None) -> Health:
+        """One cluster's freshness (a legacy caller's: the resolved cluster's)."""
         try:
-            f = self._call("freshness")
+            return self._health_of(self.resolve(cluster))
         except Unavailable as e:
             return Health(reachable=False, error=str(e))
+
+    def healths(self, cluster: str | None = None) -> list[Health]:
+        """The freshness of every cluster in scope (two small reads each), or one unreachable Health."""
+        try:
+            return [self._health_of(c) for c in self.scope(cluster)]
+        except Unavailable as e:
+            return [Health(reachable=False, error=str(e))]
+
+    def _health_of(self, cluster: str) -> Health:
+        f = self._call_on(self.store_for(cluster), "freshness")
         c = f.get("collector") or {}
         age = f.get("collector_age_ms")
         return Health(
@@ -105,57 +202,137 @@ class DashboardData:
             collector_age_s=age / 1000 if age is not None else None,
             event_ms=c.get("event_ms"),
             sources=f.get("sources") or {},
+            cluster=cluster,
         )
 
-    def fleet_counts(self) -> dict[str, Any]:
-        return self._call("fleet_counts")
+    def fleet_counts(self, cluster: str | None = None) -> dict[str, Any]:
+        """The fleet header's counts over the clusters in scope, summed, with each cluster's total
+        in `by_cluster` (in cluster order)."""
+        out: dict[str, Any] = {"total": 0, "by_state": {}, "storms": 0, "lagging": 0, "by_cluster": {}}
+        for c in self.scope(cluster):
+            counts = self._call_on(self.store_for(c), "fleet_counts")
+            out["total"] += counts["total"]
+            out["storms"] += counts["storms"]
+            out["lagging"] += counts["lagging"]
+            for s, n in counts["by_state"].items():
+                out["by_state"][s] = out["by_state"].get(s, 0) + n
+            out["by_cluster"][c] = counts["total"]
+            # the same thresholds for every cluster: each store is built with the defaults
+            out["storm_rebalances_per_hour"] = counts["storm_rebalances_per_hour"]
+            out["lagging_seconds"] = counts["lagging_seconds"]
+        if not out["by_cluster"]:
+            default = self.store
+            out["storm_rebalances_per_hour"] = default.storm_rebalances_per_hour
+            out["lagging_seconds"] = default.lagging_seconds
+        return out
 
-    def list_groups(self, **kw: Any) -> tuple[int, list[dict[str, Any]]]:
-        return self._call("list_groups", **kw)
+    def list_groups(
+        self, cluster: str | list[str] | None = None, **kw: Any
+    ) -> tuple[int, list[dict[str, Any]]]:
+        """(total, one page of fleet rows, each with its `cluster`) over the clusters in scope (a
+        name, a list of names, or None: all), merged in the sort's order (merge_pages)."""
+        names = cluster if isinstance(cluster, list) else self.scope(cluster)
+        offset, limit = max(0, int(kw.pop("offset", 0))), max(0, int(kw.pop("limit", 100)))
+        if len(names) == 1:
+            # one cluster: exactly the single-cluster read, the page asked for and nothing more
+            total, rows = self._call_on(
+                self.store_for(names[0]), "list_groups", offset=offset, limit=limit, **kw
+            )
+            return total, [{**r, "cluster": names[0]} for r in rows]
+        stores = {c: self.store_for(c) for c in names}
+        return self._guard(lambda: list_groups_across(stores, offset=offset, limit=limit, **kw))
 
-    def group(self, name: str) -> dict[str, Any] | None:
-        return self._call("get_group", name)
+    def group(self, name: str, cluster: str | None = None) -> dict[str, Any] | None:
+        return self._call("get_group", name, cluster=cluster)
 
-    def fleet_row(self, name: str) -> dict[str, Any] | None:
-        return self._call("get_row", name)
+    def fleet_row(self, name: str, cluster: str | None = None) -> dict[str, Any] | None:
+        return self._call("get_row", name, cluster=cluster)
 
-    def timeline(self, name: str, since: int | None, until: int | None) -> list[dict[str, Any]]:
-        return self._call("get_timeline", name, since, until)
+    def timeline(
+        self, name: str, since: int | None, until: int | None, cluster: str | None = None
+    ) -> list[dict[str, Any]]:
+        return self._call("get_timeline", name, since, until, cluster=cluster)
 
-    def generations(self, name: str, since: int | None, until: int | None) -> list[dict[str, Any]]:
-        return self._call("get_generations", name, since, until)
+    def generations(
+        self, name: str, since: int | None, until: int | None, cluster: str | None = None
+    ) -> list[dict[str, Any]]:
+        return self._call("get_generations", name, since, until, cluster=cluster)
 
-    def lag_history(self, name: str, since: int | None, until: int | None) -> list[dict[str, Any]]:
-        return self._call("get_lag_history", name, since, until)
+    def lag_history(
+        self, name: str, since: int | None, until: int | None, cluster: str | None = None
+    ) -> list[dict[str, Any]]:
+        return self._call("get_lag_history", name, since, until, cluster=cluster)
 
     # ---- topics (collectors/storage/topics.py) ------------------------------------------------------
-    def list_topics(self, **kw: Any) -> tuple[int, list[TopicRow]]:
-        return self._call_on(self.store.topics, "list_topics", **kw)
+    def list_topics(
+        self, cluster: str | list[str] | None = None, **kw: Any
+    ) -> tuple[int, list[tuple[str, TopicRow]]]:
+        """(total, one page of (cluster, topic row)) over the clusters in scope, merged like
+        list_groups: a topic name is one topic per cluster."""
+        names = cluster if isinstance(cluster, list) else self.scope(cluster)
+        sort_by = kw.get("sort_by", "name")
+        descending = bool(kw.get("descending", False))
+        offset, limit = max(0, int(kw.pop("offset", 0))), max(0, int(kw.pop("limit", 100)))
+        if len(names) == 1:
+            total, rows = self._call_on(
+                self.store_for(names[0]).topics, "list_topics", offset=offset, limit=limit, **kw
+            )
+            return total, [(names[0], r) for r in rows]
+        parts = {
+            c: self._call_on(self.store_for(c).topics, "list_topics", offset=0, limit=offset + limit, **kw)
+            for c in names
+        }
+        total, merged = merge_pages(
+            {c: (n, [{"row": r} for r in rows]) for c, (n, rows) in parts.items()},
+            lambda d: topic_sort_key(d["row"], sort_by),
+            descending,
+            offset,
+            limit,
+        )
+        return total, [(d["cluster"], d["row"]) for d in merged]
 
-    def topic_counts(self) -> dict[str, int]:
-        return self._call_on(self.store.topics, "counts")
+    def topic_counts(self, cluster: str | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = {"total": 0, "rebalancing": 0, "lagging": 0, "by_cluster": {}}
+        for c in self.scope(cluster):
+            counts = self._call_on(self.store_for(c).topics, "counts")
+            for k in ("total", "rebalancing", "lagging"):
+                out[k] += counts[k]
+            out["by_cluster"][c] = counts["total"]
+        return out
 
-    def topic(self, name: str) -> TopicView | None:
-        return self._call_on(self.store.topics, "get_topic", name)
+    def topic(self, name: str, cluster: str | None = None) -> TopicView | None:
+        return self._call_on(self.store_for(self.resolve(cluster)).topics, "get_topic", name)
 
     def topic_lag_history(
-        self, name: str, groups: list[str], span_ms: int
+        self, name: str, groups: list[str], span_ms: int, cluster: str | None = None
     ) -> dict[str, list[tuple[int, int, float]]]:
-        return self._call_on(self.store.topics, "lag_history", name, groups, span_ms)
+        store = self.store_for(self.resolve(cluster))
+        return self._call_on(store.topics, "lag_history", name, groups, span_ms)
 
-    def alerts(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-        """(active, recent history) from the alerts component (collectors/alerts), or None when it is
-        not installed."""
+    def alerts(self, cluster: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+        """(active, recent history), each alert with the `cluster` whose store holds it, from the
+        alerts component (collectors/alerts) of every cluster in scope; None when it is not
+        installed."""
         from dashboard import alerts_source
 
         try:
-            return alerts_source.read_alerts(self.store.r, self.prefix)
-        except Exception as e:  # its own errors must not take the page down
-            import redis
-
-            if isinstance(e, redis.RedisError):
-                raise Unavailable(str(e)) from e
+            return self._guard(
+                lambda: alerts_source.read_cluster_alerts(
+                    self.client, {c: cluster_prefix(c, self.prefix) for c in self.scope(cluster)}
+                )
+            )
+        except Unavailable:
             raise
+        except Exception as e:  # its own errors must not take the page down
+            raise Unavailable(f"the alerts store could not be read: {e}") from e
+
+
+def topic_sort_key(row: TopicRow, sort_by: str) -> tuple[float, str]:
+    """A topic row's place in its cluster's topic index. The index scores lag in seconds unrounded
+    and the row keeps 3 decimals: two topics that differ past that merge by name instead, still
+    every row once, in each cluster's own order."""
+    score = 0.0 if sort_by == "name" else float(getattr(row, sort_by))
+    return score, row.name
 
 
 def _safe_url(url: str) -> str:
@@ -174,6 +351,7 @@ class GridQuery:
     states: list[str] | None = None
     name_contains: str | None = None
     type_: str | None = None
+    clusters: list[str] | None = None  # the cluster filter (the URL's cluster, or the filter box's)
     offset: int = 0
     limit: int = 100
 
@@ -212,13 +390,37 @@ def grid_query(request: Mapping[str, Any] | None, sort_keys: Mapping[str, str] =
     if "type" in fm:
         vals = _text_values(fm["type"])
         q.type_ = vals[0] if vals else None
+    if "cluster" in fm:
+        q.clusters = _text_values(fm["cluster"]) or None
     return q
 
 
+def cluster_filter(clusters: list[str]) -> dict[str, Any]:
+    """The grid's filter model entry that keeps `clusters` (the page's scope or the filter box)."""
+    conds = [{"filterType": "text", "type": "equals", "filter": c} for c in clusters]
+    return conds[0] if len(conds) == 1 else {"filterType": "text", "operator": "OR", "conditions": conds}
+
+
+def row_id(cluster: str, name: str) -> str:
+    """A grid row's id: a name is unique only within its cluster (cluster names hold no '/')."""
+    return f"{cluster}/{name}"
+
+
+def _scope(data: DashboardData, q: GridQuery) -> list[str]:
+    """The clusters a grid block reads: the cluster filter's (the URL's cluster sets it), known or
+    not (an unknown one reads as empty), else every cluster."""
+    if not q.clusters:
+        return data.cluster_names()
+    # what a user typed in the column's filter: a name no cluster can have matches nothing
+    return [c for c in dict.fromkeys(q.clusters) if CLUSTER_NAME.fullmatch(c)]
+
+
 def fleet_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[str, Any]:
-    """The grid's getRowsResponse for one block of rows."""
+    """The grid's getRowsResponse for one block of rows: one cluster's page as it is, several
+    clusters' merged in the sort's order (DashboardData.list_groups, merge_pages)."""
     q = grid_query(request)
     total, rows = data.list_groups(
+        _scope(data, q),
         sort_by=q.sort_by,
         descending=q.descending,
         state=q.states,
@@ -232,6 +434,7 @@ def fleet_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[s
         modern = r.get("type") in ("consumer", "share")
         r["gen_or_epoch"] = r.get("group_epoch") if modern else r.get("generation")
         r["lag_seconds"] = round(float(r.get("lag_seconds") or 0), 1)
+        r["row_id"] = row_id(r["cluster"], r["name"])
     return {"rowData": rows, "rowCount": total}
 
 
@@ -241,6 +444,7 @@ def topics_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[
     filtered by name."""
     q = grid_query(request, TOPIC_GRID_SORT)
     total, rows = data.list_topics(
+        _scope(data, q),
         sort_by=q.sort_by,
         descending=q.descending,
         name_contains=q.name_contains,
@@ -248,8 +452,10 @@ def topics_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[
         limit=q.limit,
     )
     out = []
-    for r in rows:
+    for cluster, r in rows:
         d = r.to_json()
         d["lag_seconds"] = round(r.lag_seconds, 1)
+        d["cluster"] = cluster
+        d["row_id"] = row_id(cluster, r.name)
         out.append(d)
     return {"rowData": out, "rowCount": total}

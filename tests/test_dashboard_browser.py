@@ -14,13 +14,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
+from browser.dashboard_driver import grid_cells, serve_in_thread, shoot, text, wait_for
 from browser.dashboard_fill import CAPTURES, GROUPSCOPE, fill
 
 from collectors.headless_chromium import headless_chromium
@@ -31,18 +32,6 @@ pytestmark = [pytest.mark.browser, pytest.mark.servers]
 
 ODD_NAME = "team/α b?#%&=+"  # every character a URL treats specially, and a non-ASCII one
 DB = 3  # a database of its own: other tests flush database 0 while ours is served
-
-
-def wait_for(fn: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        with contextlib.suppress(Exception):
-            last = fn()
-            if last:
-                return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what} (last value {last!r})")
 
 
 @pytest.fixture(scope="module")
@@ -98,20 +87,6 @@ def browser() -> Iterator[Any]:
     shutil.rmtree(profile, ignore_errors=True)
 
 
-def text(driver: Any, css: str) -> str:
-    from selenium.common.exceptions import StaleElementReferenceException
-    from selenium.webdriver.common.by import By
-
-    # Dash re-renders on every refresh: an element found a moment ago may be replaced before it is
-    # read. Find it again then (a few times), rather than fail on the page's own liveliness.
-    for _ in range(4):
-        try:
-            return driver.find_element(By.CSS_SELECTOR, css).text
-        except StaleElementReferenceException:
-            time.sleep(0.1)
-    return driver.find_element(By.CSS_SELECTOR, css).text
-
-
 def plot_data(driver: Any, graph_id: str) -> list[dict[str, Any]]:
     """The traces plotly drew in a dcc.Graph (what the user sees, read back from the page)."""
     return driver.execute_script(
@@ -120,22 +95,6 @@ def plot_data(driver: Any, graph_id: str) -> list[dict[str, Any]]:
         " pattern: t.marker && t.marker.pattern ? t.marker.pattern.shape : null})) : null;",
         f"#{graph_id}",
     )
-
-
-def grid_cells(driver: Any, grid_id: str, col: str) -> list[Any]:
-    """One column of every row the grid holds, in row order, through AG Grid's own API (the DOM only
-    has the rows in view)."""
-    return driver.execute_script(
-        "const api = dash_ag_grid.getApi(arguments[0]); const out = [];"
-        "api.forEachNode(n => { if (n.data) out.push(n.data[arguments[1]]); });"
-        "return out;",
-        grid_id,
-        col,
-    )
-
-
-def shoot(driver: Any, artifacts_dir: Path, name: str) -> None:
-    driver.save_screenshot(str(artifacts_dir / f"dashboard-{name}.png"))
 
 
 def set_input(driver: Any, id_: str, value: str) -> None:
@@ -464,24 +423,6 @@ def test_banner_when_redis_goes_away_and_recovery(browser, artifacts_dir) -> Non
         server.shutdown()
     finally:
         own.stop()
-
-
-def serve_in_thread(redis_url: str) -> tuple[str, Any]:
-    """The dashboard app on a werkzeug thread (for tests that need a dashboard of their own)."""
-    import logging
-    import threading
-
-    from werkzeug.serving import make_server
-
-    from collectors.config import Settings
-    from dashboard.app import create_app
-
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    app = create_app(Settings(redis_url=redis_url, dashboard_refresh_s=2), background_mode="celery")
-    port = free_port()
-    server = make_server("127.0.0.1", port, app.server, threaded=True)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{port}", server
 
 
 @pytest.mark.slow

@@ -13,9 +13,11 @@ that cluster as it is, with no migration to run or to lose.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import json
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -107,24 +109,42 @@ def list_groups_across(
     limit: int = 100,
 ) -> tuple[int, list[dict[str, Any]]]:
     """`RedisStore.list_groups` over several clusters: (total matching, one page of fleet rows, each
-    with its `cluster`), in the order one index of all of them would give (the sort key's score, then
-    the name as Redis orders members, then the cluster).
-
-    Each cluster is asked for its first `offset + limit` rows and the pages are merged, so a page
-    costs O(clusters x (offset + limit)): nothing for the first pages a grid shows, and a page deep
-    in a big fleet costs what reading that far costs (bounded by the grid's block size per cluster
-    per 1,000 rows of offset)."""
+    with its `cluster`), in the order one index of all of them would give (merge_pages)."""
     from collectors.storage.redis_store import sort_scores
 
-    total = 0
-    rows: list[dict[str, Any]] = []
-    for cluster, store in stores.items():
-        n, page = store.list_groups(sort_by, descending, state, name_contains, type_, 0, offset + limit)
-        total += n
-        rows += [{**r, "cluster": cluster} for r in page]
+    parts = {
+        c: store.list_groups(sort_by, descending, state, name_contains, type_, 0, offset + limit)
+        for c, store in stores.items()
+    }
+    return merge_pages(parts, lambda r: (sort_scores(r)[sort_by], str(r["name"])), descending, offset, limit)
 
-    def key(r: dict[str, Any]) -> tuple[float, bytes, str]:
-        return sort_scores(r)[sort_by], str(r["name"]).encode(), r["cluster"]
 
-    rows.sort(key=key, reverse=descending)
-    return total, rows[offset : offset + limit]
+def merge_pages(
+    parts: Mapping[str, tuple[int, list[dict[str, Any]]]],
+    key: Callable[[dict[str, Any]], tuple[float, str]],
+    descending: bool,
+    offset: int,
+    limit: int,
+) -> tuple[int, list[dict[str, Any]]]:
+    """One page [offset, offset + limit) of several clusters' sorted lists, each cluster's
+    (total, its first offset + limit rows in its index order): merged by `key` (score, name), ties
+    between clusters by cluster name; each row gets its `cluster`. The total is the sum of totals.
+
+    What deep paging costs: no cluster can skip rows another cluster may sort before, so a block at
+    offset N reads N + limit rows from EVERY cluster (one ZRANGE and an HMGET of N + limit rows each)
+    and merges them here: the first pages cost what one cluster's do, the last page of 2 x 50,000
+    groups reads all 100,000 rows. A cluster chosen in the URL or the cluster filter reads only it,
+    at the single-cluster cost."""
+    rank = {c: i for i, c in enumerate(sorted(parts))}
+
+    def tagged(c: str, rows: list[dict[str, Any]]) -> Iterator[tuple[tuple[float, str, int], dict[str, Any]]]:
+        for r in rows:
+            score, name = key(r)
+            # descending: heapq.merge(reverse=True) reverses the whole key; negate the rank so
+            # clusters still tie in name order
+            yield (score, name, -rank[c] if descending else rank[c]), {**r, "cluster": c}
+
+    streams = [tagged(c, rows) for c, (_total, rows) in parts.items()]
+    merged = heapq.merge(*streams, key=lambda t: t[0], reverse=descending)
+    page = [row for _k, row in itertools.islice(merged, offset, offset + limit)]
+    return sum(total for total, _rows in parts.values()), page

@@ -1,6 +1,8 @@
 /* Cell renderers for the AG Grids: links that navigate inside the Dash app (like dcc.Link: pushState
    + Dash's location event), the name percent-encoded as one path segment (dashboard/urls.py).
-   GroupLink: /groups/<name>; TopicLink: /topics/<name>; WhatifLink: /groups/<name>/whatif. */
+   GroupLink: /clusters/<c>/groups/<name>; TopicLink: /clusters/<c>/topics/<name>;
+   WhatifLink: /clusters/<c>/groups/<name>/whatif, <c> the row's `cluster` (a group or topic is
+   (cluster, name)); a row without one links to the legacy URL (/groups/<name>, ...). */
 var dagcomponentfuncs = (window.dashAgGridComponentFunctions = window.dashAgGridComponentFunctions || {});
 
 function groupscopeLink(value, base, suffix, className, label, title) {
@@ -28,16 +30,26 @@ function groupscopeLink(value, base, suffix, className, label, title) {
   );
 }
 
+function groupscopeCluster(props) {
+  var c = props.data && props.data.cluster;
+  return c === undefined || c === null ? '' : '/clusters/' + encodeURIComponent(c);
+}
+
 dagcomponentfuncs.GroupLink = function (props) {
-  return groupscopeLink(props.value, '/groups/', '', 'group-link', props.value, props.value);
+  return groupscopeLink(
+    props.value, groupscopeCluster(props) + '/groups/', '', 'group-link', props.value, props.value
+  );
 };
 
 dagcomponentfuncs.TopicLink = function (props) {
-  return groupscopeLink(props.value, '/topics/', '', 'topic-link', props.value, props.value);
+  return groupscopeLink(
+    props.value, groupscopeCluster(props) + '/topics/', '', 'topic-link', props.value, props.value
+  );
 };
 
 dagcomponentfuncs.WhatifLink = function (props) {
   return groupscopeLink(
-    props.value, '/groups/', '/whatif', 'whatif-link', 'what-if', 'What-if reassignment of ' + props.value
+    props.value, groupscopeCluster(props) + '/groups/', '/whatif', 'whatif-link', 'what-if',
+    'What-if reassignment of ' + props.value
   );
 };

@@ -1,5 +1,6 @@
-"""The alerts page (`/alerts`): active alerts and recent history, from the alerts component
-(collectors/alerts)."""
+"""The alerts page (`/alerts`: every cluster's, with a cluster column; `/clusters/<c>/alerts`: one
+cluster's): active alerts and recent history, from the alerts component (collectors/alerts), one
+AlertStore per cluster; an alert's cluster is the store it was read from."""
 
 from __future__ import annotations
 
@@ -10,9 +11,11 @@ from dash import Dash, Input, Output, html
 
 from dashboard.components import empty_state, fmt_ms
 from dashboard.data import DashboardData, Unavailable
+from dashboard.urls import parse_path
 
 COLUMNS = [
     {"field": "group", "headerName": "Group", "cellRenderer": "GroupLink", "flex": 1, "minWidth": 200},
+    {"field": "cluster", "headerName": "Cluster", "width": 120},
     {"field": "rule", "headerName": "Rule", "width": 170},
     {"field": "severity", "headerName": "Severity", "width": 105},
     {"field": "state", "headerName": "State", "width": 100},
@@ -22,17 +25,24 @@ COLUMNS = [
 ]
 
 
-def layout() -> html.Div:
+def columns(multi: bool) -> list[dict[str, Any]]:
+    """The cluster column shows when there are several clusters."""
+    return [{**c, "hide": not multi} if c["field"] == "cluster" else c for c in COLUMNS]
+
+
+def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
     return html.Div(
         [
-            html.H2("Alerts"),
+            html.H2(
+                ["Alerts", *([" · cluster ", html.Code(cluster, id="alerts-cluster")] if cluster else [])]
+            ),
             html.Div(id="alerts-body", className="card"),
             html.Div(
                 [
                     html.H3("Active"),
                     dag.AgGrid(
                         id="alerts-active",
-                        columnDefs=COLUMNS,
+                        columnDefs=columns(multi),
                         rowData=[],
                         className="ag-theme-alpine",
                         defaultColDef={"sortable": True, "resizable": True, "filter": True},
@@ -41,7 +51,7 @@ def layout() -> html.Div:
                     html.H3("History"),
                     dag.AgGrid(
                         id="alerts-history",
-                        columnDefs=COLUMNS,
+                        columnDefs=columns(multi),
                         rowData=[],
                         className="ag-theme-alpine",
                         defaultColDef={"sortable": True, "resizable": True, "filter": True},
@@ -60,6 +70,7 @@ def _row(a: dict[str, Any]) -> dict[str, Any]:
 
     return {
         "group": a.get("group"),
+        "cluster": a.get("cluster"),
         "rule": a.get("rule"),
         "severity": a.get("severity"),
         "state": a.get("state"),
@@ -77,9 +88,9 @@ def register(app: Dash, data: DashboardData) -> None:
         Input("tick", "n_intervals"),
         Input("url", "pathname"),
     )
-    def refresh(_n: int | None, _p: str | None) -> tuple[Any, Any, Any]:
+    def refresh(_n: int | None, path: str | None) -> tuple[Any, Any, Any]:
         try:
-            got = data.alerts()
+            got = data.alerts(parse_path(path).cluster)
         except Unavailable as e:
             return empty_state("Redis is unreachable", str(e)), [], []
         if got is None:

@@ -1,23 +1,38 @@
-"""The fleet page (`/`): counts by state, storms, lagging groups, and the grid of every group.
+"""The fleet page (`/`: every cluster; `/clusters/<c>`: one cluster): counts by state (and by
+cluster), storms, lagging groups, and the grid of every group.
 
 The grid uses AG Grid's infinite row model: the browser asks for one block of rows at a time with
 its sort and filter model, and the server answers from the fleet index in Redis (a ZRANGE for a
-sort, filtered by state through the per-state index), so 50,000 groups page like 50."""
+sort, filtered by state through the per-state index), so 50,000 groups page like 50. Several
+clusters' pages are merged on the server in the sort's order (collectors/storage/clusters.py, merge_pages).
+
+The cluster is one more filter of the grid (its `cluster` column): the URL's cluster sets it when the
+grid is made (AG Grid's initialState, so the very first block is asked for that cluster only) and
+locks it; on the all-clusters page the cluster box above the grid sets it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from dash import Dash, Input, Output, dcc, html
+from dash import Dash, Input, Output, State, dcc, html, no_update
 
-from dashboard.components import empty_state, fmt_age, graph, stat, state_badge
-from dashboard.data import DashboardData, Unavailable, fleet_page, now_ms
+from dashboard.components import cluster_chips, empty_state, fmt_age, graph, stat, state_badge
+from dashboard.data import DashboardData, Unavailable, cluster_filter, fleet_page, now_ms
 from dashboard.figures import STATE_ORDER, fleet_state_figure
 from dashboard.server_grid import register_server_grid, server_grid
-from dashboard.urls import group_url
+from dashboard.urls import fleet_url, group_url, parse_path
 
 TEXT_FILTER = {"filterOptions": ["contains"], "maxNumConditions": 1, "buttons": ["reset"]}
 EQUALS_FILTER = {"filterOptions": ["equals"], "maxNumConditions": 4, "buttons": ["reset"]}
+
+CLUSTER_COLUMN: dict[str, Any] = {
+    "field": "cluster",
+    "headerName": "Cluster",
+    "filter": "agTextColumnFilter",
+    "filterParams": EQUALS_FILTER,
+    "sortable": False,
+    "width": 120,
+}
 
 COLUMNS: list[dict[str, Any]] = [
     {
@@ -67,10 +82,23 @@ COLUMNS: list[dict[str, Any]] = [
 ]
 
 
-def layout() -> html.Div:
+def columns(cluster: str | None, multi: bool) -> list[dict[str, Any]]:
+    """The grid's columns: the cluster column after the group's name, shown when there are several
+    clusters; on one cluster's page its filter is the page's and cannot be changed."""
+    col = {**CLUSTER_COLUMN, "hide": not multi}
+    if cluster is not None:
+        col.update(suppressHeaderMenuButton=True, suppressHeaderFilterButton=True)
+    return [COLUMNS[0], col, *COLUMNS[1:]]
+
+
+def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
+    options: dict[str, Any] = {}
+    if cluster is not None:
+        options["initialState"] = {"filter": {"filterModel": {"cluster": cluster_filter([cluster])}}}
+    grid = server_grid("fleet-grid", columns(cluster, multi), "row_id", **options)
     return html.Div(
         [
-            html.H2("Fleet"),
+            html.H2(["Fleet", *([" · cluster ", html.Code(cluster, id="fleet-cluster")] if cluster else [])]),
             html.Div(id="fleet-summary", className="card"),
             html.Div(
                 [
@@ -99,6 +127,14 @@ def layout() -> html.Div:
                                 ],
                                 placeholder="Any type",
                             ),
+                            dcc.Dropdown(
+                                id="fleet-filter-cluster",
+                                options=[],
+                                multi=True,
+                                placeholder="Any cluster",
+                                # the all-clusters page of several clusters only
+                                style={} if cluster is None and multi else {"display": "none"},
+                            ),
                             dcc.Input(
                                 id="fleet-filter-name",
                                 type="search",
@@ -110,7 +146,9 @@ def layout() -> html.Div:
                         ],
                         className="filters",
                     ),
-                    server_grid("fleet-grid", COLUMNS, "name"),
+                    # keyed by the cluster: another cluster's page makes a new grid (initialState
+                    # applies when a grid is made), not the old one with its rows
+                    html.Div(grid, id={"fleet-grid-scope": cluster or ""}),
                 ],
                 className="card",
             ),
@@ -118,14 +156,17 @@ def layout() -> html.Div:
     )
 
 
-def _top_list(title: str, rows: list[dict[str, Any]], fmt: str, count: int, hint: str) -> list[Any]:
+def _top_list(
+    title: str, rows: list[dict[str, Any]], fmt: str, count: int, hint: str, named: bool = False
+) -> list[Any]:
     if not rows:
         return [html.H3(f"{title}: 0"), html.P(hint, className="muted")]
     items = [
         html.Li(
             [
-                dcc.Link(r["name"], href=group_url(r["name"])),
+                dcc.Link(r["name"], href=group_url(r["name"], r["cluster"])),
                 " ",
+                *([html.Span(f"({r['cluster']}) ", className="cluster-label")] if named else []),
                 html.Span(fmt.format(**r), className="muted"),
             ]
         )
@@ -143,28 +184,36 @@ def register(app: Dash, data: DashboardData) -> None:
         Input("tick", "n_intervals"),
         Input("url", "pathname"),
     )
-    def summary(_n: int | None, _path: str | None) -> tuple[Any, Any, Any, Any]:
+    def summary(_n: int | None, path: str | None) -> tuple[Any, Any, Any, Any]:
+        cluster = parse_path(path).cluster
         try:
-            counts = data.fleet_counts()
+            counts = data.fleet_counts(cluster)
             storms: list[dict[str, Any]] = []
             lagging: list[dict[str, Any]] = []
-            # The top five by rate / seconds, keeping only those over the store's thresholds.
+            # The top five by rate / seconds (over the clusters shown, merged), keeping only those
+            # over the store's thresholds.
             if counts["storms"]:
-                storms = data.list_groups(sort_by="rebalance_rate", descending=True, limit=5)[1]
+                storms = data.list_groups(cluster, sort_by="rebalance_rate", descending=True, limit=5)[1]
                 storms = [r for r in storms if r["rebalances_1h"] >= counts["storm_rebalances_per_hour"]]
             if counts["lagging"]:
-                lagging = data.list_groups(sort_by="lag_seconds", descending=True, limit=5)[1]
+                lagging = data.list_groups(cluster, sort_by="lag_seconds", descending=True, limit=5)[1]
                 lagging = [r for r in lagging if r["lag_seconds"] > counts["lagging_seconds"]]
         except Unavailable as e:
             msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
             return msg, fleet_state_figure({}), "", ""
+        named = len(counts["by_cluster"]) > 1
         if not counts["total"]:
+            collect = (
+                f"groupscope collect --cluster {cluster} --redis URL"
+                if cluster not in (None, "default")
+                else "groupscope collect --bootstrap-servers HOST:9092 --redis URL"
+            )
             msg = empty_state(
-                "No groups yet",
+                "No groups yet" if cluster is None else f"No groups in cluster {cluster} yet",
                 html.Span(
                     [
                         "Is the collector running? Start it with ",
-                        html.Code("groupscope collect --bootstrap-servers HOST:9092 --redis URL"),
+                        html.Code(collect),
                         ", or load a capture with ",
                         html.Code("groupscope replay CAPTURE_DIR --redis URL"),
                         ".",
@@ -174,9 +223,11 @@ def register(app: Dash, data: DashboardData) -> None:
             )
             return msg, fleet_state_figure({}), "", ""
         by_state = counts["by_state"]
+        chips = [cluster_chips(counts["by_cluster"], fleet_url, "fleet-clusters")] if named else []
         cards = html.Div(
             [
                 stat("groups", f"{counts['total']:,}", id_="fleet-total"),
+                *chips,
                 *[
                     html.Div(
                         [
@@ -198,6 +249,7 @@ def register(app: Dash, data: DashboardData) -> None:
             "{rebalances_1h} rebalances in the last hour",
             counts["storms"],
             f"No group rebalanced {counts['storm_rebalances_per_hour']} times or more in the last hour.",
+            named,
         )
         lag_box = _top_list(
             "Lagging",
@@ -205,10 +257,24 @@ def register(app: Dash, data: DashboardData) -> None:
             "{lag_seconds:.0f} s behind, {lag:,} offsets",
             counts["lagging"],
             f"No group is more than {counts['lagging_seconds']:.0f} s behind.",
+            named,
         )
         return cards, fleet_state_figure(by_state), storm_box, lag_box
 
     register_server_grid(app, "fleet-grid", "fleet-count", lambda req: fleet_page(data, req), "groups")
+
+    @app.callback(
+        Output("fleet-filter-cluster", "options"),
+        Input("url", "pathname"),
+        Input("tick", "n_intervals"),
+        State("fleet-filter-cluster", "options"),
+    )
+    def cluster_options(_path: str | None, _n: int | None, shown: Any) -> Any:
+        try:
+            names = data.cluster_names()
+        except Unavailable:
+            return no_update
+        return no_update if names == shown else names  # an open menu stays open
 
     # The external filter controls write the grid's filter model; the grid then asks for rows again.
     @app.callback(
@@ -216,10 +282,23 @@ def register(app: Dash, data: DashboardData) -> None:
         Input("fleet-filter-state", "value"),
         Input("fleet-filter-type", "value"),
         Input("fleet-filter-name", "value"),
+        Input("fleet-filter-cluster", "value"),
+        State("url", "pathname"),
         prevent_initial_call=True,
     )
-    def filters(states: list[str] | None, type_: str | None, name: str | None) -> dict[str, Any]:
+    def filters(
+        states: list[str] | None,
+        type_: str | None,
+        name: str | None,
+        clusters: list[str] | None,
+        path: str | None,
+    ) -> dict[str, Any]:
         fm: dict[str, Any] = {}
+        # one cluster's page keeps its cluster whatever else is filtered
+        url_cluster = parse_path(path).cluster
+        chosen = [url_cluster] if url_cluster is not None else clusters
+        if chosen:
+            fm["cluster"] = cluster_filter(chosen)
         if states:
             conds = [{"filterType": "text", "type": "equals", "filter": s} for s in states]
             fm["state"] = (

@@ -1,4 +1,6 @@
-"""The group page (`/groups/<name>`): what the group is doing now and what it has been doing."""
+"""The group page (`/clusters/<c>/groups/<name>`, or `/groups/<name>` for the cluster `default` or
+the only one): what the group is doing now and what it has been doing. A group is (cluster, name):
+the same name in another cluster is another group."""
 
 from __future__ import annotations
 
@@ -9,7 +11,16 @@ import dash_ag_grid as dag
 from dash import Dash, Input, Output, dcc, html
 
 from dashboard import group_doc as gd
-from dashboard.components import LAG_METRICS, choice, empty_state, fmt_age, fmt_ms, graph, state_badge
+from dashboard.components import (
+    LAG_METRICS,
+    choice,
+    cluster_label,
+    empty_state,
+    fmt_age,
+    fmt_ms,
+    graph,
+    state_badge,
+)
 from dashboard.data import DashboardData, Unavailable, now_ms
 from dashboard.figures import (
     _dur,
@@ -19,7 +30,7 @@ from dashboard.figures import (
     lag_over_time_figure,
     timeline_figure,
 )
-from dashboard.urls import parse_path, whatif_url
+from dashboard.urls import fleet_url, parse_path, whatif_url
 
 ACTIVITY = -1  # the default range: from the first event to a little after the last state change
 RANGES = [
@@ -120,20 +131,25 @@ def _grid(id_: str, columns: list[dict[str, Any]], height: int = 300) -> dag.AgG
     )
 
 
-def layout(name: str) -> html.Div:
+def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.Div:
+    """`cluster`: the group's (resolved for a legacy URL), carried by every link; shown beside the
+    name when there are several clusters."""
     return html.Div(
         [
             html.Div(
                 [
                     html.H2(["Group ", html.Code(name, id="group-name")], style={"display": "inline-block"}),
+                    cluster_label(cluster if multi else None),
                     html.Span(" "),
                     dcc.Link(
                         "What-if →",
-                        href=whatif_url(name),
+                        href=whatif_url(name, cluster),
                         id="group-whatif-link",
                         style={"marginLeft": "18px"},
                     ),
-                    dcc.Link("← Fleet", href="/", style={"marginLeft": "18px"}),
+                    dcc.Link(
+                        "← Fleet", href=fleet_url(cluster if multi else None), style={"marginLeft": "18px"}
+                    ),
                 ]
             ),
             html.Div(id="group-header", className="card"),
@@ -413,7 +429,7 @@ def top_series(
     return out
 
 
-def register(app: Dash, data: DashboardData) -> None:
+def register(app: Dash, data: DashboardData, behind_s: float | None = None) -> None:
     @app.callback(
         Output("group-header", "children"),
         Output("group-range-note", "children"),
@@ -431,7 +447,8 @@ def register(app: Dash, data: DashboardData) -> None:
         Input("url", "pathname"),
     )
     def refresh(_n: int | None, range_ms: int | None, pathname: str | None) -> tuple[Any, ...]:
-        return group_outputs(data, parse_path(pathname).group or "", range_ms)
+        r = parse_path(pathname)
+        return group_outputs(data, r.group or "", range_ms, r.cluster, behind_s)
 
     @app.callback(
         Output("group-lag", "figure"),
@@ -442,39 +459,67 @@ def register(app: Dash, data: DashboardData) -> None:
         Input("url", "pathname"),
     )
     def lag_chart(_n: int | None, range_ms: int | None, metric: str, by: str, pathname: str | None) -> Any:
-        name = parse_path(pathname).group or ""
+        r = parse_path(pathname)
+        name = r.group or ""
         try:
-            doc = data.group(name) or {}
+            doc = data.group(name, r.cluster) or {}
             since, until, _ = window(range_ms, doc, now_ms())
-            points = data.lag_history(name, since, until)
+            points = data.lag_history(name, since, until, r.cluster)
         except Unavailable as e:
             return empty_figure("Lag over time", str(e))
         return lag_over_time_figure(top_series(lag_series(points, metric, by), by), metric, by)
 
 
-def group_outputs(data: DashboardData, name: str, range_ms: int | None) -> tuple[Any, ...]:
-    """Everything the group page shows except the lag chart (separate so its radio buttons are cheap)."""
+def stale_note(data: DashboardData, cluster: str, behind_s: float | None) -> html.Div | None:
+    """Said on the group page when its cluster's collector is behind or never wrote (the banner
+    names the cluster too): the group is as that cluster's collector last saw it."""
+    if behind_s is None:
+        return None
+    h = data.health(cluster)
+    if not h.reachable:
+        return None
+    if h.collector_age_s is None:
+        why = f"no collector has written cluster {cluster}'s data yet"
+    elif h.collector_age_s > behind_s:
+        why = f"cluster {cluster}'s collector is behind (its last batch was {fmt_age(h.collector_age_s)})"
+    else:
+        return None
+    return html.Div(f"This group may be stale: {why}.", className="banner warn", id="group-stale")
+
+
+def group_outputs(
+    data: DashboardData,
+    name: str,
+    range_ms: int | None,
+    cluster: str | None = None,
+    behind_s: float | None = None,
+) -> tuple[Any, ...]:
+    """Everything the group page shows except the lag chart (separate so its radio buttons are cheap).
+    `cluster`: the URL's (None: a legacy URL's, DashboardData.resolve)."""
     now = now_ms()
     try:
-        doc = data.group(name)
-        row = data.fleet_row(name) if doc else None
+        cluster = data.resolve(cluster)
+        doc = data.group(name, cluster)
+        row = data.fleet_row(name, cluster) if doc else None
     except Unavailable as e:
         msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
         blank = empty_figure("", "No data")
         return msg, "", blank, blank, [], [], {"display": "none"}, [], MEMBER_COLUMNS, blank, []
     if doc is None:
+        where = "in Redis" if len(_known(data)) <= 1 else f"in cluster {cluster}"
         msg = empty_state(
-            f"No group named {name!r} in Redis",
+            f"No group named {name!r} {where}",
             "It may not exist, may have been deleted and trimmed, or the collector has not seen it yet.",
         )
         blank = empty_figure("", "No data")
         return msg, "", blank, blank, [], [], {"display": "none"}, [], MEMBER_COLUMNS, blank, []
     since, until, note = window(range_ms, doc, now)
     try:
-        bands_raw = data.timeline(name, since, until) if since is not None else None
-        gens_raw = data.generations(name, None, until) if since is not None else None
+        bands_raw = data.timeline(name, since, until, cluster) if since is not None else None
+        gens_raw = data.generations(name, None, until, cluster) if since is not None else None
+        stale = stale_note(data, cluster, behind_s)
     except Unavailable:
-        bands_raw = gens_raw = None
+        bands_raw = gens_raw = stale = None
     bands = gd.timeline({"timeline": bands_raw}) if bands_raw else gd.timeline(doc)
     gens = gd.generations({"generations": gens_raw}) if gens_raw else gd.generations(doc)
     if since is not None:
@@ -482,7 +527,7 @@ def group_outputs(data: DashboardData, name: str, range_ms: int | None) -> tuple
     kip_body, kip_style = kip848_card(doc)
     columns = MEMBER_COLUMNS + (KIP848_COLUMNS if gd.is_kip848(doc) else [])
     return (
-        header(doc, row, now),
+        [stale, *header(doc, row, now)] if stale is not None else header(doc, row, now),
         note,
         timeline_figure(
             bands,
@@ -497,5 +542,12 @@ def group_outputs(data: DashboardData, name: str, range_ms: int | None) -> tuple
         [r.__dict__ for r in gd.member_rows(doc, now)],
         columns,
         heatmap(doc),
-        partition_rows(doc),
+        [{**r, "cluster": cluster} for r in partition_rows(doc)],  # the topic links carry it
     )
+
+
+def _known(data: DashboardData) -> list[str]:
+    try:
+        return data.cluster_names()
+    except Unavailable:
+        return []

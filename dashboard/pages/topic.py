@@ -1,4 +1,5 @@
-"""The topic page (`/topics/<name>`): every group that reads the topic, its state, the members that
+"""The topic page (`/clusters/<c>/topics/<name>`, or `/topics/<name>` for the cluster `default` or
+the only one): every group of that cluster that reads the topic, its state, the members that
 own the topic's partitions and its lag, as a table (with links to the group's page and what-if), a
 partition x group heatmap of lag and each group's lag over time."""
 
@@ -10,10 +11,10 @@ import dash_ag_grid as dag
 from dash import Dash, Input, Output, dcc, html
 
 from collectors.storage.topics import owners
-from dashboard.components import LAG_METRICS, choice, empty_state, graph, stat
+from dashboard.components import LAG_METRICS, choice, cluster_label, empty_state, graph, stat
 from dashboard.data import DashboardData, Unavailable
 from dashboard.figures import empty_figure, lag_over_time_figure, topic_lag_heatmap
-from dashboard.urls import parse_path
+from dashboard.urls import parse_path, topics_url
 
 HEATMAP_GROUPS = 60  # the worst groups drawn in the heatmap (the table lists all of them)
 HISTORY_GROUPS = 10  # the worst groups drawn in the lag history
@@ -49,13 +50,16 @@ GROUP_COLUMNS: list[dict[str, Any]] = [
 ]
 
 
-def layout(name: str) -> html.Div:
+def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.Div:
     return html.Div(
         [
             html.Div(
                 [
                     html.H2(["Topic ", html.Code(name, id="topic-name")], style={"display": "inline-block"}),
-                    dcc.Link("← Topics", href="/topics", style={"marginLeft": "18px"}),
+                    cluster_label(cluster if multi else None),
+                    dcc.Link(
+                        "← Topics", href=topics_url(cluster if multi else None), style={"marginLeft": "18px"}
+                    ),
                 ]
             ),
             html.Div(id="topic-header", className="card"),
@@ -71,7 +75,7 @@ def layout(name: str) -> html.Div:
                             "tooltipShowDelay": 300,
                             "enableCellTextSelection": True,
                             "animateRows": False,
-                            "getRowId": {"function": "params.data.group"},
+                            "getRowId": {"function": "params.data.group"},  # one cluster's groups
                         },
                         style={"height": "320px"},
                         className="ag-theme-alpine",
@@ -97,16 +101,21 @@ def layout(name: str) -> html.Div:
     )
 
 
-def topic_outputs(data: DashboardData, name: str, metric: str, range_ms: int) -> tuple[Any, Any, Any, Any]:
-    """(header, group rows, heatmap, lag history) of one topic; an unknown topic is explained."""
+def topic_outputs(
+    data: DashboardData, name: str, metric: str, range_ms: int, cluster: str | None = None
+) -> tuple[Any, Any, Any, Any]:
+    """(header, group rows, heatmap, lag history) of one topic of `cluster` (None: a legacy URL's,
+    DashboardData.resolve); an unknown topic is explained."""
     title = "Lag per partition (partition × group)"
     history_title = "Lag over time"
     try:
-        view = data.topic(name)
+        cluster = data.resolve(cluster)
+        view = data.topic(name, cluster)
         if view is None:
+            where = "" if len(data.cluster_names()) <= 1 else f" in cluster {cluster}"
             return (
                 empty_state(
-                    f"No group reads a topic named {name!r}",
+                    f"No group reads a topic named {name!r}{where}",
                     "A topic shows here once a group commits to it or is assigned one of its partitions.",
                     dcc.Link("All topics", href="/topics"),
                 ),
@@ -115,7 +124,7 @@ def topic_outputs(data: DashboardData, name: str, metric: str, range_ms: int) ->
                 empty_figure(history_title, "No groups."),
             )
         worst = [g["group"] for g in view.groups[:HISTORY_GROUPS]]
-        history = data.topic_lag_history(name, worst, range_ms)
+        history = data.topic_lag_history(name, worst, range_ms, cluster)
     except Unavailable as e:
         msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
         return msg, [], empty_figure(title, "Redis is unreachable."), empty_figure(history_title, "")
@@ -141,6 +150,7 @@ def topic_outputs(data: DashboardData, name: str, metric: str, range_ms: int) ->
             "lag_seconds": round(float(g.get("lag_seconds") or 0), 1),
             "owners": ", ".join(owners(g)) or "none (no member owns its partitions)",
             "whatif": g["group"],
+            "cluster": cluster,  # the group and what-if links carry it
         }
         for g in view.groups
     ]
@@ -172,6 +182,8 @@ def register(app: Dash, data: DashboardData) -> None:
     )
     def render(pathname: str | None, _n: int | None, metric: str, range_ms: int) -> tuple[Any, ...]:
         route = parse_path(pathname)
-        out = topic_outputs(data, route.topic or "", metric or "lag", int(range_ms or 3_600_000))
+        out = topic_outputs(
+            data, route.topic or "", metric or "lag", int(range_ms or 3_600_000), route.cluster
+        )
         # as tall as its rows, up to ten of them (then it scrolls)
         return (*out, {"height": f"{60 + 42 * min(max(len(out[1]), 1), 10)}px"})

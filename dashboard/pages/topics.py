@@ -1,5 +1,7 @@
-"""The topics page (`/topics`): every topic a group commits to or is assigned, with the groups that
-read it, the worst lag and the groups rebalancing now.
+"""The topics page (`/topics`: every cluster's, with a cluster column; `/clusters/<c>/topics`: one
+cluster's): every topic a group commits to or is assigned, with the groups that read it, the worst
+lag and the groups rebalancing now. A topic is (cluster, name): the same name in two clusters is two
+rows, merged in the sort's order like the fleet grid (collectors/storage/clusters.py, merge_pages).
 
 Like the fleet grid, AG Grid's infinite row model asks for one block at a time and the server answers
 from the topic index in Redis (collectors/storage/topics.py: a ZRANGE on the sort key's index and an
@@ -9,11 +11,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from dash import Dash, Input, Output, dcc, html
+from dash import Dash, Input, Output, State, dcc, html
 
-from dashboard.components import empty_state, stat
-from dashboard.data import DashboardData, Unavailable, topics_page
+from dashboard.components import cluster_chips, empty_state, stat
+from dashboard.data import DashboardData, Unavailable, cluster_filter, topics_page
 from dashboard.server_grid import register_server_grid, server_grid
+from dashboard.urls import parse_path, topics_url
 
 NUMBER = {"function": "params.value == null ? '' : Number(params.value).toLocaleString('en-US')"}
 
@@ -26,6 +29,14 @@ COLUMNS: list[dict[str, Any]] = [
         "filterParams": {"filterOptions": ["contains"], "maxNumConditions": 1, "buttons": ["reset"]},
         "flex": 2,
         "minWidth": 200,
+    },
+    {
+        "field": "cluster",
+        "headerName": "Cluster",
+        "filter": "agTextColumnFilter",
+        "filterParams": {"filterOptions": ["equals"], "maxNumConditions": 4, "buttons": ["reset"]},
+        "sortable": False,
+        "width": 120,
     },
     {"field": "partitions", "headerName": "Partitions", "type": "numericColumn", "width": 115},
     {
@@ -63,10 +74,29 @@ COLUMNS: list[dict[str, Any]] = [
 ]
 
 
-def layout() -> html.Div:
+def columns(cluster: str | None, multi: bool) -> list[dict[str, Any]]:
+    """The cluster column shows when there are several clusters; one cluster's page locks its filter."""
+    out = []
+    for c in COLUMNS:
+        if c["field"] == "cluster":
+            c = {**c, "hide": not multi}
+            if cluster is not None:
+                c.update(suppressHeaderMenuButton=True, suppressHeaderFilterButton=True)
+        out.append(c)
+    return out
+
+
+def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
+    options: dict[str, Any] = {"tooltipShowDelay": 300}
+    if cluster is not None:
+        # the URL's cluster is the grid's filter from its first block on (see pages/fleet.py)
+        options["initialState"] = {"filter": {"filterModel": {"cluster": cluster_filter([cluster])}}}
+    grid = server_grid("topics-grid", columns(cluster, multi), "row_id", **options)
     return html.Div(
         [
-            html.H2("Topics"),
+            html.H2(
+                ["Topics", *([" · cluster ", html.Code(cluster, id="topics-cluster")] if cluster else [])]
+            ),
             html.Div(id="topics-summary", className="card"),
             html.Div(
                 [
@@ -83,7 +113,7 @@ def layout() -> html.Div:
                         ],
                         className="filters",
                     ),
-                    server_grid("topics-grid", COLUMNS, "name", tooltipShowDelay=300),
+                    html.Div(grid, id={"topics-grid-scope": cluster or ""}),
                 ],
                 className="card",
             ),
@@ -97,9 +127,10 @@ def register(app: Dash, data: DashboardData) -> None:
         Input("tick", "n_intervals"),
         Input("url", "pathname"),
     )
-    def summary(_n: int | None, _path: str | None) -> Any:
+    def summary(_n: int | None, path: str | None) -> Any:
+        cluster = parse_path(path).cluster
         try:
-            counts = data.topic_counts()
+            counts = data.topic_counts(cluster)
         except Unavailable as e:
             return empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
         if not counts["total"]:
@@ -114,9 +145,11 @@ def register(app: Dash, data: DashboardData) -> None:
                     ]
                 ),
             )
+        named = len(counts["by_cluster"]) > 1
         return html.Div(
             [
                 stat("topics read by groups", f"{counts['total']:,}", id_="topics-total"),
+                *([cluster_chips(counts["by_cluster"], topics_url, "topics-clusters")] if named else []),
                 stat("with a group rebalancing", f"{counts['rebalancing']:,}", id_="topics-rebalancing"),
                 stat("with lag", f"{counts['lagging']:,}", id_="topics-lagging"),
             ],
@@ -128,7 +161,14 @@ def register(app: Dash, data: DashboardData) -> None:
     @app.callback(
         Output("topics-grid", "filterModel"),
         Input("topics-filter-name", "value"),
+        State("url", "pathname"),
         prevent_initial_call=True,
     )
-    def filters(name: str | None) -> dict[str, Any]:
-        return {"name": {"filterType": "text", "type": "contains", "filter": name}} if name else {}
+    def filters(name: str | None, path: str | None) -> dict[str, Any]:
+        fm: dict[str, Any] = {}
+        cluster = parse_path(path).cluster  # one cluster's page keeps its cluster
+        if cluster is not None:
+            fm["cluster"] = cluster_filter([cluster])
+        if name:
+            fm["name"] = {"filterType": "text", "type": "contains", "filter": name}
+        return fm

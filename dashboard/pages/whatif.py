@@ -1,4 +1,6 @@
-"""The what-if page (`/groups/<name>/whatif`): pick assignors and changes, see results side by side.
+"""The what-if page (`/clusters/<c>/groups/<name>/whatif`, or `/groups/<name>/whatif` for the cluster
+`default` or the only one): pick assignors and changes, see results side by side. It starts from the
+group of its URL's cluster.
 
 The computation runs as a Dash background callback (Celery in production) with a progress bar; form
 problems come back as messages beside their fields."""
@@ -12,7 +14,7 @@ from dash import Dash, Input, Output, State, dcc, html
 
 from dashboard import group_doc as gd
 from dashboard import whatif_engine
-from dashboard.components import empty_state
+from dashboard.components import cluster_label, empty_state
 from dashboard.data import DashboardData, Unavailable
 from dashboard.figures import assignment_heatmap, per_member_bars
 from dashboard.urls import group_url, parse_path
@@ -42,7 +44,7 @@ def _field(label: str, control: Any, name: str, help_: str = "") -> list[Any]:
     ]
 
 
-def layout(name: str) -> html.Div:
+def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.Div:
     return html.Div(
         [
             html.Div(
@@ -51,7 +53,10 @@ def layout(name: str) -> html.Div:
                         ["What if… ", html.Code(name, id="whatif-group-name")],
                         style={"display": "inline-block"},
                     ),
-                    dcc.Link("← back to the group", href=group_url(name), style={"marginLeft": "18px"}),
+                    cluster_label(cluster if multi else None),
+                    dcc.Link(
+                        "← back to the group", href=group_url(name, cluster), style={"marginLeft": "18px"}
+                    ),
                 ]
             ),
             html.Div(id="wi-current", className="card"),
@@ -269,9 +274,10 @@ def register(app: Dash, data: DashboardData) -> None:
         Input("url", "pathname"),
     )
     def init(pathname: str | None) -> tuple[Any, Any, Any, Any]:
-        name = parse_path(pathname).group or ""
+        r = parse_path(pathname)
+        name = r.group or ""
         try:
-            doc = data.group(name)
+            doc = data.group(name, r.cluster)
         except Unavailable as e:
             return empty_state("Redis is unreachable", str(e)), [], [], []
         if doc is None:
@@ -324,15 +330,19 @@ def register(app: Dash, data: DashboardData) -> None:
             "max_poll_interval_ms",
         ]
         values = dict(zip(keys, vals, strict=True))
+        r = parse_path(pathname)
         return compute_outputs(
-            data, parse_path(pathname).group or "", values, lambda i, n: set_progress((str(i), str(n)))
+            data, r.group or "", values, lambda i, n: set_progress((str(i), str(n))), r.cluster
         )
 
 
-def compute_outputs(data: DashboardData, name: str, values: dict[str, Any], progress: Any) -> tuple[Any, ...]:
+def compute_outputs(
+    data: DashboardData, name: str, values: dict[str, Any], progress: Any, cluster: str | None = None
+) -> tuple[Any, ...]:
+    """The comparison for the group `name` of `cluster` (None: a legacy URL's, DashboardData.resolve)."""
     no_errors = [None] * len(FIELDS)
     try:
-        doc = data.group(name)
+        doc = data.group(name, cluster)
     except Unavailable as e:
         return html.Div(str(e), className="field-error"), "Redis is unreachable", *no_errors
     if doc is None:

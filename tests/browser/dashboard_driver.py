@@ -1,0 +1,74 @@
+"""Driving the dashboard in headless Chromium: waiting for the live page, reading its text and its
+grids (through AG Grid's own API), screenshots, and a dashboard served on a thread of the test."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+
+def wait_for(fn: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        with contextlib.suppress(Exception):
+            last = fn()
+            if last:
+                return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what} (last value {last!r})")
+
+
+def text(driver: Any, css: str) -> str:
+    from selenium.common.exceptions import StaleElementReferenceException
+    from selenium.webdriver.common.by import By
+
+    # Dash re-renders on every refresh: an element found a moment ago may be replaced before it is
+    # read. Find it again then (a few times), rather than fail on the page's own liveliness.
+    for _ in range(4):
+        try:
+            return driver.find_element(By.CSS_SELECTOR, css).text
+        except StaleElementReferenceException:
+            time.sleep(0.1)
+    return driver.find_element(By.CSS_SELECTOR, css).text
+
+
+def grid_cells(driver: Any, grid_id: str, col: str) -> list[Any]:
+    """One column of every row the grid holds, in row order, through AG Grid's own API (the DOM only
+    has the rows in view)."""
+    return driver.execute_script(
+        "const api = dash_ag_grid.getApi(arguments[0]); const out = [];"
+        "api.forEachNode(n => { if (n.data) out.push(n.data[arguments[1]]); });"
+        "return out;",
+        grid_id,
+        col,
+    )
+
+
+def shoot(driver: Any, artifacts_dir: Path, name: str) -> Path:
+    path = artifacts_dir / f"dashboard-{name}.png"
+    driver.save_screenshot(str(path))
+    return path
+
+
+def serve_in_thread(redis_url: str, **settings: Any) -> tuple[str, Any]:
+    """The dashboard app on a werkzeug thread (for tests that need a dashboard of their own)."""
+    import logging
+    import threading
+
+    from werkzeug.serving import make_server
+
+    from collectors.config import Settings
+    from collectors.local_servers import free_port
+    from dashboard.app import create_app
+
+    logging.getLogger("werkzeug").setLevel(logging.ERROR)
+    conf = Settings(redis_url=redis_url, **{"dashboard_refresh_s": 2, **settings})
+    app = create_app(conf, background_mode="celery")
+    port = free_port()
+    server = make_server("127.0.0.1", port, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{port}", server
