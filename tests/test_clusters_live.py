@@ -22,6 +22,8 @@ from collectors.cli.main import cli
 from collectors.embedded_kafka import KafkaBroker
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.redis_store import RedisStore
+from dashboard.app import health_outputs
+from dashboard.data import DashboardData
 from tests.test_pipeline_live import (  # noqa: F401 - members and own_redis are fixtures
     Running,
     commit,
@@ -116,6 +118,11 @@ def test_two_clusters_side_by_side_and_one_goes_away(spark, kafka_broker, own_re
                 120,
                 "west's admin source down",
             )
+            # the dashboard's banner names west, and west only
+            dash = DashboardData(own_redis.url)
+            assert dash.cluster_names() == ["east", "west"]
+            _text, banner, _cls = health_outputs(dash.healths(None), behind_s=60, multi=True)
+            assert "Cluster west" in str(banner) and "Cluster east" not in str(banner), banner
             # east keeps updating, and its sources stay up
             commit(east_admin, idle, {(data, 0): 3})
             wait_until(lambda: offset_of("east") == 3, 120, "a commit on east while west is down")
@@ -134,6 +141,8 @@ def test_two_clusters_side_by_side_and_one_goes_away(spark, kafka_broker, own_re
             )
             assert offset_of("east") == 3  # each cluster's data its own
             assert len(stores["west"].get_generations(group)) >= west_generations  # nothing lost
+            _text, banner, _cls = health_outputs(dash.healths(None), behind_s=60, multi=True)
+            assert "Cluster west" not in str(banner), banner
     finally:
         west.stop()
         if west_again is not None:
