@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.pipeline import PeakMemory, produce_backlog, tree_rss_mb
+from benchmarks.pipeline import PeakMemory, _complete, produce_backlog, tree_rss_mb
 from collectors.embedded_kafka import KafkaBroker
 from collectors.local_servers import RedisServer
 from collectors.storage.clusters import cluster_prefix
@@ -70,23 +70,6 @@ class ClusterCollector:
             self.proc.wait(10)
 
 
-def _incomplete(r, name: str, names: list[str], last: dict[int, int]) -> list[str]:
-    """The groups among `names` whose document in cluster `name` lacks an expected last commit."""
-    import json
-
-    prefix = cluster_prefix(name)
-    with r.pipeline(transaction=False) as p:
-        for g in names:
-            p.get(f"{prefix}:group:{{{g}}}:doc")
-        docs = p.execute()
-    missing = []
-    for g, raw in zip(names, docs, strict=True):
-        offs = {o["partition"]: o["offset"] for o in json.loads(raw).get("offsets") or []} if raw else {}
-        if any(offs.get(part) != off for part, off in last.items()):
-            missing.append(g)
-    return missing
-
-
 def run(
     clusters: dict[str, str],
     which: list[str],
@@ -112,7 +95,7 @@ def run(
                 if n in done:
                     continue
                 if r.hlen(f"{cluster_prefix(n)}:fleet") >= groups:
-                    pending[n] = _incomplete(r, n, pending[n], last)
+                    pending[n] = _complete(r, pending[n], last, cluster_prefix(n))
                     if not pending[n]:
                         done[n] = time.monotonic() - t0
             if any(c.proc.poll() is not None for c in cols.values()):

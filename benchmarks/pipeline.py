@@ -173,14 +173,15 @@ def _reset_admin_topic(bootstrap: str, topic: str = "groupscope.admin") -> None:
     time.sleep(2)  # the deletion reaches the broker's metadata cache
 
 
-def _complete(r: Any, names: list[str], last: dict[str, int]) -> list[str]:
-    """The groups among `names` whose document in Redis does not have every expected last commit
-    yet (`last`: partition -> last committed offset, the same for every benchmark group)."""
+def _complete(r: Any, names: list[str], last: dict[str, int], prefix: str = "gs") -> list[str]:
+    """The groups among `names` whose document in Redis (under a cluster's `prefix`) does not have
+    every expected last commit yet (`last`: partition -> last committed offset, the same for every
+    benchmark group)."""
     import json
 
     with r.pipeline(transaction=False) as p:
         for g in names:
-            p.get(f"gs:group:{{{g}}}:doc")
+            p.get(f"{prefix}:group:{{{g}}}:doc")
         docs = p.execute()
     missing = []
     for g, raw in zip(names, docs, strict=True):
