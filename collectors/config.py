@@ -142,6 +142,12 @@ class Settings(BaseSettings):
             names.insert(0, DEFAULT_CLUSTER)
         return names
 
+    def configured_clusters(self) -> list[str]:
+        """The clusters these settings name: cluster_names() without the `default` it stands in
+        when nothing is configured (a reader of a Redis holding only named clusters must not show an
+        empty `default` nobody writes)."""
+        return self.cluster_names() if self.bootstrap_servers or self.clusters else []
+
     def chosen_cluster(self, name: str | None = None) -> str:
         """The cluster a single-cluster command works on: `name` (or the `cluster` setting), else
         the only configured one, else `default`."""

@@ -176,11 +176,8 @@ def create_app(
     """Build the app. ``background_mode``: "celery" (what-if jobs on Celery workers), "diskcache"
     (local subprocesses, for a single machine without a worker) or "auto" (Celery, the default)."""
     settings = settings or load_settings()
-    # The configured clusters, shown even before their collector writes; not the `default` that
-    # cluster_names() stands in when nothing is configured: on a Redis of named clusters only, an
-    # empty `default` would be a cluster nobody has.
-    configured = settings.cluster_names() if settings.bootstrap_servers or settings.clusters else []
-    data = data or DashboardData(settings.redis_url, clusters=configured)
+    # The configured clusters are shown even before their collector writes.
+    data = data or DashboardData(settings.redis_url, clusters=settings.configured_clusters())
     manager = background.make_manager(settings.redis_url, background_mode)
     app = Dash(
         __name__,

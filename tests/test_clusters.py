@@ -245,3 +245,19 @@ def test_all_clusters_restarts_a_failed_query_and_leaves_the_others(monkeypatch:
         assert q.thread is not None
         q.thread.join(5)
         assert not q.thread.is_alive()
+
+
+@pytest.mark.servers
+@pytest.mark.usefixtures("_clean_env")
+def test_cli_on_a_redis_of_named_clusters_only(redis_client, redis_server) -> None:
+    """No `default` is made up when nothing is configured and only named clusters have data: the
+    single-cluster commands read the only one there is."""
+    _write(redis_client, "prod", [make_doc("orders", members=4)])
+    ClusterRegistry(redis_client).register("prod", "p:9092")
+    run = CliRunner().invoke
+    r = run(cli, ["groups", "--redis", redis_server.url, "--json"])
+    assert list(json.loads(r.stdout)["clusters"]) == ["prod"], r.output
+    r = run(cli, ["topics", "--redis", redis_server.url, "--json"])
+    assert r.exit_code == 0 and [t["name"] for t in json.loads(r.stdout)["topics"]] == ["t"], r.output
+    r = run(cli, ["group", "orders", "--redis", redis_server.url, "--json"])
+    assert len(json.loads(r.stdout)["members"]) == 4

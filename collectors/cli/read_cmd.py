@@ -63,7 +63,7 @@ def _clusters(redis_url: str | None, only: str | None = None) -> Clusters:
             raise click.BadParameter(str(e), param_hint="--cluster") from e
     client = redis.Redis.from_url(s.redis_url, socket_timeout=10, socket_connect_timeout=5)
     try:
-        names = ClusterRegistry(client).names(s.cluster_names())
+        names = ClusterRegistry(client).names(s.configured_clusters()) or [DEFAULT_CLUSTER]
     except redis.RedisError as e:
         raise click.ClickException(f"cannot reach Redis at {s.redis_url}: {e}") from e
     if only is not None and only not in names:
