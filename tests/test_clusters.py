@@ -261,3 +261,26 @@ def test_cli_on_a_redis_of_named_clusters_only(redis_client, redis_server) -> No
     assert r.exit_code == 0 and [t["name"] for t in json.loads(r.stdout)["topics"]] == ["t"], r.output
     r = run(cli, ["group", "orders", "--redis", redis_server.url, "--json"])
     assert len(json.loads(r.stdout)["members"]) == 4
+
+
+@pytest.mark.servers
+def test_a_cluster_down_at_start_is_waited_for_under_all_clusters(redis_client, redis_server) -> None:
+    """--all-clusters does not start a cluster's query while the cluster answers nothing (it would run
+    without its offsets topic until restarted): check_topics says why in the cluster's source status
+    and raises, and the query's supervisor tries again later."""
+    from collectors.local_servers import free_port
+    from collectors.pipeline.admin_poller import ClusterUnreachable, check_topics
+    from collectors.pipeline.job import PipelineConfig
+
+    cfg = PipelineConfig(
+        redis_url=redis_server.url,
+        checkpoint_dir="unused",
+        cluster="down",
+        kafka={"bootstrap.servers": f"127.0.0.1:{free_port()}"},
+        wait_for_cluster=True,
+    )
+    store = RedisStore(redis_client, prefix=cfg.prefix)
+    with pytest.raises(ClusterUnreachable):
+        check_topics(cfg, store, timeout_s=0.5)
+    status = store.freshness()["sources"]["kafka"]
+    assert status["ok"] is False and status["detail"]

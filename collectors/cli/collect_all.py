@@ -10,11 +10,14 @@ cost is paid once (docs/running-on-a-cluster.md, "Several clusters", has the fig
 scheduler runs in FAIR mode with a pool per cluster, so a cluster's long catch-up batch does not
 hold another cluster's live batches behind it.
 
-A query that fails (Redis gone for longer than the sink's retries, a checkpoint it cannot write) is
-started again after a back-off growing from 5 s to 2 min; a cluster whose brokers are down does not
-fail its query (the Kafka source and the Admin poller retry and say so in the cluster's source
-statuses). One process per cluster (`--cluster NAME` each) remains the choice where clusters must
-not share a JVM, or should run on different Spark clusters.
+A query that fails (Redis gone for longer than the sink's retries, a checkpoint it cannot write), or
+a cluster that does not answer when its query is to start, is tried again after a back-off growing
+from 5 s to 2 min (the cluster's `kafka` source status says why meanwhile); a cluster whose brokers
+go down while its query runs does not fail it (the Kafka source and the Admin poller retry and say
+so in the cluster's source statuses).
+
+One process per cluster (`--cluster NAME` each) remains the choice where clusters must not share a
+JVM, or should run on different Spark clusters.
 """
 
 from __future__ import annotations
@@ -65,7 +68,7 @@ class ClusterQuery:
             if time.monotonic() - started > 10 * MAX_BACKOFF_S:
                 self.backoff_s = MIN_BACKOFF_S  # it ran a good while: start the back-off afresh
             log.warning(
-                "cluster %s: its pipeline failed (%s); starting it again in %.0f s",
+                "cluster %s: %s; starting its pipeline again in %.0f s",
                 self.cluster,
                 self.last_error,
                 self.backoff_s,
@@ -106,6 +109,9 @@ def run_all_clusters(settings: Settings, *, duration_s: float | None = None) -> 
         if not s.bootstrap_servers:
             raise SystemExit(f"groupscope: cluster {n} has no bootstrap_servers")
         cfgs[n] = live_config(s)
+        # a cluster down at start is retried (ClusterQuery's back-off) until it answers, so its
+        # query starts with its offsets topic, not on the Admin API alone until the next restart
+        cfgs[n].wait_for_cluster = True
     stop = threading.Event()
 
     def _on_signal(signum: int, _frame: object) -> None:

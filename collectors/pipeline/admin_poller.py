@@ -77,8 +77,15 @@ def _enum_name(v: Any) -> str:
     return str(getattr(v, "name", v) or "")
 
 
+class ClusterUnreachable(RuntimeError):
+    """The cluster answered no metadata request at start, and the pipeline is to wait for it
+    (`PipelineConfig.wait_for_cluster`) rather than start without its offsets topic."""
+
+
 def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[str], bool]:
-    """(topics to subscribe, whether __consumer_offsets is readable). Creates the internal topics."""
+    """(topics to subscribe, whether __consumer_offsets is readable). Creates the internal topics.
+    A cluster that does not answer: its source status says so, then ClusterUnreachable when
+    `cfg.wait_for_cluster`, else the topics it can subscribe to without knowing them."""
     from confluent_kafka import KafkaException, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
@@ -105,7 +112,10 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
             time.sleep(delay)
             delay *= 2
     if md is None:
-        store.set_source_status("kafka", False, connect_failure(cfg.kafka, watch, None), now)
+        why = connect_failure(cfg.kafka, watch, None)
+        store.set_source_status("kafka", False, why, now)
+        if getattr(cfg, "wait_for_cluster", False):
+            raise ClusterUnreachable(why)
         # Subscribe anyway: the source reads missing topics as empty and picks them up later.
         topics = [cfg.heartbeat_topic, *internal] + ([cfg.broker_log_topic] if cfg.broker_log_topic else [])
         return sorted(set(topics)), False

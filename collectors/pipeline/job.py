@@ -50,6 +50,9 @@ class PipelineConfig:
     admin_hot_interval_s: float = 0.3  # groups in motion are described this often (admin_hot.py)
     admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on again after this long
     admin_enabled: bool = True
+    # At start, a cluster that does not answer: raise admin_poller.ClusterUnreachable (a supervisor
+    # tries again later) rather than run without its offsets topic until the next restart.
+    wait_for_cluster: bool = False
     trigger_interval_s: float = 1.0
     available_now: bool = False  # read what is there now, then stop (a one-off catch-up)
     starting_offsets: str = "earliest"  # first start only; a checkpoint resumes where it stopped
