@@ -6,9 +6,16 @@ read and formatted by prometheus_client, served by prometheus_client's app, whic
 Fills a Redis (its own redis-server, or --redis URL, which is FLUSHED) like benchmarks/alerts.py (the
 captures' documents through RedisStore, 1% storming, 4% lagging), runs one alert cycle (so firing
 alerts are part of the scrape), then times each scrape --repeat times, alternating old and new, and
-prints medians. Also the per-partition scrape (`metrics_per_partition`, off by default) once each.
+prints medians (and the in-process scrape's CPU time, which load on the machine inflates less). Also
+the per-partition scrape (`metrics_per_partition`, off by default) once each.
 
-    .venv/bin/python benchmarks/metrics.py [--groups 50000] [--repeat 5] [--redis URL]
+Every series of the scrape has a `cluster` label. `--clusters N` adds N-1 more Kafka clusters holding
+copies of the same groups (the keys a scrape reads, copied under `gs@benchN`, and registered), so one
+scrape covers N x --groups series sets; the baseline knows no clusters and scrapes the first only.
+`--no-baseline` skips the baseline (20 s a scrape).
+
+    .venv/bin/python benchmarks/metrics.py [--groups 50000] [--repeat 5] [--clusters 1] [--no-baseline]
+                                           [--redis URL]
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from collectors.alerts.evaluate import Evaluator  # noqa: E402
 from collectors.alerts.metrics import MetricsSource, start_metrics_server  # noqa: E402
 from collectors.alerts.store import AlertStore  # noqa: E402
 from collectors.local_servers import RedisServer, free_port  # noqa: E402
+from collectors.storage.clusters import ClusterRegistry, cluster_prefix  # noqa: E402
 from collectors.storage.redis_store import RedisStore  # noqa: E402
 from coordinator_model.alert_rules import parse_alert_config  # noqa: E402
 from coordinator_model.alert_rules.docview import partition_lags  # noqa: E402
@@ -144,10 +152,22 @@ def http_get(port: int, gzip_ok: bool) -> tuple[float, int]:
     return time.perf_counter() - t, len(body)
 
 
-def in_process(fn: Any) -> tuple[float, int]:
-    t = time.perf_counter()
+def in_process(fn: Any) -> tuple[float, int, float]:
+    """(wall s, bytes, CPU s) of one scrape in this process."""
+    t, c = time.perf_counter(), time.process_time()
     body = fn()
-    return time.perf_counter() - t, len(body)
+    return time.perf_counter() - t, len(body), time.process_time() - c
+
+
+def copy_cluster(client: Any, name: str) -> None:
+    """Another cluster with the same groups: the keys a scrape reads of the cluster `default`, copied
+    under the cluster's prefix (COPY, Redis 6.2 or later), and the cluster registered."""
+    dst = cluster_prefix(name)
+    keys = [b"gs:fleet", b"gs:fleet:state", *client.scan_iter("gs:summary:metrics:*", count=1000)]
+    keys += [k for k in (b"gs:alerts:active", b"gs:alerts:cycle") if client.exists(k)]
+    for key in keys:
+        client.copy(key, dst.encode() + key[len(b"gs") :], replace=True)
+    ClusterRegistry(client).register(name, None)
 
 
 def main() -> None:
@@ -157,6 +177,8 @@ def main() -> None:
     ap.add_argument("--groups", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--redis", default=None, help="Redis URL to use (FLUSHED); default: start one")
+    ap.add_argument("--clusters", type=int, default=1, help="Kafka clusters, each with --groups groups")
+    ap.add_argument("--no-baseline", action="store_true", help="Skip the scrape before summaries")
     args = ap.parse_args()
     server = None
     url = args.redis
@@ -169,6 +191,10 @@ def main() -> None:
         now = fill(client, args.groups, templates())
         Evaluator(client, parse_alert_config(None)).run_cycle(now_ms=now)
         print(f"filled {args.groups} groups; {len(AlertStore(client).active())} alerts firing")
+        for i in range(1, args.clusters):
+            copy_cluster(client, f"bench{i}")
+        if args.clusters > 1:
+            print(f"{args.clusters} clusters of {args.groups} groups each (the baseline scrapes the first)")
         print(f"load average: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (wall times include it)")
         from prometheus_client import start_http_server
 
@@ -183,36 +209,55 @@ def main() -> None:
             "HTTP, gzip": (lambda: http_get(new_port, True), lambda: http_get(old_port, True)),
             "HTTP, plain": (lambda: http_get(new_port, False), lambda: http_get(old_port, False)),
         }
-        figures: dict[str, dict[str, list[tuple[float, int]]]] = {c: {"new": [], "old": []} for c in cases}
+        paths = ("new",) if args.no_baseline else ("new", "old")
+        figures: dict[str, dict[str, list[tuple[Any, ...]]]] = {c: {"new": [], "old": []} for c in cases}
         for i in range(args.repeat):
             for case, (new, old) in cases.items():
                 pair = (("new", new), ("old", old)) if i % 2 == 0 else (("old", old), ("new", new))
                 for which, fn in pair:
-                    figures[case][which].append(fn())
+                    if which in paths:
+                        figures[case][which].append(fn())
             print(
                 f"run {i + 1}: "
                 + ", ".join(
-                    f"{case} {v['new'][-1][0] * 1000:.0f} ms (before {v['old'][-1][0] * 1000:.0f} ms)"
+                    f"{case} {v['new'][-1][0] * 1000:.0f} ms"
+                    + (f" (before {v['old'][-1][0] * 1000:.0f} ms)" if v["old"] else "")
                     for case, v in figures.items()
                 ),
                 flush=True,
             )
         new_server.shutdown()
         old_server.shutdown()
-        print(f"\nmedians of {args.repeat}, {args.groups} groups: wall ms (bytes)")
+        groups = args.groups * args.clusters
+        print(f"\nmedians of {args.repeat}, {groups} groups in {args.clusters} cluster(s): wall ms (bytes)")
         print(f"{'scrape':14} {'summaries':>24} {'before':>24}")
         for case, v in figures.items():
             cols = [
                 f"{statistics.median(x[0] for x in v[w]) * 1000:8.0f} ({v[w][-1][1] / 1e6:5.1f} MB)"
+                if v[w]
+                else "-"
                 for w in ("new", "old")
             ]
             print(f"{case:14} {cols[0]:>24} {cols[1]:>24}")
+        cpu = [
+            f"{statistics.median(x[2] for x in figures['in process'][w]) * 1000:8.0f}"
+            if figures["in process"][w]
+            else "-"
+            for w in ("new", "old")
+        ]
+        print(f"{'in process CPU':14} {cpu[0]:>24} {cpu[1]:>24}")
         new_pp = in_process(MetricsSource(client, per_partition=True).render)
-        old_pp = in_process(lambda: generate_latest(reference_registry(client, per_partition=True)))
-        print(
-            f"{'per partition':14} {new_pp[0] * 1000:8.0f} ({new_pp[1] / 1e6:5.1f} MB) "
-            f"{old_pp[0] * 1000:14.0f} ({old_pp[1] / 1e6:5.1f} MB)   (from the documents, once each)"
-        )
+        if args.no_baseline:
+            print(
+                f"{'per partition':14} {new_pp[0] * 1000:8.0f} ({new_pp[1] / 1e6:5.1f} MB)   "
+                "(from the documents)"
+            )
+        else:
+            old_pp = in_process(lambda: generate_latest(reference_registry(client, per_partition=True)))
+            print(
+                f"{'per partition':14} {new_pp[0] * 1000:8.0f} ({new_pp[1] / 1e6:5.1f} MB) "
+                f"{old_pp[0] * 1000:14.0f} ({old_pp[1] / 1e6:5.1f} MB)   (from the documents, once each)"
+            )
     finally:
         if server is not None:
             server.stop()

@@ -120,6 +120,10 @@ def test_registry_lists_registered_configured_and_legacy_clusters(redis_client) 
     assert [c.name for c in got] == ["default", "prod", "staging"]
     assert got[1].bootstrap_servers == "p:9092" and got[1].registered_ms == 5 and got[1].prefix == "gs@prod"
     assert got[2].configured and not got[1].configured
+    # a field that is no cluster name (written by hand) is left out, never hiding the others
+    redis_client.hset("gs:clusters", "Bad:Name{x}", "not json")
+    redis_client.hset("gs:clusters", "qa", "[1]")
+    assert reg.names() == ["default", "prod", "qa"]
 
 
 @pytest.mark.servers

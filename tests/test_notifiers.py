@@ -65,13 +65,18 @@ def test_webhook_slack_and_email_receive_the_alert() -> None:
         assert d.join(10)
         assert d.delivered == {"hook": 1, "slack": 1, "mail": 1} and d.failed == {}
         [body] = hooks.bodies("/hook")
-        assert body == {"event": "firing", "alert": EVENT["alert"]}
+        # an event of before clusters (no `cluster`) is the cluster `default`'s, and says so
+        want = {"event": "firing", "cluster": "default", "alert": {**EVENT["alert"], "cluster": "default"}}
+        assert body == want
         [slack] = hooks.bodies("/slack")
         assert slack["channel"] == "#ops" and "FIRING rebalance_storm on orders" in slack["text"]
         assert slack["attachments"][0]["color"] == "danger"
         [(sender, rcpts, msg, _)] = smtp.messages
         assert rcpts == ["ops@example.com"] and sender == "groupscope@localhost"
-        assert msg["Subject"] == "[groupscope] FIRING rebalance_storm on orders (critical)"
+        # (a subject past 78 characters is folded on the wire: unfolded as a mail client reads it)
+        subject = msg["Subject"].replace("\r\n", "").strip()
+        assert subject == "[groupscope] FIRING rebalance_storm on orders in cluster default (critical)"
+        assert msg["X-Groupscope-Cluster"] == "default"
         assert '"rebalances": 7' in msg.get_payload()
 
 

@@ -24,6 +24,11 @@ verdict cannot have changed and the group is not judged again.
 `at_ms` evaluates as of a past moment: every group is judged from its document, with its
 generations and timeline cut at that moment and its lag taken from the lag history point in force
 then.
+
+An `Evaluator` judges one Kafka cluster's groups (the layout under one prefix). `ClusterEvaluator`
+runs a cycle over every cluster (the registry's, re-read each cycle, and the configured ones), each
+with its own Evaluator, its own alerts and its own rules (`AlertConfig.for_cluster`); a cluster whose
+data cannot be read or judged is reported and skipped, and never stops the others.
 """
 
 from __future__ import annotations
@@ -34,11 +39,13 @@ import logging
 import time
 import uuid
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from collectors.alerts.store import Alert, AlertStore
+from collectors.alerts.clusters import cluster_names
+from collectors.alerts.store import Alert, AlertStore, alert_id, cluster_of_prefix
+from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import (
     Facts,
@@ -146,12 +153,14 @@ class Evaluator:
         chunk: int = 1000,
         history_retention_ms: int | None = 7 * 24 * 3600 * 1000,
         summaries: bool = True,
+        cluster: str | None = None,
     ) -> None:
         self.r = client
         self.history_retention_ms = history_retention_ms
         self.config = config
+        self.cluster = cluster or cluster_of_prefix(prefix)
         self.data = RedisStore(client, prefix=prefix)
-        self.alerts = AlertStore(client, prefix=prefix)
+        self.alerts = AlertStore(client, prefix=prefix, cluster=self.cluster)
         self.chunk = chunk
         self.quiet_seconds = quiet_lag_seconds(config)
         # False reads every group's document (the path before summaries; benchmarks and tests
@@ -506,7 +515,7 @@ class Evaluator:
         if fires:
             # An episode already recorded and resolved (a replay of a moment judged before) is not
             # fired again: its id is the same, and the history keeps its end.
-            ids = [f"{f.group}|{f.rule}|{min(f.since, now)}" for f in fires]
+            ids = [alert_id(self.cluster, f.group, f.rule, min(f.since, now)) for f in fires]
             known = self.r.hmget(self.alerts.k("log"), ids)
             for f, raw in zip(fires, known, strict=True):
                 if raw is None or json.loads(raw).get("state") == "firing":
@@ -524,6 +533,7 @@ class Evaluator:
             until=None,
             updated=now,
             evidence=_trim_evidence(f.evidence),
+            cluster=self.cluster,
         )
         self.alerts.queue_fire(pipe, alert)
         result.fired += 1
@@ -540,3 +550,102 @@ class Evaluator:
         self.alerts.queue_resolve(pipe, alert)
         result.resolved += 1
         result.transitions.append(Transition("resolved", alert.to_json()))
+
+
+@dataclass
+class FleetResult:
+    """One cycle over every cluster: each cluster's result, and the clusters that failed."""
+
+    now_ms: int
+    cycles: dict[str, CycleResult] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)  # cluster -> why its cycle failed
+
+    @property
+    def transitions(self) -> list[Transition]:
+        return [t for c in self.cycles.values() for t in c.transitions]
+
+    @property
+    def locked(self) -> list[str]:
+        """Clusters whose cycle was skipped because another one held their lock."""
+        return [name for name, c in self.cycles.items() if c.skipped_locked]
+
+    def total(self, what: str) -> int:
+        return sum(int(getattr(c, what)) for c in self.cycles.values())
+
+    def summary(self) -> dict[str, Any]:
+        totals = ("groups_total", "evaluated", "fired", "resolved", "updated", "active", "skipped_quiet")
+        return {
+            "now_ms": self.now_ms,
+            **{k: self.total(k) for k in totals},
+            "transitions": len(self.transitions),
+            "clusters": {name: c.summary() for name, c in self.cycles.items()},
+            "errors": dict(self.errors),
+        }
+
+
+class ClusterEvaluator:
+    """Evaluation cycles over every Kafka cluster in one Redis.
+
+    The clusters are those of the registry (each collector registers its cluster when it starts)
+    and the configured ones, read again every cycle, so a cluster whose collector starts after the
+    worker is judged from its first cycle on. Each cluster keeps its own Evaluator (its caches and
+    its resolved rules) and its own alerts, lock and bookkeeping under its prefix."""
+
+    def __init__(
+        self,
+        client: Any,
+        config: AlertConfig,
+        configured: Iterable[str] = (),
+        base: str = BASE_PREFIX,
+        only: str | None = None,
+        **evaluator_kw: Any,
+    ) -> None:
+        self.r = client
+        self.config = config
+        self.configured = list(configured)
+        self.base = base
+        self.only = only  # one cluster (`alerts evaluate --cluster`), else all
+        self.evaluator_kw = evaluator_kw
+        self._evaluators: dict[str, Evaluator] = {}
+
+    def cluster_names(self) -> list[str]:
+        if self.only is not None:
+            return [self.only]
+        return cluster_names(self.r, self.configured, self.base)
+
+    def evaluator(self, name: str) -> Evaluator:
+        ev = self._evaluators.get(name)
+        if ev is None:
+            ev = Evaluator(
+                self.r,
+                self.config.for_cluster(name),
+                prefix=cluster_prefix(name, self.base),
+                cluster=name,
+                **self.evaluator_kw,
+            )
+            self._evaluators[name] = ev
+        return ev
+
+    def run_cycle(
+        self,
+        now_ms: int | None = None,
+        at_ms: int | None = None,
+        full: bool = False,
+        lock_ttl_ms: int = 60_000,
+    ) -> FleetResult:
+        """One cycle per cluster (see Evaluator.run_cycle), one after the other. Without `now_ms`
+        each cluster's cycle takes the clock when it starts, as a single cluster's does."""
+        out = FleetResult(
+            now_ms=at_ms if at_ms is not None else (now_ms if now_ms is not None else _now_ms())
+        )
+        for name in self.cluster_names():  # the registry: a Redis it cannot read fails the cycle
+            try:
+                out.cycles[name] = self.evaluator(name).run_cycle(
+                    now_ms=now_ms, at_ms=at_ms, full=full, lock_ttl_ms=lock_ttl_ms
+                )
+            except Exception as e:  # one cluster's broken data must not stop the others' evaluation
+                log.error("cluster %s: evaluation cycle failed; the other clusters go on", name, exc_info=e)
+                out.errors[name] = f"{type(e).__name__}: {e}"
+                # Its evaluator may hold half-read state; the next cycle starts it afresh.
+                self._evaluators.pop(name, None)
+        return out

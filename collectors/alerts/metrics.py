@@ -1,6 +1,7 @@
 """Prometheus metrics, read from Redis at scrape time (no state of our own).
 
-Series (all gauges; labels in braces):
+Series (all gauges; labels in braces, and on every series `cluster`, the Kafka cluster: one scrape
+covers every cluster of the Redis, those of its registry and the configured ones):
 - groupscope_groups{state}                              groups per state
 - groupscope_group_state{group,state}                   1 for the group's current state
 - groupscope_group_members{group}                       members
@@ -16,7 +17,7 @@ Series (all gauges; labels in braces):
 - groupscope_alerts_active{rule}                        firing alerts per rule
 - groupscope_alert_cycle_duration_seconds, groupscope_alert_cycle_timestamp_seconds,
   groupscope_alert_cycle_groups_evaluated               the last evaluation cycle
-- groupscope_scrape_errors                              1 when Redis could not be read for this scrape
+- groupscope_scrape_errors                              1 when the cluster's data could not be read
 
 Mount `make_wsgi_app(redis_url)` anywhere (the dashboard serves it at /metrics), or run
 `start_metrics_server(port, redis_url)` (what `groupscope worker --metrics-port` does).
@@ -29,6 +30,14 @@ app and the server write the text exposition format themselves: prometheus_clien
 the ~500,000 samples through several function calls, which was as slow as reading the documents.
 `make_registry` keeps a prometheus_client registry for other servers, with the same series from the
 same read.
+
+The sink stores each group's lines without a cluster label (collectors/storage/summaries.py); the label
+is added when serving, by `with_label` over a family's joined lines: one `bytes.replace` of
+`\nFAMILY{` at line starts. That is exact because every line of a family's hash starts with the
+family's name and `{` (or a space, for a line without labels, which `with_label` handles too), and
+no line holds a raw newline before its end (the text format escapes one in a label value as `\n`),
+so the pattern matches line starts only, whatever a group or topic is called
+(tests/test_alerts_clusters_metrics.py holds this with hypothesis on odd names).
 """
 
 from __future__ import annotations
@@ -52,7 +61,10 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 
+from collectors.alerts.clusters import cluster_names
 from collectors.alerts.store import AlertStore
+from collectors.config import DEFAULT_CLUSTER
+from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import GROUP_FAMILIES, esc, lag_rows, metric_lines, metric_values, num
 
@@ -82,9 +94,74 @@ FAMILIES: dict[str, str] = {
 }
 
 
+def with_label(family: str, lines: list[bytes], label: bytes) -> bytes:
+    """The lines of one family (each ending in a newline) joined, with `label` (`name="value"`,
+    escaped) first in every line's labels. See the module's docstring for why a replace at line
+    starts is exact. Lines that are not of the family are left out (see `_labelled`)."""
+    return bytes(_labelled(family, lines, label)[0])
+
+
+def _labelled(family: str, lines: list[bytes], label: bytes) -> tuple[memoryview, int]:
+    """`with_label` as a view (which the scrape's final join copies once), and how many lines were
+    left out. At 50,000 groups the replace meets ~500,000 line starts; its search per match costs
+    more than copying the text.
+
+    The sink's lines always start with the family's name; were a stored value not to (garbage), or
+    cut short of its newline (gluing two groups' lines into one), Prometheus would refuse the whole
+    scrape, every cluster's. The replaces' growth says how many line starts they labelled, and two
+    counts how many lines there are and how often the family's name occurs: unless all three agree
+    (and the text ends with a newline), the lines are taken one by one (parsed: slow, but only then)
+    and those that are not one sample of the family are left out. A group or topic whose name holds
+    the family's name takes that path too, and is served. A malformed value within a line of the
+    family's (never written by the sink) is not looked for."""
+    name = family.encode()
+    text = b"".join([b"\n", *lines])
+    size = len(text)
+    text = text.replace(b"\n" + name + b"{", b"\n" + name + b"{" + label + b",")
+    labelled = (len(text) - size) // (len(label) + 1)
+    size = len(text)
+    # A line without labels (none is stored today; a line of an older or newer sink might be).
+    text = text.replace(b"\n" + name + b" ", b"\n" + name + b"{" + label + b"} ")
+    labelled += (len(text) - size) // (len(label) + 2)
+    lines_ = text.count(b"\n") - 1
+    if labelled == lines_ and text.endswith(b"\n") and text.count(name) == lines_:
+        return memoryview(text)[1:], 0
+    return _labelled_lines(family, lines, label)
+
+
+def _labelled_lines(family: str, lines: list[bytes], label: bytes) -> tuple[memoryview, int]:
+    """The slow path of `_labelled`, for a family whose stored lines are not all samples of it."""
+    name = family.encode()
+    good: list[bytes] = []
+    dropped = 0
+    for value in lines:
+        parts = value.split(b"\n")
+        if parts[-1]:
+            dropped += 1  # a value cut short of its newline: its last line is not whole
+        for line in parts[:-1]:
+            if not line:
+                continue
+            if line.startswith(name + b"{"):
+                out = name + b"{" + label + b"," + line[len(name) + 1 :]
+            elif line.startswith(name + b" "):
+                out = name + b"{" + label + b"}" + line[len(name) :]
+            else:
+                dropped += 1
+                continue
+            try:
+                samples = [s for f in text_string_to_metric_families(out.decode() + "\n") for s in f.samples]
+            except Exception:
+                samples = []
+            if len(samples) == 1 and samples[0].name == family:
+                good.append(out + b"\n")
+            else:
+                dropped += 1
+    return memoryview(b"".join(good)), dropped
+
+
 @dataclass
 class Scrape:
-    """What one scrape read from Redis, before it is written out."""
+    """What one scrape read from one cluster's Redis layout, before it is written out."""
 
     # per-group family -> its lines of every group, as stored by the sink (bytes) or made here
     lines: dict[str, list[bytes]] = field(default_factory=lambda: {f: [] for f in GROUP_FAMILIES})
@@ -98,30 +175,55 @@ class Scrape:
     alerts: list[dict[str, Any]] = field(default_factory=list)
     cycle: dict[str, Any] | None = None
     from_documents: int = 0  # groups without summaries, read from their fleet row and document
+    cluster: str = DEFAULT_CLUSTER
+    error: str | None = None  # the cluster's data could not be read: no series but scrape_errors 1
+    dropped: int = 0  # stored lines left out because they are not samples (scrape_errors 1)
+
+    @property
+    def label(self) -> str:
+        return f'cluster="{esc(self.cluster)}"'
 
 
 class MetricsSource:
-    """Reads one scrape's data from Redis: `read()`, then `text(scrape)` or `families(scrape)`."""
+    """Reads one scrape's data from Redis: `read()` (one Scrape per cluster), then `text(scrapes)` or
+    `families(scrapes)`. `prefix` is the base prefix: cluster NAME's layout is under `gs@NAME`
+    (collectors/storage/clusters.py); `clusters` are the configured ones, which the registry's join."""
 
     def __init__(
         self,
         client: Any,
-        prefix: str = "gs",
+        prefix: str = BASE_PREFIX,
         per_partition: bool = False,
         chunk: int = 1000,
         summaries: bool = True,
+        clusters: Iterable[str] = (),
     ) -> None:
         self.r = client
-        self.data = RedisStore(client, prefix=prefix)
-        self.alerts = AlertStore(client, prefix=prefix)
+        self.base = prefix
+        self.configured = list(clusters)
         self.per_partition = per_partition
         self.chunk = chunk
         # False reads every group's fleet row and document (the path before summaries; benchmarks
         # and tests compare the two).
         self.summaries = summaries
 
-    def read(self) -> Scrape:
-        scrape = Scrape()
+    def read(self) -> list[Scrape]:
+        """Every cluster's data; a cluster whose data cannot be read gives a Scrape with its error
+        (the others are read all the same). Raises only when the cluster registry cannot be read."""
+        out: list[Scrape] = []
+        for name in cluster_names(self.r, self.configured, self.base):
+            try:
+                out.append(self.read_cluster(name))
+            except Exception as e:  # one cluster's broken data must not take the others' series
+                log.warning("metrics scrape: cluster %s: cannot read its data: %s", name, e)
+                out.append(Scrape(cluster=name, error=f"{type(e).__name__}: {e}"))
+        return out
+
+    def read_cluster(self, cluster: str) -> Scrape:
+        prefix = cluster_prefix(cluster, self.base)
+        data = RedisStore(self.r, prefix=prefix)
+        alerts = AlertStore(self.r, prefix=prefix, cluster=cluster)
+        scrape = Scrape(cluster=cluster)
         # The fleet says which groups exist (and their states); the summary hashes hold each group's
         # lines, one hash per family, so a scrape joins them without looking at a group. The families
         # are written and removed together: when each has as many groups as the fleet and the first
@@ -129,13 +231,13 @@ class MetricsSource:
         # dictionaries of 50,000 keys cost as much as the transfer).
         families = GROUP_FAMILIES if self.summaries else ()
         pipe = self.r.pipeline(transaction=False)
-        pipe.hkeys(self.data.k("fleet"))
-        pipe.hgetall(self.data.k("fleet", "state"))
+        pipe.hkeys(data.k("fleet"))
+        pipe.hgetall(data.k("fleet", "state"))
         if families:
-            pipe.hkeys(self.data.sk(f"metrics:{families[0]}"))
+            pipe.hkeys(data.sk(f"metrics:{families[0]}"))
             for family in families:
-                pipe.hlen(self.data.sk(f"metrics:{family}"))
-                pipe.hvals(self.data.sk(f"metrics:{family}"))
+                pipe.hlen(data.sk(f"metrics:{family}"))
+                pipe.hvals(data.sk(f"metrics:{family}"))
         names, states, *found = pipe.execute()
         fleet = set(names)
         for raw_name in names:
@@ -152,7 +254,7 @@ class MetricsSource:
             else:  # groups without summaries, or deleted since: take those of the fleet only
                 pipe = self.r.pipeline(transaction=False)
                 for family in families:
-                    pipe.hgetall(self.data.sk(f"metrics:{family}"))
+                    pipe.hgetall(data.sk(f"metrics:{family}"))
                 stored = pipe.execute()
                 complete = fleet.intersection(*(hash_.keys() for hash_ in stored))
                 for family, hash_ in zip(families, stored, strict=True):
@@ -160,7 +262,7 @@ class MetricsSource:
         missing = [n.decode() for n in names if n not in complete]
         if missing:
             scrape.from_documents = len(missing)
-            for name, values, _ in self._from_documents(missing, partitions=False):
+            for name, values, _ in self._from_documents(data, missing, partitions=False):
                 for family, lines in zip(GROUP_FAMILIES, metric_lines(name, values), strict=True):
                     scrape.lines[family].append(lines.encode())
                 # (a group whose fleet row is gone since the listing is counted in its old state)
@@ -169,26 +271,26 @@ class MetricsSource:
             # for an option that is off by default): it comes from the documents.
             offs = scrape.partition_lines["groupscope_partition_lag_offsets"]
             secs = scrape.partition_lines["groupscope_partition_lag_seconds"]
-            for name, _, parts in self._from_documents([n.decode() for n in names], partitions=True):
+            for name, _, parts in self._from_documents(data, [n.decode() for n in names], partitions=True):
                 g = esc(name)
                 for topic, p, p_off, p_sec in parts:
-                    label = f'{{group="{g}",partition="{p}",topic="{esc(topic)}"}}'
+                    label = f'{{{scrape.label},group="{g}",partition="{p}",topic="{esc(topic)}"}}'
                     offs.append(f"groupscope_partition_lag_offsets{label} {num(p_off)}\n")
                     secs.append(f"groupscope_partition_lag_seconds{label} {num(p_sec)}\n")
-        scrape.alerts = self.alerts.active()
-        scrape.cycle = self.alerts.last_cycle()
+        scrape.alerts = alerts.active()
+        scrape.cycle = alerts.last_cycle()
         return scrape
 
     def _from_documents(
-        self, names: list[str], partitions: bool
+        self, data: RedisStore, names: list[str], partitions: bool
     ) -> Iterator[tuple[str, list[Any], list[list[Any]]]]:
         """(name, metric values, per-partition rows) of groups from their fleet rows and documents:
         the same computation the sink's summaries are made with."""
         for i in range(0, len(names), self.chunk):
             chunk = names[i : i + self.chunk]
             pipe = self.r.pipeline(transaction=False)
-            pipe.hmget(self.data.k("fleet"), chunk)
-            pipe.mget([self.data.gk(name, "doc") for name in chunk])
+            pipe.hmget(data.k("fleet"), chunk)
+            pipe.mget([data.gk(name, "doc") for name in chunk])
             rows, docs = pipe.execute()
             for name, raw_row, raw_doc in zip(chunk, rows, docs, strict=True):
                 row, doc = _loads(raw_row), _loads(raw_doc)
@@ -199,59 +301,104 @@ class MetricsSource:
                 )
                 yield name, values, parts
 
-    def text(self, scrape: Scrape, names: Iterable[str] | None = None) -> bytes:
-        """The scrape in Prometheus' text format (0.0.4); `names` restricts it to those families."""
+    def text(self, scrapes: list[Scrape] | Scrape, names: Iterable[str] | None = None) -> bytes:
+        """The scrape of every cluster in Prometheus' text format (0.0.4), each family once with the
+        series of every cluster, each labelled with its `cluster`; `names` restricts the families."""
+        if isinstance(scrapes, Scrape):
+            scrapes = [scrapes]
         want = set(names) if names is not None else None
+        shown = self._shown(scrapes)
+        if want is not None:
+            shown &= want
+        # The stored lines first: a cluster whose lines had to be left out reports scrape_errors 1.
+        stored: dict[str, list[memoryview]] = {}
+        for name in GROUP_FAMILIES:
+            if name in shown:
+                stored[name] = []
+                for scrape in scrapes:
+                    if scrape.error is None and scrape.lines[name]:
+                        text, dropped = _labelled(name, scrape.lines[name], scrape.label.encode())
+                        stored[name].append(text)
+                        if dropped:
+                            log.warning(
+                                "metrics scrape: cluster %s: %d stored line(s) of %s not samples; left out",
+                                scrape.cluster,
+                                dropped,
+                                name,
+                            )
+                            scrape.dropped += dropped
         small: dict[str, list[str]] = {name: [] for name in FAMILIES}
-        small["groupscope_groups"] = [
-            f'groupscope_groups{{state="{esc(st)}"}} {num(n)}\n' for st, n in sorted(scrape.per_state.items())
+        partition_lines: dict[str, list[str]] = {}
+        for scrape in scrapes:
+            self._small(scrape, small)
+            if scrape.error is None:
+                for name, lines in scrape.partition_lines.items():
+                    partition_lines.setdefault(name, []).extend(lines)
+        small.update(partition_lines)
+        out: list[bytes | memoryview] = []
+        for name, doc in FAMILIES.items():
+            if name not in shown:
+                continue
+            out.append(f"# HELP {name} {doc}\n# TYPE {name} gauge\n".encode())
+            if name in stored:
+                out.extend(stored[name])
+            else:
+                out.append("".join(small[name]).encode())
+        return b"".join(out)
+
+    @staticmethod
+    def _small(scrape: Scrape, small: dict[str, list[str]]) -> None:
+        """The series made here (not stored by the sink) of one cluster, with its label."""
+        c = scrape.label
+        failed = scrape.error is not None or scrape.dropped > 0
+        small["groupscope_scrape_errors"].append(
+            f"groupscope_scrape_errors{{{c}}} {1.0 if failed else 0.0}\n"
+        )
+        if scrape.error is not None:
+            return
+        small["groupscope_groups"] += [
+            f'groupscope_groups{{{c},state="{esc(st)}"}} {num(n)}\n'
+            for st, n in sorted(scrape.per_state.items())
         ]
         per_rule: dict[str, int] = {}
         firing = small["groupscope_alert_firing"]
         for a in scrape.alerts:
             group, rule, severity = esc(a["group"]), esc(a["rule"]), esc(a.get("severity", "warning"))
             firing.append(
-                f'groupscope_alert_firing{{group="{group}",rule="{rule}",severity="{severity}"}} 1.0\n'
+                f'groupscope_alert_firing{{{c},group="{group}",rule="{rule}",severity="{severity}"}} 1.0\n'
             )
             per_rule[a["rule"]] = per_rule.get(a["rule"], 0) + 1
-        small["groupscope_alerts_active"] = [
-            f'groupscope_alerts_active{{rule="{esc(rule)}"}} {num(n)}\n'
+        small["groupscope_alerts_active"] += [
+            f'groupscope_alerts_active{{{c},rule="{esc(rule)}"}} {num(n)}\n'
             for rule, n in sorted(per_rule.items())
         ]
         for name, value in _cycle_values(scrape.cycle):
-            small[name].append(f"{name} {num(value)}\n")
-        small["groupscope_scrape_errors"].append("groupscope_scrape_errors 0.0\n")
-        small.update(scrape.partition_lines)
-        shown = self._shown(scrape)
-        out: list[bytes] = []
-        for name, doc in FAMILIES.items():
-            if name not in shown or (want is not None and name not in want):
-                continue
-            out.append(f"# HELP {name} {doc}\n# TYPE {name} gauge\n".encode())
-            if name in scrape.lines:
-                out.extend(scrape.lines[name])
-            else:
-                out.append("".join(small[name]).encode())
-        return b"".join(out)
+            small[name].append(f"{name}{{{c}}} {num(value)}\n")
 
-    def _shown(self, scrape: Scrape) -> set[str]:
+    def _shown(self, scrapes: list[Scrape]) -> set[str]:
         """The families a scrape lists (even empty): per partition only when asked, the cycle's once
-        there was one."""
+        any cluster had one."""
         shown = set(FAMILIES)
         if not self.per_partition:
             shown -= {"groupscope_partition_lag_offsets", "groupscope_partition_lag_seconds"}
-        if not scrape.cycle:
+        if not any(s.cycle for s in scrapes):
             shown -= {n for n in FAMILIES if n.startswith("groupscope_alert_cycle_")}
         return shown
 
-    def families(self, scrape: Scrape) -> list[Metric]:
+    def families(self, scrapes: list[Scrape] | Scrape) -> list[Metric]:
         """The same series as `text`, as prometheus_client metric families (without scrape_errors),
         read back from that text: the series a registry serves are exactly those the app serves."""
-        text = self.text(scrape).decode()
+        text = self.text(scrapes).decode()
         return [m for m in text_string_to_metric_families(text) if m.name != "groupscope_scrape_errors"]
 
+    def unreadable(self) -> list[str]:
+        """The clusters to report `groupscope_scrape_errors 1` for when Redis cannot be read at all
+        (its registry with it): the configured ones."""
+        return self.configured or [DEFAULT_CLUSTER]
+
     def render(self, names: Iterable[str] | None = None) -> bytes:
-        """One scrape as text; Redis unreachable gives `groupscope_scrape_errors 1` alone."""
+        """One scrape as text; Redis unreachable gives `groupscope_scrape_errors 1` alone (for each
+        configured cluster)."""
         try:
             with _no_cyclic_gc():
                 return self.text(self.read(), names)
@@ -259,7 +406,10 @@ class MetricsSource:
             log.warning("metrics scrape: cannot read Redis: %s", e)
             doc = FAMILIES["groupscope_scrape_errors"]
             body = f"# HELP groupscope_scrape_errors {doc}\n# TYPE groupscope_scrape_errors gauge\n"
-            return (body + "groupscope_scrape_errors 1.0\n").encode()
+            body += "".join(
+                f'groupscope_scrape_errors{{cluster="{esc(c)}"}} 1.0\n' for c in self.unreadable()
+            )
+            return body.encode()
 
 
 def _loads(raw: bytes | None) -> Any:
@@ -303,9 +453,15 @@ class GroupscopeCollector(Collector):
         per_partition: bool = False,
         chunk: int = 1000,
         summaries: bool = True,
+        clusters: Iterable[str] = (),
     ) -> None:
         self.source = MetricsSource(
-            client, prefix=prefix, per_partition=per_partition, chunk=chunk, summaries=summaries
+            client,
+            prefix=prefix,
+            per_partition=per_partition,
+            chunk=chunk,
+            summaries=summaries,
+            clusters=clusters,
         )
 
     def describe(self) -> list[Metric]:
@@ -313,18 +469,21 @@ class GroupscopeCollector(Collector):
 
     def collect(self) -> Iterator[Metric]:
         errors = GaugeMetricFamily(
-            "groupscope_scrape_errors", "1 when Redis could not be read for this scrape"
+            "groupscope_scrape_errors", "1 when Redis could not be read for this scrape", labels=["cluster"]
         )
         try:
             with _no_cyclic_gc():
-                families = self.source.families(self.source.read())
+                scrapes = self.source.read()
+                families = self.source.families(scrapes)
         except Exception as e:  # an unreachable Redis must give an answer Prometheus can alert on
             log.warning("metrics scrape: cannot read Redis: %s", e)
-            errors.add_metric([], 1)
+            for cluster in self.source.unreadable():
+                errors.add_metric([cluster], 1)
             yield errors
             return
         yield from families
-        errors.add_metric([], 0)
+        for scrape in scrapes:
+            errors.add_metric([scrape.cluster], 1 if scrape.error is not None or scrape.dropped else 0)
         yield errors
 
 
@@ -334,9 +493,13 @@ def _client(redis_url: str) -> Any:
     return redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
 
 
-def make_registry(redis_url: str, prefix: str = "gs", per_partition: bool = False) -> CollectorRegistry:
+def make_registry(
+    redis_url: str, prefix: str = "gs", per_partition: bool = False, clusters: Iterable[str] = ()
+) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(GroupscopeCollector(_client(redis_url), prefix=prefix, per_partition=per_partition))
+    registry.register(
+        GroupscopeCollector(_client(redis_url), prefix=prefix, per_partition=per_partition, clusters=clusters)
+    )
     return registry
 
 
@@ -344,11 +507,14 @@ def _gzip_accepted(header: str | None) -> bool:
     return any(part.split(";")[0].strip().lower() == "gzip" for part in (header or "").split(","))
 
 
-def make_wsgi_app(redis_url: str, prefix: str = "gs", per_partition: bool = False) -> Callable[..., Any]:
+def make_wsgi_app(
+    redis_url: str, prefix: str = "gs", per_partition: bool = False, clusters: Iterable[str] = ()
+) -> Callable[..., Any]:
     """A WSGI app answering Prometheus scrapes (mount it at /metrics). It answers like
     prometheus_client's (OPTIONS, GET only, `name[]` to select families, gzip when accepted), in the
-    text format 0.0.4, which every Prometheus reads."""
-    source = MetricsSource(_client(redis_url), prefix=prefix, per_partition=per_partition)
+    text format 0.0.4, which every Prometheus reads. Every cluster of the Redis (its registry's and
+    the configured `clusters`) is in every scrape, each series labelled with its `cluster`."""
+    source = MetricsSource(_client(redis_url), prefix=prefix, per_partition=per_partition, clusters=clusters)
     lock = threading.Lock()  # one redis client, one scrape at a time
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:

@@ -5,6 +5,9 @@ Each channel sends one event (an alert that started firing or was resolved) and 
 each (channel, event) is its own Celery task (collectors/alerts/tasks.py), and from the CLI
 `ThreadDispatcher` gives each channel its own thread, so a dead webhook delays nobody else and never
 the evaluation.
+
+Every message names the Kafka cluster of its alert (the same group name can exist in two clusters):
+in the title and text, and as `cluster` in structured payloads.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from dataclasses import dataclass, field
 from email.message import EmailMessage
 from typing import Any
 
+from collectors.config import DEFAULT_CLUSTER
+
 log = logging.getLogger(__name__)
 
 
@@ -28,15 +33,30 @@ class NotifyError(RuntimeError):
     """A channel could not deliver an event (the message says which channel and why)."""
 
 
+def make_event(event: str, alert: dict[str, Any]) -> dict[str, Any]:
+    """What a channel sends for one transition: `{"event", "cluster", "alert"}`."""
+    return {"event": event, "cluster": alert.get("cluster") or DEFAULT_CLUSTER, "alert": alert}
+
+
+def cluster_of(event: dict[str, Any]) -> str:
+    """The event's cluster (`default` for an event queued before alerts carried their cluster)."""
+    return str(event.get("cluster") or event["alert"].get("cluster") or DEFAULT_CLUSTER)
+
+
 def _title(event: dict[str, Any]) -> str:
     a = event["alert"]
     word = "FIRING" if event["event"] == "firing" else "RESOLVED"
-    return f"[groupscope] {word} {a['rule']} on {a['group']} ({a.get('severity', 'warning')})"
+    # "[groupscope]" first as before, so mail filters on it keep working; the cluster after the
+    # group, which alone is ambiguous when two clusters have a group of that name.
+    return (
+        f"[groupscope] {word} {a['rule']} on {a['group']} in cluster {cluster_of(event)} "
+        f"({a.get('severity', 'warning')})"
+    )
 
 
 def _text(event: dict[str, Any]) -> str:
     a = event["alert"]
-    lines = [_title(event), "", a.get("summary", ""), f"since: {a['since']}"]
+    lines = [_title(event), "", a.get("summary", ""), f"cluster: {cluster_of(event)}", f"since: {a['since']}"]
     if a.get("until") is not None:
         lines.append(f"until: {a['until']}")
     lines += ["", "evidence:", json.dumps(a.get("evidence", {}), indent=2, sort_keys=True, default=str)]
@@ -50,6 +70,7 @@ class Notifier:
     events: tuple[str, ...] = ("firing", "resolved")
     rules: tuple[str, ...] = ()  # only these rules (empty: all)
     min_severity: str = "info"
+    clusters: tuple[str, ...] = ()  # only alerts of these Kafka clusters (empty: all)
 
     def wants(self, event: dict[str, Any]) -> bool:
         order = {"info": 0, "warning": 1, "critical": 2}
@@ -57,6 +78,7 @@ class Notifier:
         return (
             event["event"] in self.events
             and (not self.rules or a["rule"] in self.rules)
+            and (not self.clusters or cluster_of(event) in self.clusters)
             and order.get(a.get("severity", "warning"), 1) >= order.get(self.min_severity, 0)
         )
 
@@ -81,15 +103,16 @@ def _post_json(url: str, body: dict[str, Any], headers: dict[str, str], timeout:
 
 @dataclass
 class WebhookNotifier(Notifier):
-    """POSTs `{"event": "firing"|"resolved", "alert": {...}}` as JSON."""
+    """POSTs `{"event": "firing"|"resolved", "cluster": ..., "alert": {..., "cluster": ...}}` as JSON."""
 
     url: str = ""
     headers: dict[str, str] = field(default_factory=dict)
 
     def send(self, event: dict[str, Any]) -> None:
+        cluster = cluster_of(event)
         _post_json(
             self.url,
-            {"event": event["event"], "alert": event["alert"]},
+            {"event": event["event"], "cluster": cluster, "alert": {**event["alert"], "cluster": cluster}},
             self.headers,
             self.timeout_s,
             self.name,
@@ -117,9 +140,10 @@ class SlackNotifier(Notifier):
             "attachments": [
                 {
                     "color": color,
-                    "title": f"{a['rule']} on {a['group']}",
+                    "title": f"{a['rule']} on {a['group']} in cluster {cluster_of(event)}",
                     "text": a.get("summary", ""),
                     "fields": [
+                        {"title": "cluster", "value": cluster_of(event), "short": True},
                         {"title": "state", "value": a["state"], "short": True},
                         {"title": "since", "value": str(a["since"]), "short": True},
                     ],
@@ -147,6 +171,7 @@ class EmailNotifier(Notifier):
         msg["Subject"] = _title(event)
         msg["From"] = self.sender
         msg["To"] = ", ".join(self.to)
+        msg["X-Groupscope-Cluster"] = cluster_of(event)  # for mail rules that sort by cluster
         msg.set_content(_text(event))
         try:
             cls = smtplib.SMTP_SSL if self.ssl else smtplib.SMTP
@@ -168,6 +193,7 @@ def build_notifier(spec: dict[str, Any], default_timeout_s: float = 5.0) -> Noti
         "events": tuple(spec.get("events") or ("firing", "resolved")),
         "rules": tuple(spec.get("rules") or ()),
         "min_severity": spec.get("min_severity", "info"),
+        "clusters": tuple(spec.get("clusters") or ()),
     }
     kind = spec["type"]
     if kind == "webhook":

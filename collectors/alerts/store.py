@@ -1,6 +1,8 @@
 """Alerts in Redis: the active set, the history with evidence, and the evaluator's bookkeeping.
 
-Keys (prefix `gs` by default, like collectors/storage/redis_store.py; documented in docs/alerts.md):
+Keys (prefix `gs` by default, like collectors/storage/redis_store.py; documented in docs/alerts.md).
+Each Kafka cluster has its own store under its own prefix (`gs@NAME`, collectors/storage/clusters.py),
+so two clusters' alerts on same-named groups never share a key; every alert carries its `cluster`:
 - `gs:alerts:active`       hash  `RULE|GROUP` -> alert JSON, one per (group, rule) while it fires
 - `gs:alerts:log`          hash  alert id -> alert JSON (firing or resolved), the history's bodies
 - `gs:alerts:history`      zset  alert id scored by `since`, newest last
@@ -12,8 +14,10 @@ Keys (prefix `gs` by default, like collectors/storage/redis_store.py; documented
 - `gs:alerts:lock`         string held while a cycle runs, so two beats never evaluate at once
 - `gs:alerts:trimmed`      string set for ten minutes after the history was trimmed
 
-An alert's id is `GROUP|RULE|SINCE`: writing the same transition twice rewrites the same fields, so a
-cycle run twice (a Celery retry, a cron overlap) adds nothing.
+An alert's id is `GROUP|RULE|SINCE` (`CLUSTER/GROUP|RULE|SINCE` outside the cluster `default`, whose
+ids stay as they were before clusters): writing the same transition twice rewrites the same fields, so
+a cycle run twice (a Celery retry, a cron overlap) adds nothing, and an id names one alert across
+clusters (a receiver that deduplicates on it never merges two clusters' alerts).
 """
 
 from __future__ import annotations
@@ -21,6 +25,20 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from collectors.config import DEFAULT_CLUSTER
+
+
+def cluster_of_prefix(prefix: str) -> str:
+    """The cluster whose layout lives under `prefix` (collectors/storage/clusters.py: `gs@NAME` for
+    NAME, the plain prefix for `default`)."""
+    _, at, name = prefix.partition("@")
+    return name if at and name else DEFAULT_CLUSTER
+
+
+def alert_id(cluster: str, group: str, rule: str, since: int) -> str:
+    base = f"{group}|{rule}|{since}"
+    return base if cluster == DEFAULT_CLUSTER else f"{cluster}/{base}"
 
 
 def _dumps(obj: Any) -> str:
@@ -38,15 +56,18 @@ class Alert:
     until: int | None = None
     updated: int = 0
     evidence: dict[str, Any] = field(default_factory=dict)
+    # None: the cluster of the store it is written to (AlertStore.queue_* fill it in).
+    cluster: str | None = None
 
     @property
     def id(self) -> str:
-        return f"{self.group}|{self.rule}|{self.since}"
+        return alert_id(self.cluster or DEFAULT_CLUSTER, self.group, self.rule, self.since)
 
     def to_json(self) -> dict[str, Any]:
         # Shallow on purpose: dataclasses.asdict deep-copies the evidence, for nothing.
         return {
             "id": self.id,
+            "cluster": self.cluster or DEFAULT_CLUSTER,
             "group": self.group,
             "rule": self.rule,
             "state": self.state,
@@ -59,8 +80,10 @@ class Alert:
         }
 
     @classmethod
-    def from_json(cls, d: dict[str, Any]) -> Alert:
+    def from_json(cls, d: dict[str, Any], cluster: str = DEFAULT_CLUSTER) -> Alert:
+        """`cluster`: the store's (an alert written before alerts carried theirs has none)."""
         return cls(
+            cluster=cluster,
             group=d["group"],
             rule=d["rule"],
             state=d.get("state", "firing"),
@@ -76,15 +99,24 @@ class Alert:
 class AlertStore:
     """Read and write alerts. The dashboard uses `active()` and `history()` only."""
 
-    def __init__(self, client: Any, prefix: str = "gs") -> None:
+    def __init__(self, client: Any, prefix: str = "gs", cluster: str | None = None) -> None:
         self.r = client
         self.p = prefix
+        # The cluster these alerts belong to: from the prefix unless told (a test's own prefix).
+        self.cluster = cluster or cluster_of_prefix(prefix)
 
     @classmethod
-    def from_url(cls, url: str, prefix: str = "gs") -> AlertStore:
+    def from_url(cls, url: str, prefix: str = "gs", cluster: str | None = None) -> AlertStore:
         import redis
 
-        return cls(redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5), prefix)
+        return cls(redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5), prefix, cluster)
+
+    def _load(self, raw: bytes | str) -> dict[str, Any]:
+        a = json.loads(raw)
+        # The store's cluster, whatever the alert says: the keys it is under are the authority, and
+        # alerts written before alerts carried their cluster have none.
+        a["cluster"] = self.cluster
+        return a
 
     def k(self, *parts: str) -> str:
         return ":".join((self.p, "alerts", *parts))
@@ -106,7 +138,7 @@ class AlertStore:
             values = [raw] if raw else []
         else:
             values = list(self.r.hvals(self.k("active")))
-        out = [json.loads(v) for v in values]
+        out = [self._load(v) for v in values]
         out = [
             a
             for a in out
@@ -145,7 +177,7 @@ class AlertStore:
             for raw in self.r.hmget(self.k("log"), ids):
                 if not raw:
                     continue
-                a = json.loads(raw)
+                a = self._load(raw)
                 if (rule is not None and a["rule"] != rule) or (state is not None and a["state"] != state):
                     continue
                 if skipped < offset:
@@ -178,11 +210,13 @@ class AlertStore:
     def active_by_group(self) -> dict[str, dict[str, Alert]]:
         out: dict[str, dict[str, Alert]] = {}
         for raw in self.r.hvals(self.k("active")):
-            a = Alert.from_json(json.loads(raw))
+            a = Alert.from_json(json.loads(raw), self.cluster)
             out.setdefault(a.group, {})[a.rule] = a
         return out
 
     def queue_fire(self, pipe: Any, alert: Alert) -> None:
+        if alert.cluster is None:
+            alert.cluster = self.cluster
         body = _dumps(alert.to_json())
         pipe.hset(self.k("active"), self.field(alert.group, alert.rule), body)
         pipe.hset(self.k("log"), alert.id, body)
@@ -193,6 +227,8 @@ class AlertStore:
         self.queue_fire(pipe, alert)  # same fields, fresher evidence
 
     def queue_resolve(self, pipe: Any, alert: Alert) -> None:
+        if alert.cluster is None:
+            alert.cluster = self.cluster
         pipe.hdel(self.k("active"), self.field(alert.group, alert.rule))
         pipe.hset(self.k("log"), alert.id, _dumps(alert.to_json()))
         pipe.zadd(self.k("history"), {alert.id: alert.since})

@@ -3,6 +3,9 @@ notification is its own task, retried with exponential backoff, so a failing cha
 
 Redis is the broker (the same Redis the collector writes). Tasks go to the `groupscope-alerts` queue,
 so a Celery worker of the dashboard (background callbacks) on the same Redis never takes them.
+
+A cycle evaluates every Kafka cluster of that Redis (collectors/alerts/evaluate.py, ClusterEvaluator):
+the registry's clusters, read again each cycle, and the configured ones.
 """
 
 from __future__ import annotations
@@ -10,12 +13,13 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+from collections.abc import Iterable
 from typing import Any
 
 from celery import Celery
 
-from collectors.alerts.evaluate import Evaluator
-from collectors.alerts.notify import Notifier, NotifyError, backoff_delay, build_notifier
+from collectors.alerts.evaluate import ClusterEvaluator
+from collectors.alerts.notify import Notifier, NotifyError, backoff_delay, build_notifier, make_event
 from coordinator_model.alert_rules import AlertConfig
 
 log = logging.getLogger(__name__)
@@ -41,10 +45,11 @@ class _Runtime:
     """What the tasks need, set once by `configure` in the worker process."""
 
     redis_url: str = ""
-    prefix: str = "gs"
+    prefix: str = "gs"  # the base prefix: cluster NAME's keys are under gs@NAME
+    clusters: tuple[str, ...] = ()  # the configured clusters (the registry adds the others)
     config: AlertConfig = AlertConfig()
     notifiers: dict[str, Notifier] = {}  # noqa: RUF012 - replaced as a whole by configure()
-    evaluator: Evaluator | None = None
+    evaluator: ClusterEvaluator | None = None
     retention_ms: int = 7 * 24 * 3600 * 1000
 
 
@@ -54,6 +59,7 @@ def configure(
     interval_s: float = 5.0,
     prefix: str = "gs",
     retention_ms: int = 7 * 24 * 3600 * 1000,
+    clusters: Iterable[str] = (),
 ) -> Celery:
     app.conf.broker_url = redis_url
     app.conf.beat_schedule = {
@@ -66,6 +72,7 @@ def configure(
     }
     _Runtime.redis_url = redis_url
     _Runtime.prefix = prefix
+    _Runtime.clusters = tuple(clusters)
     _Runtime.retention_ms = retention_ms
     _Runtime.config = config
     _Runtime.notifiers = {
@@ -75,13 +82,17 @@ def configure(
     return app
 
 
-def _evaluator() -> Evaluator:
+def _evaluator() -> ClusterEvaluator:
     if _Runtime.evaluator is None:
         import redis
 
         client = redis.Redis.from_url(_Runtime.redis_url, socket_timeout=30, socket_connect_timeout=5)
-        _Runtime.evaluator = Evaluator(
-            client, _Runtime.config, prefix=_Runtime.prefix, history_retention_ms=_Runtime.retention_ms
+        _Runtime.evaluator = ClusterEvaluator(
+            client,
+            _Runtime.config,
+            configured=_Runtime.clusters,
+            base=_Runtime.prefix,
+            history_retention_ms=_Runtime.retention_ms,
         )
     return _Runtime.evaluator
 
@@ -90,7 +101,7 @@ def enqueue_notifications(transitions: list[Any]) -> int:
     """One notify task per (channel, event) the channel wants."""
     sent = 0
     for t in transitions:
-        event = {"event": t.event, "alert": t.alert}
+        event = make_event(t.event, t.alert)
         if t.event == "resolved" and not _Runtime.config.notify.get("resolved", True):
             continue
         for name, n in _Runtime.notifiers.items():
@@ -105,7 +116,7 @@ def evaluate_task(at_ms: int | None = None) -> dict[str, Any]:
     result = _evaluator().run_cycle(at_ms=at_ms)
     summary = result.summary()
     summary["notifications"] = enqueue_notifications(result.transitions)
-    if result.fired or result.resolved:
+    if summary["fired"] or summary["resolved"] or result.errors:
         log.info("alerts: %s", summary)
     return summary
 
@@ -138,9 +149,10 @@ def run_worker(
     loglevel: str = "INFO",
     prefix: str = "gs",
     retention_ms: int = 7 * 24 * 3600 * 1000,
+    clusters: Iterable[str] = (),
 ) -> int:
     """Run the worker with embedded beat until stopped (SIGTERM/SIGINT: warm shutdown)."""
-    configure(redis_url, config, interval_s, prefix, retention_ms)
+    configure(redis_url, config, interval_s, prefix, retention_ms, clusters)
     schedule_dir = tempfile.mkdtemp(prefix="groupscope-beat-")
     worker = app.Worker(
         beat=True,

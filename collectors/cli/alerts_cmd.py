@@ -26,19 +26,54 @@ def alerts() -> None:
     """Evaluate and list alerts."""
 
 
+cluster_option = click.option(
+    "--cluster",
+    "cluster",
+    metavar="NAME",
+    default=None,
+    help="Only this Kafka cluster. Default: every cluster (with data in Redis, or configured).",
+)
+
+
+def _clusters(client, settings, cluster: str | None) -> list[str]:  # type: ignore[no-untyped-def]
+    """The clusters a command works on: `--cluster NAME`, else every known one. A name that is
+    neither known to the registry nor configured is refused (a typo would show nothing)."""
+    from collectors.alerts.clusters import cluster_names
+    from collectors.config import ConfigError, check_cluster_name
+
+    known = cluster_names(client, settings.cluster_names())
+    if cluster is None:
+        return known
+    try:
+        check_cluster_name(cluster)
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
+    if cluster not in known:
+        raise click.UsageError(
+            f"no cluster {cluster!r} in Redis or the configuration (known: {', '.join(known)})"
+        )
+    return [cluster]
+
+
 @alerts.command("evaluate")
 @redis_option
+@cluster_option
 @click.option("--at", "at_ms", type=int, default=None, metavar="MS", help="Evaluate as of this moment.")
 @click.option("--full", is_flag=True, help="Re-judge every group, not only the ones that changed.")
 @click.option("--no-notify", is_flag=True, help="Record transitions without sending notifications.")
 @click.option("--json", "as_json", is_flag=True, help="Print the cycle summary and transitions as JSON.")
-def evaluate(redis_url: str | None, at_ms: int | None, full: bool, no_notify: bool, as_json: bool) -> None:
-    """Run one evaluation cycle now (or as of --at MS, epoch milliseconds, over the stored history)."""
+def evaluate(
+    redis_url: str | None, cluster: str | None, at_ms: int | None, full: bool, no_notify: bool, as_json: bool
+) -> None:
+    """Run one evaluation cycle now (or as of --at MS, epoch milliseconds, over the stored history),
+    over every Kafka cluster (or --cluster NAME). A cluster whose data cannot be read is reported and
+    the others are evaluated all the same (exit status 1)."""
     import redis
 
     from collectors.alerts.config import load_alert_config
-    from collectors.alerts.evaluate import Evaluator
-    from collectors.alerts.notify import ThreadDispatcher, build_notifier
+    from collectors.alerts.evaluate import ClusterEvaluator
+    from collectors.alerts.notify import ThreadDispatcher, build_notifier, make_event
+    from collectors.storage.clusters import cluster_prefix
 
     settings = settings_from(redis_url=redis_url)
     try:
@@ -47,20 +82,25 @@ def evaluate(redis_url: str | None, at_ms: int | None, full: bool, no_notify: bo
         raise click.UsageError(str(e)) from e
     if at_ms is not None and at_ms < 0:
         raise click.UsageError("--at must be epoch milliseconds (>= 0)")
+    client = _client(settings.redis_url)
     try:
-        evaluator = Evaluator(
-            _client(settings.redis_url), config, history_retention_ms=settings.retention_s * 1000
+        only = _clusters(client, settings, cluster)[0] if cluster is not None else None
+        evaluator = ClusterEvaluator(
+            client,
+            config,
+            configured=settings.cluster_names(),
+            only=only,
+            history_retention_ms=settings.retention_s * 1000,
         )
         result = evaluator.run_cycle(at_ms=at_ms, full=full)
     except redis.RedisError as e:
         _fail(f"cannot evaluate: Redis at {settings.redis_url}: {e}")
         return
-    if result.skipped_locked:
-        _fail("another evaluation cycle is running (lock gs:alerts:lock); try again")
-    events = [{"event": t.event, "alert": t.alert} for t in result.transitions]
+    events = [make_event(t.event, t.alert) for t in result.transitions]
     if not config.notify.get("resolved", True):
         events = [e for e in events if e["event"] == "firing"]
     undelivered: dict[str, int] = {}
+    # The clusters that were evaluated notify even when another one failed or was locked.
     if events and config.notifiers and not no_notify:
         timeout = float(config.notify.get("timeout_s", 5.0))
         dispatcher = ThreadDispatcher(
@@ -79,50 +119,99 @@ def evaluate(redis_url: str | None, at_ms: int | None, full: bool, no_notify: bo
     if as_json:
         click.echo(json.dumps({"cycle": summary, "transitions": events}, default=str))
     else:
-        click.echo(
-            f"evaluated {result.evaluated}/{result.groups_total} groups at {result.now_ms} in "
-            f"{result.duration_s * 1000:.0f} ms: {result.fired} fired, {result.resolved} resolved, "
-            f"{result.active} active"
-        )
+        for name, c in result.cycles.items():
+            if c.skipped_locked:
+                continue
+            click.echo(
+                f"cluster {name}: evaluated {c.evaluated}/{c.groups_total} groups at {c.now_ms} in "
+                f"{c.duration_s * 1000:.0f} ms: {c.fired} fired, {c.resolved} resolved, {c.active} active"
+            )
     for name, n in undelivered.items():
         click.echo(f"groupscope: notifier {name}: {n} notification(s) not delivered", err=True)
+    for name, why in result.errors.items():
+        click.echo(f"groupscope: cluster {name}: cannot evaluate: {why}", err=True)
+    for name in result.locked:
+        click.echo(
+            f"groupscope: cluster {name}: another evaluation cycle is running "
+            f"(lock {cluster_prefix(name)}:alerts:lock); try again",
+            err=True,
+        )
+    if result.errors or result.locked:
+        raise SystemExit(1)
 
 
 @alerts.command("list")
 @redis_option
+@cluster_option
 @click.option("--json", "as_json", is_flag=True, help='Print {"active": [...], "history": [...]}.')
 @click.option("--group", default=None, help="Only this group.")
 @click.option("--rule", default=None, help="Only this rule.")
 @click.option("--state", type=click.Choice(["firing", "resolved"]), default=None, help="History filter.")
 @click.option("--limit", type=click.IntRange(min=1), default=500, show_default=True)
 def list_(
-    redis_url: str | None, as_json: bool, group: str | None, rule: str | None, state: str | None, limit: int
+    redis_url: str | None,
+    cluster: str | None,
+    as_json: bool,
+    group: str | None,
+    rule: str | None,
+    state: str | None,
+    limit: int,
 ) -> None:
-    """Print active alerts and history."""
+    """Print active alerts and history of every Kafka cluster (or --cluster NAME), newest first; each
+    alert carries its `cluster`."""
     import redis
 
     from collectors.alerts.store import AlertStore
+    from collectors.storage.clusters import cluster_prefix
 
     settings = settings_from(redis_url=redis_url)
-    store = AlertStore(_client(settings.redis_url))
+    client = _client(settings.redis_url)
+    active: list[dict] = []
+    history: list[dict] = []
+    failed: dict[str, str] = {}
     try:
-        active = [] if state == "resolved" else store.active(group=group, rule=rule)
-        history = store.history(group=group, rule=rule, state=state, limit=limit)
+        names = _clusters(client, settings, cluster)
     except redis.RedisError as e:
         _fail(f"cannot read alerts: Redis at {settings.redis_url}: {e}")
         return
+    for name in names:
+        store = AlertStore(client, prefix=cluster_prefix(name), cluster=name)
+        try:
+            active += [] if state == "resolved" else store.active(group=group, rule=rule)
+            history += store.history(group=group, rule=rule, state=state, limit=limit)
+        except (redis.RedisError, ValueError) as e:  # one cluster's broken keys: list the others
+            failed[name] = str(e)
+    if failed and len(failed) == len(names):
+        _fail("cannot read alerts: " + "; ".join(f"cluster {n}: {why}" for n, why in failed.items()))
+        return
+    # Newest first across clusters, as each store gives its own.
+    active.sort(key=lambda a: (-int(a["since"]), a["cluster"], a["group"], a["rule"]))
+    history.sort(key=lambda a: -int(a["since"]))
+    history = history[:limit]
     if as_json:
         click.echo(json.dumps({"active": active, "history": history}, default=str))
-        return
-    click.echo(f"active ({len(active)}):")
-    for a in active:
-        click.echo(f"  {a['severity']:8} {a['rule']:16} {a['group']}  since {a['since']}  {a['summary']}")
-    click.echo(f"history ({len(history)}):")
-    for a in history:
-        click.echo(
-            f"  {a['state']:8} {a['rule']:16} {a['group']}  {a['since']} .. {a.get('until') or '-'}  "
-            f"{a['summary']}"
-        )
+    else:
+        width = max([7, *(len(a["cluster"]) for a in active + history)])
+        click.echo(f"active ({len(active)}):")
+        if active:
+            click.echo(f"  {'CLUSTER':{width}} {'SEVERITY':8} {'RULE':16} GROUP  SINCE  SUMMARY")
+        for a in active:
+            click.echo(
+                f"  {a['cluster']:{width}} {a['severity']:8} {a['rule']:16} {a['group']}  "
+                f"since {a['since']}  {a['summary']}"
+            )
+        click.echo(f"history ({len(history)}):")
+        if history:
+            click.echo(f"  {'CLUSTER':{width}} {'STATE':8} {'RULE':16} GROUP  SINCE .. UNTIL  SUMMARY")
+        for a in history:
+            click.echo(
+                f"  {a['cluster']:{width}} {a['state']:8} {a['rule']:16} {a['group']}  {a['since']} .. "
+                f"{a.get('until') or '-'}  {a['summary']}"
+            )
+    for name, why in failed.items():
+        click.echo(f"groupscope: cluster {name}: cannot read alerts: {why}", err=True)
+    if failed:
+        raise SystemExit(1)
 
 
 @click.command()
@@ -142,8 +231,8 @@ def worker(
     concurrency: int,
     loglevel: str,
 ) -> None:
-    """Run the Celery worker with embedded beat: evaluate alerts every few seconds, send notifications,
-    and optionally serve /metrics."""
+    """Run the Celery worker with embedded beat: evaluate alerts of every Kafka cluster every few
+    seconds, send notifications, and optionally serve /metrics (every cluster, labelled)."""
     from collectors.alerts.config import load_alert_config
     from collectors.alerts.tasks import run_worker
 
@@ -164,6 +253,7 @@ def worker(
                 settings.redis_url,
                 addr=metrics_host,
                 per_partition=settings.metrics_per_partition,
+                clusters=settings.cluster_names(),
             )
         except OSError as e:
             raise click.UsageError(f"cannot serve metrics on port {metrics_port}: {e.strerror}") from e
@@ -176,5 +266,6 @@ def worker(
             concurrency=concurrency,
             loglevel=loglevel,
             retention_ms=settings.retention_s * 1000,
+            clusters=settings.cluster_names(),
         )
     )

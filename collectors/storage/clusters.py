@@ -16,17 +16,20 @@ from __future__ import annotations
 import heapq
 import itertools
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from collectors.config import DEFAULT_CLUSTER, check_cluster_name
+from collectors.config import CLUSTER_NAME, DEFAULT_CLUSTER, check_cluster_name
 
 if TYPE_CHECKING:
     from collectors.storage.redis_store import RedisStore
 
 BASE_PREFIX = "gs"
+
+log = logging.getLogger(__name__)
 
 
 def cluster_prefix(name: str, base: str = BASE_PREFIX) -> str:
@@ -76,10 +79,16 @@ class ClusterRegistry:
         conf = set(configured)
         found: dict[str, ClusterInfo] = {}
         for k, v in raw.items():
-            name = k.decode() if isinstance(k, bytes) else str(k)
+            name = k.decode(errors="replace") if isinstance(k, bytes) else str(k)
+            if not CLUSTER_NAME.fullmatch(name):
+                # written by hand or by something else: one bad field must not hide the others
+                log.warning("cluster registry %s: %r is not a cluster name; left out", self.key, name)
+                continue
             try:
                 row = json.loads(v)
             except ValueError:
+                row = {}
+            if not isinstance(row, dict):
                 row = {}
             found[name] = ClusterInfo(
                 name,

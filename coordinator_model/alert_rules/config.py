@@ -5,6 +5,10 @@ parameters are refused with a message naming them, so a typo never silently disa
 
 Group patterns (in `groups.allow`, `groups.deny`, a rule's `allow`/`deny`, an override's `group`) are
 exact group names, or regular expressions when written `re:<pattern>` (matched with re.search).
+
+A `clusters:` section layers rules, groups and overrides per Kafka cluster on top of the rest, which
+applies to every cluster: `config.for_cluster(name)` is the resolved configuration of one cluster, of
+the same shape, so the evaluator and its summaries run unchanged on it.
 """
 
 from __future__ import annotations
@@ -143,7 +147,14 @@ class AlertConfig:
     overrides: list[Override] = field(default_factory=list)
     notifiers: list[dict[str, Any]] = field(default_factory=list)
     notify: dict[str, Any] = field(default_factory=dict)
+    # cluster name -> that cluster's resolved configuration (this one with its `clusters:` entry on
+    # top); a cluster without an entry uses this one as it is.
+    clusters: dict[str, AlertConfig] = field(default_factory=dict)
     _cache: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict, repr=False)
+
+    def for_cluster(self, name: str) -> AlertConfig:
+        """The configuration that applies to the groups of cluster `name`."""
+        return self.clusters.get(name, self)
 
     def group_enabled(self, group: str) -> bool:
         if self.allow and not any(p.matches(group) for p in self.allow):
@@ -226,6 +237,94 @@ def _rule_params(name: str, raw: Any, where: str) -> dict[str, Any]:
     return params
 
 
+CLUSTER_KEYS = ("rules", "groups", "overrides")
+# Cluster names as collectors/config.py allows them (this package stays free of the collectors).
+_CLUSTER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
+
+
+def _apply(cfg: AlertConfig, data: dict[str, Any], at: str) -> None:
+    """Layer one mapping's `rules`, `groups` and `overrides` onto cfg. `at` prefixes the names in
+    error messages (`clusters.prod.` inside a cluster's entry)."""
+    rules = data.get("rules") or {}
+    if not isinstance(rules, dict):
+        raise AlertConfigError(f"alerts.{at}rules must be a mapping of rule name to parameters")
+    for name, raw in rules.items():
+        # On top of what applies already (the defaults, or for a cluster the top-level rules), so a
+        # cluster's `lag: {min_seconds: 10}` changes that threshold and keeps the others.
+        cfg.rules[name] = {
+            **cfg.rules.get(name, DEFAULT_RULES.get(name, {})),
+            **_rule_params(name, raw, f"{at}rules"),
+        }
+        if isinstance(raw, dict):
+            if raw.get("allow") is not None:
+                cfg.rule_allow[name] = _patterns(raw.get("allow"), f"{at}rules.{name}.allow")
+            if raw.get("deny") is not None:
+                cfg.rule_deny[name] = _patterns(raw.get("deny"), f"{at}rules.{name}.deny")
+    groups = data.get("groups") or {}
+    if not isinstance(groups, dict):
+        raise AlertConfigError(f"alerts.{at}groups must be a mapping with allow and/or deny")
+    unknown = set(groups) - {"allow", "deny"}
+    if unknown:
+        raise AlertConfigError(f"alerts.{at}groups: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
+    # Given lists replace the ones in force (a cluster can lift a top-level deny); absent ones stay.
+    if "allow" in groups:
+        cfg.allow = _patterns(groups.get("allow"), f"{at}groups.allow")
+    if "deny" in groups:
+        cfg.deny = _patterns(groups.get("deny"), f"{at}groups.deny")
+    overrides = data.get("overrides") or []
+    if not isinstance(overrides, list):
+        raise AlertConfigError(f"alerts.{at}overrides must be a list")
+    for i, ov in enumerate(overrides):
+        where = f"{at}overrides[{i}]"
+        if not isinstance(ov, dict) or "group" not in ov:
+            raise AlertConfigError(f"{where} must be a mapping with 'group' and 'rules'")
+        ov_rules = ov.get("rules") or {}
+        if not isinstance(ov_rules, dict):
+            raise AlertConfigError(f"{where}.rules must be a mapping")
+        # Appended: a cluster's overrides come after the top-level ones, and later ones win.
+        cfg.overrides.append(
+            Override(
+                _patterns(ov["group"], f"{where}.group"),
+                {name: _rule_params(name, raw, f"{where}.rules") for name, raw in ov_rules.items()},
+            )
+        )
+
+
+def _cluster_config(base: AlertConfig, name: Any, entry: Any) -> AlertConfig:
+    at = f"clusters.{name}."
+    if not isinstance(name, str) or not _CLUSTER_NAME.fullmatch(name):
+        # An unknown name is fine (its collector may start later), a name no cluster can have is not.
+        raise AlertConfigError(
+            f"alerts.clusters: {name!r} is not a cluster name (1-63 lower-case letters, digits, "
+            "'_', '.' or '-', starting with a letter or digit)"
+        )
+    if entry is None:
+        entry = {}
+    if not isinstance(entry, dict):
+        raise AlertConfigError(f"alerts.{at[:-1]} must be a mapping with rules, groups and/or overrides")
+    unknown = set(entry) - set(CLUSTER_KEYS)
+    if unknown:
+        extra = ""
+        if unknown & {"notifiers", "notify"}:
+            extra = " (notifiers are top-level; a notifier's `clusters: [...]` limits it to some clusters)"
+        raise AlertConfigError(
+            f"alerts.{at[:-1]}: unknown key(s) {', '.join(sorted(map(str, unknown)))}; "
+            f"known: {', '.join(CLUSTER_KEYS)}{extra}"
+        )
+    cfg = AlertConfig(
+        rules=copy.deepcopy(base.rules),
+        allow=list(base.allow),
+        deny=list(base.deny),
+        rule_allow=dict(base.rule_allow),
+        rule_deny=dict(base.rule_deny),
+        overrides=list(base.overrides),
+        notifiers=base.notifiers,
+        notify=base.notify,
+    )
+    _apply(cfg, entry, at)
+    return cfg
+
+
 def parse_alert_config(data: dict[str, Any] | None) -> AlertConfig:
     """Build the configuration from a mapping (the YAML file's `alerts:` section, or the whole file).
 
@@ -233,8 +332,9 @@ def parse_alert_config(data: dict[str, Any] | None) -> AlertConfig:
         rules:     {rule: {param: value, allow: [...], deny: [...]} or false}
         groups:    {allow: [...], deny: [...]}
         overrides: [{group: name-or-re:pattern (or a list), rules: {rule: {...}}}]
-        notifiers: [{name, type: webhook|slack|email, ...}]
+        notifiers: [{name, type: webhook|slack|email, clusters: [...], ...}]
         notify:    {retries, backoff_s, resolved}
+        clusters:  {cluster name: {rules, groups, overrides}}  # on top of the above, for that cluster
     """
     cfg = AlertConfig()
     if data is None:
@@ -243,41 +343,11 @@ def parse_alert_config(data: dict[str, Any] | None) -> AlertConfig:
         raise AlertConfigError("the alerts configuration must be a mapping")
     if "alerts" in data and isinstance(data["alerts"], dict):
         data = data["alerts"]
-    known_top = {"rules", "groups", "overrides", "notifiers", "notify"}
+    known_top = {"rules", "groups", "overrides", "notifiers", "notify", "clusters"}
     unknown = set(data) - known_top
     if unknown:
         raise AlertConfigError(f"alerts: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
-    rules = data.get("rules") or {}
-    if not isinstance(rules, dict):
-        raise AlertConfigError("alerts.rules must be a mapping of rule name to parameters")
-    for name, raw in rules.items():
-        cfg.rules[name] = {**DEFAULT_RULES.get(name, {}), **_rule_params(name, raw, "rules")}
-        if isinstance(raw, dict):
-            if raw.get("allow") is not None:
-                cfg.rule_allow[name] = _patterns(raw.get("allow"), f"rules.{name}.allow")
-            if raw.get("deny") is not None:
-                cfg.rule_deny[name] = _patterns(raw.get("deny"), f"rules.{name}.deny")
-    groups = data.get("groups") or {}
-    if not isinstance(groups, dict):
-        raise AlertConfigError("alerts.groups must be a mapping with allow and/or deny")
-    cfg.allow = _patterns(groups.get("allow"), "groups.allow")
-    cfg.deny = _patterns(groups.get("deny"), "groups.deny")
-    overrides = data.get("overrides") or []
-    if not isinstance(overrides, list):
-        raise AlertConfigError("alerts.overrides must be a list")
-    for i, ov in enumerate(overrides):
-        where = f"overrides[{i}]"
-        if not isinstance(ov, dict) or "group" not in ov:
-            raise AlertConfigError(f"{where} must be a mapping with 'group' and 'rules'")
-        ov_rules = ov.get("rules") or {}
-        if not isinstance(ov_rules, dict):
-            raise AlertConfigError(f"{where}.rules must be a mapping")
-        cfg.overrides.append(
-            Override(
-                _patterns(ov["group"], f"{where}.group"),
-                {name: _rule_params(name, raw, f"{where}.rules") for name, raw in ov_rules.items()},
-            )
-        )
+    _apply(cfg, data, "")
     notifiers = data.get("notifiers") or []
     if not isinstance(notifiers, list) or not all(isinstance(n, dict) for n in notifiers):
         raise AlertConfigError("alerts.notifiers must be a list of mappings")
@@ -288,6 +358,12 @@ def parse_alert_config(data: dict[str, Any] | None) -> AlertConfig:
             raise AlertConfigError(f"notifiers[{i}] ({n['type']}) needs a url")
         if n["type"] == "email" and (not n.get("to") or not n.get("host")):
             raise AlertConfigError(f"notifiers[{i}] (email) needs host and to")
+        only = n.get("clusters")
+        if only is not None and (
+            not isinstance(only, list)
+            or not all(isinstance(c, str) and _CLUSTER_NAME.fullmatch(c) for c in only)
+        ):
+            raise AlertConfigError(f"notifiers[{i}].clusters must be a list of cluster names")
     cfg.notifiers = [dict(n, name=n.get("name") or f"{n['type']}-{i}") for i, n in enumerate(notifiers)]
     notify = data.get("notify") or {}
     if not isinstance(notify, dict):
@@ -300,4 +376,11 @@ def parse_alert_config(data: dict[str, Any] | None) -> AlertConfig:
         if k != "resolved" and (isinstance(v, bool) or not isinstance(v, int | float) or v < 0):
             raise AlertConfigError(f"alerts.notify.{k} must be a non-negative number")
     cfg.notify = {**defaults, **notify}
+    clusters = data.get("clusters") or {}
+    if not isinstance(clusters, dict):
+        raise AlertConfigError(
+            "alerts.clusters must be a mapping of cluster name to rules, groups, overrides"
+        )
+    # After the top level is complete: each cluster's configuration starts from all of it.
+    cfg.clusters = {name: _cluster_config(cfg, name, entry) for name, entry in clusters.items()}
     return cfg
