@@ -121,6 +121,23 @@ def test_out_of_the_box_states_and_causes_hold_the_thresholds() -> None:
     assert (n_c - len(bad_c)) / n_c >= 0.90, bad_c
 
 
+def test_a_storm_s_abandoned_generations_are_the_flappers_joins() -> None:
+    """In the storm capture a flapping member twice left right after its join had completed a
+    generation (8 and 35), before SyncGroup: those generations wrote no record. Out of the box, each
+    is that member's join and the next generation its leave, as the broker logged them."""
+    folder = next(f for f in capture_dirs() if f.name == "rebalance-storm")
+    _bad_s, _n_s, bad_c, n_c = score(folder, OUT_OF_THE_BOX)
+    assert n_c > 30 and not bad_c, bad_c
+    evs = read_capture(folder).evidence
+    doc = rebuild([e for e in evs if e.source in OUT_OF_THE_BOX])["storm-060433f"].document()
+    gens = {g["generation"]: g for g in doc["generations"]}
+    for skipped in (8, 35):
+        g, nxt = gens[skipped], gens[skipped + 1]
+        assert "members" in g["inferred"] and g["cause"] == "member_joined", g
+        assert g["members_joined"] == nxt["members_left"] and len(g["members_joined"]) == 1, (g, nxt)
+        assert not nxt["members_joined"], nxt  # the steady members did not join again
+
+
 def test_with_every_source_everything_is_right() -> None:
     bad_s, _, bad_c, _ = _total(OUT_OF_THE_BOX | {"broker_log", "heartbeats"})
     assert not bad_s and not bad_c, (bad_s, bad_c)

@@ -105,7 +105,8 @@ class ClassicGroupModel(ClassicRebalances):
         g.members = tuple(new_ids)
         g.protocol, g.leader = ev.protocol, ev.leader
         g.assignment = {ms.member_id: ms.assignment for ms in ev.members}
-        prev = self.generations.get(ev.generation - 1)
+        # against the last members known: a generation that left no record knows none
+        prev = self.members_before(ev.generation)
         if prev is not None and not same:
             if "joined" not in g.inferred and not g.joined:
                 g.joined = [m for m in new_ids if m not in prev.members]

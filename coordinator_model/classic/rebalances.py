@@ -159,6 +159,7 @@ class ClassicRebalances:
 
     def gen_cause(self, g: Generation) -> None:
         """Cause from the members that joined/left when the broker did not say."""
+        self.split_transient(g)
         if g.cause != "unknown" and "cause" not in g.inferred:
             if g.cause == "member_left" and g.left and "heartbeats" not in self.engine.sources:
                 # an explicit LeaveGroup is also how a client leaves when its poll interval expired:
@@ -192,6 +193,33 @@ class ClassicRebalances:
             g.cause = "poll_timeout"
         g.inferred.add("cause")
         self.fill_gap(g)
+
+    def members_before(self, gen: int) -> Generation | None:
+        """The newest generation below `gen` whose members are known (a record or the broker's
+        log), skipping generations that left no record."""
+        known = [k for k, x in self.generations.items() if k < gen and "members" not in x.inferred]
+        return self.generations[max(known)] if known else None
+
+    def split_transient(self, g: Generation) -> None:
+        """A member that joined and left between two records, across a generation that left none:
+        that generation's rebalance was abandoned right after the member's join completed it (the
+        member left before SyncGroup, so no record was written). The skipped generation is the
+        join, the recorded one the leave (in a storm of short-lived members, each flapper makes
+        such a pair). A member is transient when the recorded generation saw it leave though the
+        last known members did not hold it, or saw it both join and leave."""
+        gap = self.generations.get(g.generation - 1) if g.generation else None
+        if gap is None or gap.cause != "unknown" or "members" not in gap.inferred or gap.joined:
+            return
+        before = self.members_before(gap.generation or 0)
+        if before is None:
+            return
+        transient = [m for m in g.left if m not in before.members or m in g.joined]
+        if not transient:
+            return
+        gap.joined = transient
+        gap.cause = "member_joined"
+        gap.inferred.add("cause")
+        g.joined = [m for m in g.joined if m not in transient]
 
     def cause_from_commits(self, g: Generation, only_poll: bool = False) -> None:
         """Without client events, how the members of `g.left` went, read from their commits: a member
