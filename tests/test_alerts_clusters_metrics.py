@@ -196,7 +196,7 @@ def group_lines(draw) -> tuple[str, list[str]]:
     return group, metric_lines(group, values)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(group_lines(), max_size=6, unique_by=lambda g: g[0]),
     st.sampled_from(["default", "prod-1", "a.b_c"]),
