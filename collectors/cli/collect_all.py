@@ -98,8 +98,7 @@ def fair_pools_file(names: list[str]) -> str:
 def run_all_clusters(settings: Settings, *, duration_s: float | None = None) -> int:
     """Run every configured cluster's pipeline in one Spark application until Ctrl-C, SIGTERM or
     `duration_s`; exit status 0."""
-    from collectors.cli.pipeline_cmd import live_config
-    from collectors.pipeline.job import run_pipeline
+    from collectors.pipeline.job import live_config, run_pipeline
     from collectors.spark_session import build_spark
 
     names = settings.cluster_names()

@@ -6,15 +6,10 @@ from __future__ import annotations
 import contextlib
 import logging
 import shutil
-from typing import TYPE_CHECKING
 
 import click
 
 from collectors.cli.options import bootstrap_option, redis_option, settings_from
-from collectors.config import Settings
-
-if TYPE_CHECKING:
-    from collectors.pipeline.job import PipelineConfig
 
 
 def _quiet_spark_logs() -> None:
@@ -69,7 +64,7 @@ def collect(
     With several clusters configured, run one collector per cluster (--cluster NAME: its own Spark
     application), or one for them all (--all-clusters: one application, a query per cluster)."""
     from collectors.config import ConfigError
-    from collectors.pipeline.job import run_pipeline
+    from collectors.pipeline.job import live_config, run_pipeline
 
     # --bootstrap-servers is the top-level setting: the cluster `default`, unless --cluster names another
     base = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url, spark_master=master)
@@ -106,31 +101,6 @@ def collect(
         f"groupscope: collector of cluster {name} ran {res.batches} batches in {res.seconds:.0f} s", err=True
     )
     _exit(0)
-
-
-def live_config(s: Settings, checkpoint_dir: str | None = None) -> PipelineConfig:
-    """The live pipeline of the cluster `s` is set to (Settings.for_cluster)."""
-    from collectors.pipeline.job import PipelineConfig, default_checkpoint
-
-    name = s.chosen_cluster()
-    return PipelineConfig(
-        redis_url=s.redis_url,
-        checkpoint_dir=checkpoint_dir or default_checkpoint(s.checkpoint_dir, "collect", name),
-        mode="live",
-        cluster=name,
-        kafka=s.kafka_config(),
-        offsets_topic=s.offsets_topic,
-        heartbeat_topic=s.heartbeat_topic,
-        broker_log_topic=s.broker_log_topic,
-        broker_log_files=list(s.broker_log_files),
-        admin_poll_interval_s=s.admin_poll_interval_s,
-        admin_hot_interval_s=s.admin_hot_interval_s,
-        admin_resend_s=s.admin_resend_s,
-        trigger_interval_s=s.trigger_interval_s,
-        max_records_per_batch=s.max_records_per_batch,
-        retention_ms=s.retention_s * 1000,
-        allowed_lateness_ms=s.allowed_lateness_ms,
-    )
 
 
 def _exit(code: int) -> None:

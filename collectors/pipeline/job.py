@@ -14,7 +14,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from collectors.pipeline.broker_log_shipper import BROKER_LOG_TOPIC
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
@@ -24,6 +24,9 @@ from collectors.pipeline.sink import SinkConfig, with_retry, write_partition_fn
 from collectors.pipeline.wake_hints import WakeHints
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.redis_store import RedisStore
+
+if TYPE_CHECKING:
+    from collectors.config import Settings
 
 log = logging.getLogger("groupscope.pipeline")
 
@@ -366,6 +369,29 @@ def _log_progress(path: str, prog: dict) -> None:
     }
     with contextlib.suppress(OSError), open(path, "a") as f:
         f.write(json.dumps(line) + "\n")
+
+
+def live_config(s: Settings, checkpoint_dir: str | None = None) -> PipelineConfig:
+    """The live pipeline of the cluster `s` is set to (Settings.for_cluster)."""
+    name = s.chosen_cluster()
+    return PipelineConfig(
+        redis_url=s.redis_url,
+        checkpoint_dir=checkpoint_dir or default_checkpoint(s.checkpoint_dir, "collect", name),
+        mode="live",
+        cluster=name,
+        kafka=s.kafka_config(),
+        offsets_topic=s.offsets_topic,
+        heartbeat_topic=s.heartbeat_topic,
+        broker_log_topic=s.broker_log_topic,
+        broker_log_files=list(s.broker_log_files),
+        admin_poll_interval_s=s.admin_poll_interval_s,
+        admin_hot_interval_s=s.admin_hot_interval_s,
+        admin_resend_s=s.admin_resend_s,
+        trigger_interval_s=s.trigger_interval_s,
+        max_records_per_batch=s.max_records_per_batch,
+        retention_ms=s.retention_s * 1000,
+        allowed_lateness_ms=s.allowed_lateness_ms,
+    )
 
 
 def temp_checkpoint() -> str:
