@@ -17,9 +17,7 @@ The figures printed are the ones docs/running-on-a-cluster.md ("Several clusters
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -28,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from benchmarks.pipeline import PeakMemory, _complete, produce_backlog, tree_rss_mb
+from benchmarks.pipeline import PeakMemory, _complete, produce_backlog, stop_process_group, tree_rss_mb
 from collectors.embedded_kafka import KafkaBroker
 from collectors.local_servers import RedisServer
 from collectors.storage.clusters import cluster_prefix
@@ -61,13 +59,7 @@ class ClusterCollector:
         self.mem.start()
 
     def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        stop_process_group(self.proc)
 
 
 def run(

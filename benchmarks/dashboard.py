@@ -30,6 +30,7 @@ from collectors.config import Settings
 from collectors.local_servers import RedisServer, free_port
 from collectors.storage.redis_store import RedisStore
 from dashboard.app import create_app
+from dashboard.pages import group as group_page
 from dashboard.urls import group_url, topic_url
 
 BIG = "bench-big-group"
@@ -186,19 +187,7 @@ def main() -> None:
         report("fleet summary callback (counts, storms, lagging)", samples)
 
         path = group_url(BIG)
-        group_outs = [
-            ("group-header", "children"),
-            ("group-range-note", "children"),
-            ("group-timeline", "figure"),
-            ("group-generations", "figure"),
-            ("group-generations-table", "rowData"),
-            ("group-kip848", "children"),
-            ("group-kip848", "style"),
-            ("group-members", "rowData"),
-            ("group-members", "columnDefs"),
-            ("group-heatmap", "figure"),
-            ("group-partitions", "rowData"),
-        ]
+        group_outs = list(group_page.VIEW_OUTPUTS)
         samples = []
         for _ in range(max(3, args.repeat // 2)):
             dt, last = callback(

@@ -205,13 +205,18 @@ class Collector:
         )
 
     def stop(self) -> None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+        stop_process_group(self.proc)
+
+
+def stop_process_group(proc: subprocess.Popen) -> None:
+    """SIGTERM to a collector's process group (its JVM and Python workers), SIGKILL after 30 s."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
 
 
 def collect_catch_up(

@@ -38,6 +38,16 @@ def check_cluster_name(name: str) -> str:
     return name
 
 
+def one_cluster(names: list[str], wanted: str | None = None) -> str | None:
+    """The cluster a single-cluster read or command means among `names`: `wanted`, else the only
+    one, else `default` when it is there; None when that leaves a choice to make."""
+    if wanted:
+        return wanted
+    if len(names) == 1:
+        return names[0]
+    return DEFAULT_CLUSTER if DEFAULT_CLUSTER in names else None
+
+
 class ClusterSettings(BaseModel):
     """One Kafka cluster of the `clusters:` mapping. Unset topics are the top-level ones; client
     settings (`kafka`: SASL, SSL, ...) are never inherited, so one cluster's credentials never go to
@@ -152,11 +162,9 @@ class Settings(BaseSettings):
         """The cluster a single-cluster command works on: `name` (or the `cluster` setting), else
         the only configured one, else `default`."""
         name = name or self.cluster
-        names = self.cluster_names()
-        if name is None:
-            return names[0] if len(names) == 1 else DEFAULT_CLUSTER
-        check_cluster_name(name)
-        return name
+        if name is not None:
+            check_cluster_name(name)
+        return one_cluster(self.cluster_names(), name) or DEFAULT_CLUSTER
 
     def for_cluster(self, name: str | None = None) -> Settings:
         """These settings with one cluster's Kafka settings in the top-level fields, so everything

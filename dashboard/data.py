@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from collectors.config import CLUSTER_NAME, DEFAULT_CLUSTER
+from collectors.config import CLUSTER_NAME, DEFAULT_CLUSTER, one_cluster
 from collectors.storage.clusters import (
     BASE_PREFIX,
     ClusterInfo,
@@ -168,10 +168,7 @@ class DashboardData:
     def resolve(self, cluster: str | None) -> str:
         """The cluster a page reads: its URL's, else (a legacy URL) the only cluster when there is
         exactly one, else `default`."""
-        if cluster is not None:
-            return cluster
-        names = self.cluster_names()
-        return names[0] if len(names) == 1 else DEFAULT_CLUSTER
+        return one_cluster(self.cluster_names(), cluster) or DEFAULT_CLUSTER
 
     def scope(self, cluster: str | None) -> list[str]:
         """The clusters a list page shows: the URL's one, or every cluster."""

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -21,10 +20,9 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from browser.dashboard_driver import grid_cells, serve_in_thread, shoot, text, wait_for
+from browser.dashboard_driver import chromium, grid_cells, serve_in_thread, shoot, text, wait_for
 from browser.dashboard_fill import CAPTURES, GROUPSCOPE, fill
 
-from collectors.headless_chromium import headless_chromium
 from collectors.local_servers import RedisServer, free_port, wait_for_port
 from dashboard.urls import group_url, topic_url, whatif_url
 
@@ -80,11 +78,8 @@ def served(redis_server: RedisServer) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    driver, profile = headless_chromium(1400, 2000)
-    driver.set_page_load_timeout(30)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    with chromium(1400, 2000) as driver:
+        yield driver
 
 
 def plot_data(driver: Any, graph_id: str) -> list[dict[str, Any]]:

@@ -23,6 +23,7 @@ from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.redis_store import KNOWN_STATES, RedisStore
 from dashboard.app import create_app, health_outputs
 from dashboard.data import DashboardData, Health, fleet_page, topics_page
+from dashboard.pages import group as group_page
 from dashboard.pages.group import group_outputs
 from dashboard.pages.topic import topic_outputs
 from dashboard.urls import (
@@ -219,19 +220,7 @@ def dash_callback(app: Any, outputs: list[tuple[str, str]], inputs: list[tuple[s
     return json.loads(resp.data)["response"]
 
 
-GROUP_OUTPUTS = [
-    ("group-header", "children"),
-    ("group-range-note", "children"),
-    ("group-timeline", "figure"),
-    ("group-generations", "figure"),
-    ("group-generations-table", "rowData"),
-    ("group-kip848", "children"),
-    ("group-kip848", "style"),
-    ("group-members", "rowData"),
-    ("group-members", "columnDefs"),
-    ("group-heatmap", "figure"),
-    ("group-partitions", "rowData"),
-]
+GROUP_OUTPUTS = list(group_page.VIEW_OUTPUTS)
 
 
 def test_the_same_group_name_in_two_clusters_is_two_groups(redis_client, redis_server, k848) -> None:

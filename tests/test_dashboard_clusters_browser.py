@@ -8,7 +8,6 @@ screenshots to test-artifacts/."""
 
 from __future__ import annotations
 
-import shutil
 import sys
 import threading
 import time
@@ -19,10 +18,9 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from browser.dashboard_driver import grid_cells, serve_in_thread, shoot, text, wait_for
+from browser.dashboard_driver import chromium, grid_cells, serve_in_thread, shoot, text, wait_for
 from browser.dashboard_fill import CAPTURES, model_docs, started_ms
 
-from collectors.headless_chromium import headless_chromium
 from collectors.local_servers import RedisServer
 from dashboard.urls import group_url
 
@@ -94,11 +92,8 @@ def two_clusters(redis_server: RedisServer) -> Iterator[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    driver, profile = headless_chromium(1400, 1300)
-    driver.set_page_load_timeout(30)
-    yield driver
-    driver.quit()
-    shutil.rmtree(profile, ignore_errors=True)
+    with chromium(1400, 1300) as driver:
+        yield driver
 
 
 def rows(driver: Any, n: int) -> list[tuple[str, str]]:

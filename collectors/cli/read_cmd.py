@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from collectors.cli.options import redis_option, settings_from
-from collectors.config import DEFAULT_CLUSTER, ConfigError, Settings, check_cluster_name
+from collectors.config import DEFAULT_CLUSTER, ConfigError, Settings, check_cluster_name, one_cluster
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix, list_groups_across
 from collectors.storage.redis_store import SORT_KEYS, RedisStore
 
@@ -42,13 +42,9 @@ class Clusters:
     def one(self, name: str | None) -> str:
         """The cluster a single-cluster command reads: `name`, the `cluster` setting, the only one,
         else `default`."""
-        name = name or self.settings.cluster
-        if name:
-            return name
-        if len(self.names) == 1:
-            return self.names[0]
-        if DEFAULT_CLUSTER in self.names:
-            return DEFAULT_CLUSTER
+        found = one_cluster(self.names, name or self.settings.cluster)
+        if found is not None:
+            return found
         raise click.UsageError(f"several clusters ({', '.join(self.names)}): choose one with --cluster NAME")
 
 

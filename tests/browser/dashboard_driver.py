@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -72,3 +72,19 @@ def serve_in_thread(redis_url: str, **settings: Any) -> tuple[str, Any]:
     server = make_server("127.0.0.1", port, app.server, threaded=True)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{port}", server
+
+
+@contextlib.contextmanager
+def chromium(width: int, height: int) -> Iterator[Any]:
+    """A headless Chromium of that window size for a module's browser tests, closed after them."""
+    import shutil
+
+    from collectors.headless_chromium import headless_chromium
+
+    driver, profile = headless_chromium(width, height)
+    driver.set_page_load_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+        shutil.rmtree(profile, ignore_errors=True)
