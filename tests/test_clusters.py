@@ -288,3 +288,23 @@ def test_a_cluster_down_at_start_is_waited_for_under_all_clusters(redis_client, 
         check_topics(cfg, store, timeout_s=0.5)
     status = store.freshness()["sources"]["kafka"]
     assert status["ok"] is False and status["detail"]
+
+
+@pytest.mark.servers
+def test_a_read_task_tells_a_cluster_that_went_away(kafka_broker) -> None:
+    """A Kafka read task that gets no records for its stall timeout fails only if the cluster still
+    answers; while it answers nothing (its brokers down under a planned batch) the task waits, so
+    one cluster's outage does not fail its query (tests/test_clusters_live.py kills a broker)."""
+    from confluent_kafka import Consumer
+
+    from collectors.local_servers import free_port
+    from collectors.pipeline.kafka_source import cluster_answers
+
+    up = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "gs-test-unused"})
+    down = Consumer({"bootstrap.servers": f"127.0.0.1:{free_port()}", "group.id": "gs-test-unused"})
+    try:
+        assert cluster_answers(up, "__consumer_offsets")
+        assert not cluster_answers(down, "__consumer_offsets", timeout_s=1.0)
+    finally:
+        up.close()
+        down.close()

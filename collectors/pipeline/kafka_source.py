@@ -327,6 +327,17 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
 
 
+def cluster_answers(client: Any, topic: str, timeout_s: float = 5.0) -> bool:
+    """Whether the cluster answers a metadata request for `topic` (any librdkafka client)."""
+    from confluent_kafka import KafkaException
+
+    try:
+        client.list_topics(topic, timeout=timeout_s)
+    except KafkaException:
+        return False
+    return True
+
+
 def read_partition(
     conf: dict[str, str],
     part: KafkaInputPartition,
@@ -336,8 +347,8 @@ def read_partition(
 ) -> Iterator[Any]:
     """The records of a task's ranges as Arrow record batches, through one Consumer. Each range was
     planned from its partition's watermarks, so it ends at `end`, at partition EOF (compaction and
-    transaction markers leave gaps), or with an error when nothing arrives for `stall_timeout_s` (the
-    task is then retried by Spark)."""
+    transaction markers leave gaps), or with an error when nothing arrives for `stall_timeout_s` from
+    a cluster that still answers; while the cluster answers nothing, the task waits for it."""
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -394,6 +405,12 @@ def read_partition(
             msgs = c.consume(max(1, min(10_000, want)), timeout=poll_timeout_s)
             if not msgs:
                 if time.monotonic() - last_progress > stall_timeout_s:
+                    if not cluster_answers(c, next(iter(current))[0]):
+                        # The cluster went away under a planned batch: wait for it. Failing the
+                        # task would fail the query (a local master does not retry tasks), and the
+                        # records are still there when the brokers are back.
+                        last_progress = time.monotonic()
+                        continue
                     raise TimeoutError(f"no records from {sorted(current)} for {stall_timeout_s:.0f} s")
                 continue
             last_progress = time.monotonic()
