@@ -29,7 +29,7 @@ def templates() -> dict[str, tuple[dict, int]]:
         cap = read_capture(CAPTURES / scenario)
         lo = min(e.ts for e in cap.evidence)
         at = lo + offset_s * 1000
-        doc = next(iter(rebuild(cap.evidence, at_ms=at).values())).document(at)
+        doc = next(iter(rebuild(cap.evidence, at_ms=at).values())).document_json(at)
         out[kind] = (doc, at)
     return out
 

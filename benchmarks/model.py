@@ -127,7 +127,7 @@ def main() -> None:
     del engines
     gc.collect()
     t = time.perf_counter()
-    docs = [eng.document() for eng in sample]
+    docs = [eng.document_json() for eng in sample]
     dt = time.perf_counter() - t
     print(f"document: {len(sample) / dt:,.0f} documents/s")
     assert all(d["generation"] == 5 and d["state"] == "Stable" for d in docs), docs[0]["generation"]

@@ -30,7 +30,8 @@ from coordinator_model.broker_log import (
 )
 from coordinator_model.classic import ClassicGroupModel
 from coordinator_model.consumer import ConsumerGroupModel, has_k848_details
-from coordinator_model.document import group_document
+from coordinator_model.document.types import GroupDocument, LagDoc
+from coordinator_model.document.writer import group_document
 from coordinator_model.evidence import (
     AdminDenied,
     CommittedSnapshot,
@@ -487,13 +488,17 @@ class GroupEngine:
 
     # ------------------------------------------------------------------------------------------
     # output
-    def lag(self, now: int) -> dict:
+    def lag(self, now: int) -> LagDoc:
         owner = {tp: mid for mid, m in self.members.items() for tp in m.assignment}
         return self.offsets.lag(now, owner)
 
-    def document(self, at_ms: int | None = None) -> dict:
-        """The group as the collector stores and shows it (coordinator_model/document.py)."""
+    def document(self, at_ms: int | None = None) -> GroupDocument:
+        """The group as the collector stores and shows it (coordinator_model/document/)."""
         return group_document(self, self.now if at_ms is None else at_ms)
+
+    def document_json(self, at_ms: int | None = None) -> dict[str, Any]:
+        """The document in the JSON form that is stored and printed."""
+        return self.document(at_ms).to_json()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Engines pickled by an older version (the pipeline keeps them in Spark state) get the

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from coordinator_model.document import GroupDocument, TopicPartition
+
 
 def _t(ms: int | None) -> str:
     if ms is None:
@@ -11,67 +13,61 @@ def _t(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
-def _parts(assignment: list) -> str:
+def _parts(assignment: list[TopicPartition]) -> str:
     by_topic: dict[str, list[int]] = {}
     for topic, p in assignment:
         by_topic.setdefault(topic, []).append(p)
     return " ".join(f"{t}[{','.join(map(str, sorted(ps)))}]" for t, ps in sorted(by_topic.items())) or "-"
 
 
-def render_group(doc: dict) -> str:
+def render_group(doc: GroupDocument) -> str:
     out = []
-    kind = doc.get("type")
-    head = f"group {doc['group']}  type={kind}  state={doc.get('state')}  protocol={doc.get('protocol')}"
+    kind = doc.type
+    head = f"group {doc.group}  type={kind}  state={doc.state}  protocol={doc.protocol}"
     if kind == "consumer":
-        head += f"  group_epoch={doc.get('group_epoch')}  assignment_epoch={doc.get('assignment_epoch')}"
+        head += f"  group_epoch={doc.group_epoch}  assignment_epoch={doc.assignment_epoch}"
     else:
-        head += f"  generation={doc.get('generation')}  leader={doc.get('leader')}"
+        head += f"  generation={doc.generation}  leader={doc.leader}"
     out.append(head)
-    out.append(
-        f"  coordinator partition {doc.get('coordinator_partition')}; sources: {', '.join(doc['sources'])}"
-    )
-    for note in doc.get("inferred", []):
+    out.append(f"  coordinator partition {doc.coordinator_partition}; sources: {', '.join(doc.sources)}")
+    for note in doc.inferred:
         out.append(f"  inferred: {note}")
-    out.append(f"  members ({len(doc['members'])}):")
-    for m in doc["members"]:
-        extra = f" epoch={m.get('member_epoch')} {m.get('state')}" if kind == "consumer" else ""
-        inst = f" instance={m['group_instance_id']}" if m.get("group_instance_id") else ""
-        out.append(
-            f"    {m['member_id']} client={m.get('client_id')}{inst}{extra}: {_parts(m['assignment'])}"
-        )
+    out.append(f"  members ({len(doc.members)}):")
+    for m in doc.members:
+        extra = f" epoch={m.member_epoch} {m.state}" if kind == "consumer" else ""
+        inst = f" instance={m.group_instance_id}" if m.group_instance_id else ""
+        out.append(f"    {m.member_id} client={m.client_id}{inst}{extra}: {_parts(m.assignment)}")
     out.append("  generations:")
-    for g in doc["generations"]:
-        dur = f"{g['duration_ms']} ms" if g.get("duration_ms") is not None else "in progress"
-        inf = f" (inferred: {', '.join(g['inferred'])})" if g.get("inferred") else ""
+    for g in doc.generations:
+        dur = f"{g.duration_ms} ms" if g.duration_ms is not None else "in progress"
+        inf = f" (inferred: {', '.join(g.inferred)})" if g.inferred else ""
         out.append(
-            f"    {g['generation']}: {_t(g['start'])} {g['cause']} rebalance {dur}, "
-            f"+{len(g['members_joined'])} -{len(g['members_left'])}, protocol {g.get('protocol')}{inf}"
+            f"    {g.generation}: {_t(g.start)} {g.cause} rebalance {dur}, "
+            f"+{len(g.members_joined)} -{len(g.members_left)}, protocol {g.protocol}{inf}"
         )
-        if g.get("gap_ms") is not None or g.get("member_id"):
-            what = "silent" if g["cause"] == "session_timeout" else "not polling"
-            gap = f" {what} for {g['gap_ms']} ms" if g.get("gap_ms") is not None else ""
-            out.append(f"       member {g.get('member_id')}{gap}")
-        if g.get("reason"):
-            out.append(f"       reason: {g['reason']}")
+        if g.gap_ms is not None or g.member_id:
+            what = "silent" if g.cause == "session_timeout" else "not polling"
+            gap = f" {what} for {g.gap_ms} ms" if g.gap_ms is not None else ""
+            out.append(f"       member {g.member_id}{gap}")
+        if g.reason:
+            out.append(f"       reason: {g.reason}")
     out.append("  timeline:")
-    for row in doc["timeline"]:
-        if row["end"] is not None and row["end"] == row["start"]:
+    for row in doc.timeline:
+        if row.end is not None and row.end == row.start:
             continue
-        flag = " (inferred)" if row["inferred"] else ""
-        out.append(f"    {_t(row['start'])} - {_t(row['end'])}  {row['state']}{flag}")
-    lag = doc.get("lag") or {}
-    out.append(
-        f"  lag: total={lag.get('total')} max_seconds={lag.get('max_seconds')} status={lag.get('status')}"
-    )
-    for p in lag.get("partitions", []):
-        committed = p["committed"] if p["has_commit"] else "no commit"
+        flag = " (inferred)" if row.inferred else ""
+        out.append(f"    {_t(row.start)} - {_t(row.end)}  {row.state}{flag}")
+    lag = doc.lag
+    out.append(f"  lag: total={lag.total} max_seconds={lag.max_seconds} status={lag.status}")
+    for p in lag.partitions:
+        committed = p.committed if p.has_commit else "no commit"
         out.append(
-            f"    {p['topic']}-{p['partition']}: committed={committed} end={p['end_offset']} lag={p['lag']} "
-            f"({p['lag_seconds']} s) {p['status']}"
+            f"    {p.topic}-{p.partition}: committed={committed} end={p.end_offset} lag={p.lag} "
+            f"({p.lag_seconds} s) {p.status}"
         )
     return "\n".join(out)
 
 
-def render_text(docs: list[dict], files: list[str]) -> str:
+def render_text(docs: list[GroupDocument], files: list[str]) -> str:
     head = f"{len(docs)} group(s) from {', '.join(files)}"
     return "\n\n".join([head, *(render_group(d) for d in docs)])

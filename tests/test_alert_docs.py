@@ -124,4 +124,4 @@ def capture_doc(scenario: str, offset_ms: int, now_ms: int) -> dict[str, Any]:
     cap = read_capture(CAPTURES / scenario)
     at = min(e.ts for e in cap.evidence) + offset_ms
     [engine] = rebuild(cap.evidence, at_ms=at).values()
-    return shifted(engine.document(at), now_ms - at)
+    return shifted(engine.document_json(at), now_ms - at)

@@ -34,7 +34,7 @@ def _replay(
     alerts = AlertStore(redis_client)
     seen = []
     for at in [*range(lo, hi, step_ms), hi, *(hi + e for e in extra)]:
-        docs = [eng.document(at) for eng in rebuild(cap.evidence, at_ms=at).values()]
+        docs = [eng.document_json(at) for eng in rebuild(cap.evidence, at_ms=at).values()]
         store.write_groups(docs, at)
         ev.run_cycle(at_ms=at)
         seen.append((at, sorted((a["group"], a["rule"]) for a in alerts.active())))
@@ -94,7 +94,7 @@ def test_cli_evaluate_at_over_a_replayed_capture(redis_client, redis_server) -> 
     cap = read_capture(CAPTURES / "poll-timeout")
     lo = min(e.ts for e in cap.evidence)
     hi = max(e.ts for e in cap.evidence)
-    RedisStore(redis_client).write_groups([eng.document(hi) for eng in rebuild(cap.evidence).values()], hi)
+    RedisStore(redis_client).write_groups([eng.document_json(hi) for eng in rebuild(cap.evidence).values()], hi)
     runner = CliRunner()
     for at, fired in ((lo + 20_000, 0), (lo + 40_000, 1), (lo + 50_000, 0)):
         res = runner.invoke(

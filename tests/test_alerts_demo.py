@@ -35,7 +35,7 @@ def test_demo_scenarios_raise_exactly_their_alerts(redis_client) -> None:
     alerts = AlertStore(redis_client)
     seen: dict[int, list[tuple[str, str]]] = {}
     for at in range(lo, lo + FIRST_CYCLE_MS + 1, 10_000):
-        docs = [eng.document(at) for eng in rebuild(cap.evidence, at_ms=at).values()]
+        docs = [eng.document_json(at) for eng in rebuild(cap.evidence, at_ms=at).values()]
         store.write_groups(docs, at)
         evaluator.run_cycle(at_ms=at)
         seen[at - lo] = sorted((a["group"], a["rule"]) for a in alerts.active())

@@ -209,7 +209,7 @@ def test_document_signature_matches_the_one_read_from_redis(redis_client) -> Non
     store = RedisStore(redis_client)
     ev = _ev(redis_client)
     for scenario in ("static-membership", "kip848-lifecycle", "standalone-and-admin"):
-        docs = [eng.document() for eng in rebuild(read_capture(CAPTURES / scenario).evidence).values()]
+        docs = [eng.document_json() for eng in rebuild(read_capture(CAPTURES / scenario).evidence).values()]
         store.write_groups(docs, T0)
         names = [d["group"] for d in docs]
         sigs, _ = ev._signatures(names)

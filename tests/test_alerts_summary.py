@@ -359,7 +359,7 @@ def _replay_both(redis_client, evidence, steps: list[int], *, partial: bool = Fa
     compared = 0
     for at in steps:
         docs = [
-            eng.document(at) for eng in rebuild(evidence, at_ms=max(a for a in steps if a <= at)).values()
+            eng.document_json(at) for eng in rebuild(evidence, at_ms=max(a for a in steps if a <= at)).values()
         ]
         docs = json.loads(json.dumps(docs))
         if partial:
@@ -594,7 +594,7 @@ def _fill_metrics_fleet(redis_client, mixed: bool = True) -> None:
     docs = []
     for d in capture_dirs():
         cap = read_capture(d)
-        docs += [eng.document() for eng in rebuild(cap.evidence).values()]
+        docs += [eng.document_json() for eng in rebuild(cap.evidence).values()]
     odd = steady_doc('we"ird\\name\nx', lag=[part('t"q', 0, 40, 2.5, "OK"), part("t\\b", 3, 7, 0.5)])
     lagging = steady_doc("lagging", lag=[part("orders", 0, 5000, 300.0, "STOP"), part("orders", 1, 0, 0.0)])
     storm, end = storm_doc("storm")

@@ -569,7 +569,7 @@ def test_share_and_streams_records_are_routed_to_the_model(record_type: int) -> 
         engine.apply(ev)
         if record_type <= 15:
             assert not isinstance(ev, UnknownRecord) and ev.share, ev
-            doc = engine.document()
+            doc = engine.document_json()
             assert (doc["type"], doc["protocol_type"]) == ("share", "share")
             assert doc["state"] in ("Empty", "Stable", "Dead", None), doc["state"]  # None: no member known
         else:

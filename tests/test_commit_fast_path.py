@@ -257,7 +257,7 @@ def test_bulk_commits_equal_one_by_one(rows: list[tuple], kind: str) -> None:
         one.apply(OffsetCommit(ts, "g", topic, part, off, cts, epoch, "", exp, log_off))
     bulk.apply_commits(rows)
     _assert_same(bulk, one, 30_000)
-    assert pickle.loads(pickle.dumps(bulk)).document() == one.document()
+    assert pickle.loads(pickle.dumps(bulk)).document_json() == one.document_json()
 
 
 def _assert_same(bulk: GroupEngine, one: GroupEngine, later: int) -> None:
@@ -273,7 +273,7 @@ def _assert_same(bulk: GroupEngine, one: GroupEngine, later: int) -> None:
     )
     one.advance(later)
     bulk.advance(later)
-    assert bulk.document() == one.document()
+    assert bulk.document_json() == one.document_json()
 
 
 # ---- runs gathered in the first stage, applied by the engine ------------------------------------------
@@ -392,7 +392,7 @@ def test_a_groups_runs_stay_whole_beside_other_evidence_unless_it_falls_inside_t
 
     kinds, bulk, one_by_one = steps_for(5000)  # after every commit: the run stays whole
     assert kinds == ["runs", "evidence"]
-    assert bulk.document() == one_by_one.document()
+    assert bulk.document_json() == one_by_one.document_json()
     kinds, bulk, one_by_one = steps_for(1250)  # inside the run: taken apart, in time order
     assert kinds == ["evidence"]
-    assert bulk.document() == one_by_one.document()
+    assert bulk.document_json() == one_by_one.document_json()

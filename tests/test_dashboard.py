@@ -291,7 +291,7 @@ def test_inferred_states_are_hatched_and_inferred_causes_marked() -> None:
 
     evs = read_capture(CAPTURES / "classic-range-lifecycle").evidence
     seen = [e for e in evs if e.source in ("offsets", "describe", "end_offsets")]
-    doc = next(e.document() for e in rebuild(seen).values() if e.type == "classic")
+    doc = next(e.document_json() for e in rebuild(seen).values() if e.type == "classic")
     bands = gd.timeline(doc)
     assert any(b.inferred for b in bands) and any(not b.inferred for b in bands)
     fig = timeline_figure(bands, None, bands[-1].start + 1000)

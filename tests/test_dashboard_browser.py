@@ -221,7 +221,7 @@ def test_out_of_the_box_group_marks_what_was_inferred(served, browser, artifacts
 
     evs = read_capture(CAPTURES / "classic-range-lifecycle").evidence
     seen = [e for e in evs if e.source in ("offsets", "describe", "end_offsets")]
-    doc = next(e.document() for e in rebuild(seen).values() if e.type == "classic")
+    doc = next(e.document_json() for e in rebuild(seen).values() if e.type == "classic")
     doc["group"] = "crl-out-of-the-box"
     RedisStore(redis.Redis.from_url(served["url"])).write_group(
         doc, int(time.time() * 1000), as_of_ms=doc["as_of"]

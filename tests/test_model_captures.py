@@ -92,7 +92,7 @@ def check_cause(group: str, gen: int, want: str, got: str | None, stalled: set[s
 @pytest.mark.parametrize("folder", capture_dirs(), ids=lambda p: p.name)
 def test_capture_with_all_sources(folder: Path) -> None:
     evs = evidence(folder)
-    docs = {g: e.document() for g, e in rebuild(evs).items()}
+    docs = {g: e.document_json() for g, e in rebuild(evs).items()}
     snaps = last_snapshots(evs)
     causes = broker_causes(evs)
     stalled = stalled_members(evs)
@@ -129,14 +129,14 @@ SUBSETS = [set(c) for n in range(1, len(SOURCES) + 1) for c in itertools.combina
 @pytest.mark.parametrize("folder", capture_dirs(), ids=lambda p: p.name)
 def test_capture_with_every_subset_of_sources(folder: Path) -> None:
     evs = evidence(folder)
-    full = {g: e.document() for g, e in rebuild(evs).items()}
+    full = {g: e.document_json() for g, e in rebuild(evs).items()}
     snaps = last_snapshots(evs)
     causes = broker_causes(evs)
     stalled = stalled_members(evs)
     records = {e.group: e for e in sorted(evs, key=lambda e: e.ts) if isinstance(e, GroupMetadataSnapshot)}
     for subset in SUBSETS:
         part = [e for e in evs if e.source in subset]
-        docs = {g: e.document() for g, e in rebuild(part).items()}
+        docs = {g: e.document_json() for g, e in rebuild(part).items()}
         for group, doc in docs.items():
             if doc["type"] == "classic" and doc["timeline"]:
                 check_timeline(doc)
@@ -227,8 +227,8 @@ def test_capture_watched_from_the_middle(folder: Path) -> None:
     times = sorted(e.ts for e in evs)
     middle = times[len(times) // 2]
     late = [e for e in evs if e.ts >= middle]
-    docs = {g: e.document() for g, e in rebuild(late).items()}
-    full = {g: e.document() for g, e in rebuild(evs).items()}
+    docs = {g: e.document_json() for g, e in rebuild(late).items()}
+    full = {g: e.document_json() for g, e in rebuild(evs).items()}
     for group, snap in last_snapshots(late).items():
         doc = docs[group]
         if doc["timeline"]:
@@ -247,7 +247,7 @@ def test_client_clock_skew_of_a_few_seconds_changes_nothing(folder: Path) -> Non
 
     rnd = random.Random(folder.name)
     evs = evidence(folder)
-    base = {g: e.document() for g, e in rebuild(evs).items()}
+    base = {g: e.document_json() for g, e in rebuild(evs).items()}
     for fixed in (-3000, 3000, None):
         skews: dict[str | None, int] = {}
         shifted = [
@@ -260,7 +260,7 @@ def test_client_clock_skew_of_a_few_seconds_changes_nothing(folder: Path) -> Non
             else e
             for e in evs
         ]
-        for group, doc in ((g, e.document()) for g, e in rebuild(shifted).items()):
+        for group, doc in ((g, e.document_json()) for g, e in rebuild(shifted).items()):
             want = base[group]
             if doc["timeline"]:
                 check_timeline(doc)

@@ -135,7 +135,7 @@ def test_admin_answers_alone_give_what_they_can() -> None:
     engines = rebuild(evs)
     assert set(engines) == GROUPS
     for eng in engines.values():
-        doc = eng.document()
+        doc = eng.document_json()
         assert doc["state"] in ("Stable", "Empty")
         assert doc["protocol"] is None  # never a member id
         assert {c["kind"] for c in doc["conflicts"]} == {"assignor"}
@@ -149,7 +149,7 @@ def _summary(engines: dict[str, GroupEngine]) -> dict:
         g: (
             eng.type,
             sorted(eng.members),
-            [(x["generation"], x["cause"], tuple(x["members_left"])) for x in eng.document()["generations"]],
+            [(x["generation"], x["cause"], tuple(x["members_left"])) for x in eng.document_json()["generations"]],
         )
         for g, eng in engines.items()
     }
@@ -222,7 +222,7 @@ def test_a_describe_before_the_clients_events_is_overruled() -> None:
     eng.apply(DescribeSnapshot(500, "g", "consumer", "Stable", a, ()))
     assert eng.type == "consumer"
     eng.apply_many([hb(1000, a, "join"), hb(2000, a, "assigned", [("t", 0)]), hb(3000, a)])
-    doc = eng.document()
+    doc = eng.document_json()
     assert doc["type"] == "classic" and [m["member_id"] for m in doc["members"]] == [a]
     assert doc["generations"][0]["cause"] == "group_created"
     assert "type" in {c["kind"] for c in doc["conflicts"]}
@@ -246,7 +246,7 @@ def test_advance_expires_a_silent_member_and_measures_its_gap() -> None:
     eng.advance(9_000)
     assert set(eng.members) == {a, b}
     eng.advance(10_500)  # the pipeline's timer: no new evidence
-    doc = eng.document()
+    doc = eng.document_json()
     last = doc["generations"][-1]
     assert last["cause"] == "session_timeout" and last["start"] == 10_000 and last["end"] is None
     assert last["member_id"] == a and last["gap_ms"] == 6_000  # a's last event was at 4000 (sorted first)
@@ -264,7 +264,7 @@ def test_broker_log_session_expiry_gets_its_gap_from_heartbeats() -> None:
     m3 = "m3-0b5e9a3c-1111-4222-8333-944455556666"
     eng = GroupEngine("g")
     eng.apply_many([hb(ev.ts - 9000, m3, "join"), hb(ev.ts - 6500, m3), ev])
-    (g,) = [x for x in eng.document()["generations"] if x["cause"] == "session_timeout"]
+    (g,) = [x for x in eng.document_json()["generations"] if x["cause"] == "session_timeout"]
     assert g["member_id"] == m3 and g["gap_ms"] == 6500 and "cause" not in g["inferred"]
 
 
@@ -276,7 +276,7 @@ def test_lost_after_a_stall_in_a_group_of_one() -> None:
     eng.apply_many([hb(1000, a, "join"), hb(3000, a, "assigned", [("t", 0)])])
     eng.apply_many([hb(t, a) for t in range(4000, 20000, 1000)])
     eng.apply_many([hb(9000, a, "poll_stall"), hb(20_000, a, "lost", [("t", 0)])])
-    doc = eng.document()
+    doc = eng.document_json()
     last = doc["generations"][-1]
     # not polled from 4000 (the stall event comes at half the interval) to the poll that said lost
     assert last["cause"] == "poll_timeout" and last["member_id"] == a and last["gap_ms"] == 16_000
@@ -288,7 +288,7 @@ def test_an_end_offset_below_a_commit_is_a_conflict_not_a_negative_lag() -> None
     eng = GroupEngine("g")
     eng.apply(OffsetCommit(1000, "g", "t", 0, 120, 1000, log_offset=1))
     eng.apply(EndOffset(1500, "t", 0, 100))
-    doc = eng.document()
+    doc = eng.document_json()
     row = doc["lag"]["partitions"][0]
     assert row["lag"] == 0 and row["committed"] == 120
     assert [c["kind"] for c in doc["conflicts"]] == ["end_offsets"]
@@ -308,7 +308,7 @@ def test_engines_pickled_before_these_fields_still_load() -> None:
         state.pop(name)
     old = GroupEngine.__new__(GroupEngine)
     old.__setstate__(state)
-    assert old.document()["generations"] == eng.document()["generations"]
+    assert old.document_json()["generations"] == eng.document_json()["generations"]
     gen = next(iter(eng.classic.generations.values()))
     bare = Generation.__new__(Generation)
     bare.__setstate__((None, {"generation": 1, "start": 5}))
@@ -325,7 +325,7 @@ def test_kip848_protocol_is_the_server_assignor_the_members_asked_for() -> None:
         {"offsets", "describe", "broker_log", "heartbeats"},
     ):
         engines = rebuild([e for e in evs if e.source in keep or e.source == "end_offsets"])
-        doc = next(e.document() for g, e in engines.items() if g.startswith("k848-range"))
+        doc = next(e.document_json() for g, e in engines.items() if g.startswith("k848-range"))
         assert doc["type"] == "consumer" and doc["protocol"] == "range", keep
         assert {g["protocol"] for g in doc["generations"]} == {"range"}, keep
 
@@ -358,7 +358,7 @@ def test_a_kip848_group_keeps_its_members_against_a_member_less_answer() -> None
     )
     eng.apply(DescribeSnapshot(2500, "g", "consumer", "Stable", "uniform", ()))
     assert eng.type == "consumer" and set(eng.members) == {a} and eng.consumer.assignor == "uniform"
-    assert [c["kind"] for c in eng.document()["conflicts"]] == ["members"]
+    assert [c["kind"] for c in eng.document_json()["conflicts"]] == ["members"]
 
 
 def test_a_consumer_group_with_classic_members_stays_a_consumer_group() -> None:

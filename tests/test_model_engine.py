@@ -152,15 +152,15 @@ def test_lag_document_on_a_real_capture() -> None:
     eng = rebuild(cap.evidence)["lag-060433j"]
     start = min(e.ts for e in cap.evidence if e.source == "offsets")
     growing = start + 35_000  # the member consumes 50 msg/s of 200: lag grows at every commit
-    lag = rebuild(cap.evidence, at_ms=growing)["lag-060433j"].document(growing)["lag"]
+    lag = rebuild(cap.evidence, at_ms=growing)["lag-060433j"].document_json(growing)["lag"]
     assert lag["total"] > 4000 and lag["max_seconds"] > 20
     assert all(p["lag"] >= 0 for p in lag["partitions"])
     assert lag["members"] and lag["members"][0]["lag"] == lag["total"]
     assert {p["status"] for p in lag["partitions"]} == {"WARN"} and lag["status"] == "WARN"
     drained = start + 75_000  # it sped up at t=40 and caught up around t=60
-    lag = rebuild(cap.evidence, at_ms=drained)["lag-060433j"].document(drained)["lag"]
+    lag = rebuild(cap.evidence, at_ms=drained)["lag-060433j"].document_json(drained)["lag"]
     assert lag["total"] < 100 and lag["status"] == "OK"
-    final = eng.document()["lag"]
+    final = eng.document_json()["lag"]
     assert final["total"] == 0 and final["max_seconds"] == 0.0
 
 
@@ -170,7 +170,7 @@ def test_partition_without_commit_says_so() -> None:
     eng.apply(EndOffset(1000, "t", 0, 10))
     eng.apply(OffsetCommit(1000, "g", "t", 1, 5, 1000, log_offset=1))
     eng.members["m"] = Member("m", assignment=(("t", 0), ("t", 1)))
-    rows = {p["partition"]: p for p in eng.document()["lag"]["partitions"]}
+    rows = {p["partition"]: p for p in eng.document_json()["lag"]["partitions"]}
     assert (
         rows[0]["has_commit"] is False and rows[0]["committed"] is None and rows[0]["status"] == "NO_COMMIT"
     )
@@ -190,7 +190,7 @@ def test_heartbeats_alone_see_a_session_expire_without_new_input() -> None:
     assert set(eng.members) == {"m1"}
     eng.apply_many([hb(t, "m1") for t in range(10000, 20000, 2000)])
     eng.advance(20_000)
-    doc = eng.document()
+    doc = eng.document_json()
     assert set(eng.members) == {"m1"}
     last = doc["generations"][-1]
     assert last["cause"] == "session_timeout" and last["start"] == 10_000 and "cause" in last["inferred"]
@@ -203,7 +203,7 @@ def test_poll_stall_then_leave_is_a_poll_timeout_and_static_close_is_not_a_leave
     eng.apply_many([hb(1000, "a", "join"), hb(1100, "a", "assigned", [("t", 0)]), hb(2000, "b", "join")])
     eng.apply_many([hb(2100, "b", "assigned", [("t", 1)]), hb(5000, "b", "poll_stall"), hb(6000, "a")])
     eng.apply(hb(9000, "b", "leave"))
-    gens = eng.document()["generations"]
+    gens = eng.document_json()["generations"]
     assert gens[-1]["cause"] == "poll_timeout" and gens[-1]["members_left"] == ["b"]
     static = GroupEngine("s")
     static.apply_many(
@@ -224,7 +224,7 @@ def test_offset_commit_rules_in_the_engine() -> None:
     assert ("t", 0) not in eng.offsets.committed
     eng.apply(OffsetCommit(3000, "g", "t", 1, 7, 3000, log_offset=31))
     eng.advance(3000 + 7 * 24 * 3600 * 1000)  # a standalone group's commits expire from commit time
-    assert eng.document()["offsets"] == [] and eng.document()["simple"] is True
+    assert eng.document_json()["offsets"] == [] and eng.document_json()["simple"] is True
 
 
 def test_engine_is_picklable_compact_and_bounded() -> None:
@@ -232,12 +232,12 @@ def test_engine_is_picklable_compact_and_bounded() -> None:
     eng = rebuild(cap.evidence)["storm-060433f"]
     blob = pickle.dumps(eng)
     assert len(blob) < 64_000
-    assert pickle.loads(blob).document() == eng.document()
+    assert pickle.loads(blob).document_json() == eng.document_json()
     short = GroupEngine("storm-060433f", retention_ms=20_000)
     short.apply_many(e for e in cap.evidence if e.group in ("storm-060433f", None))
     short.advance(max(e.ts for e in cap.evidence))
-    doc = short.document()
-    assert len(doc["generations"]) < len(eng.document()["generations"])
+    doc = short.document_json()
+    assert len(doc["generations"]) < len(eng.document_json()["generations"])
     assert doc["timeline"][0]["start"] >= short.now - 20_000 - 5_000
 
 
@@ -248,16 +248,16 @@ def test_rebuild_fans_end_offsets_out_to_the_groups_reading_the_topic() -> None:
         EndOffset(1500, "t", 0, 9),
         EndOffset(1500, "u", 0, 7),
     ]
-    docs = {g: e.document() for g, e in rebuild(evs).items()}
+    docs = {g: e.document_json() for g, e in rebuild(evs).items()}
     assert docs["a"]["lag"]["total"] == 4 and docs["b"]["lag"]["total"] == 2
-    assert rebuild(evs, at_ms=1200)["a"].document(1200)["lag"]["total"] is None  # no end offset yet
+    assert rebuild(evs, at_ms=1200)["a"].document_json(1200)["lag"]["total"] is None  # no end offset yet
 
 
 def test_kip848_group_from_records() -> None:
     cap = read_capture(CAPTURES / "kip848-lifecycle")
     part = [e for e in cap.evidence if e.source == "offsets"]
     engines = rebuild(part)
-    doc = engines["k848-uniform-060433h"].document()
+    doc = engines["k848-uniform-060433h"].document_json()
     assert doc["type"] == "consumer" and doc["state"] == "Empty" and doc["group_epoch"] == 10
     states = {r["state"] for r in doc["timeline"]}
     assert {"Reconciling", "Stable", "Empty"} <= states
@@ -267,7 +267,7 @@ def test_kip848_group_from_records() -> None:
 def test_kip848_group_from_client_events_only() -> None:
     cap = read_capture(CAPTURES / "kip848-lifecycle")
     part = [e for e in cap.evidence if e.source == "heartbeats"]
-    doc = rebuild(part)["k848-range-060433h"].document()
+    doc = rebuild(part)["k848-range-060433h"].document_json()
     assert doc["type"] == "consumer"  # KIP-848 member ids are bare base64 UUIDs
     assert doc["state"] == "Empty" and doc["group_epoch"] is None  # the SIGKILLed member's session expired
     assert any("client events only" in n for n in doc["inferred"])
@@ -285,10 +285,10 @@ def test_kip848_topic_ids_are_named_from_a_snapshot() -> None:
     eng = GroupEngine("k")
     eng.apply(ConsumerMemberSubscription(1, "k", "M", False, subscribed_topics=("a", "b")))
     eng.apply(ConsumerMemberAssignment(2, "k", "M", False, 1, 0, 0, (("ID-A", 0), ("ID-A", 1), ("ID-B", 0))))
-    assert eng.document()["members"][0]["assignment"][0][0] == "ID-A"  # two topics: ids stay ids for now
+    assert eng.document_json()["members"][0]["assignment"][0][0] == "ID-A"  # two topics: ids stay ids for now
     eng.apply(DescribeSnapshot(3, "k", "consumer", "Stable", "uniform", (
         DescribedMember("M", None, "c", "/h", (("a", 0), ("a", 1), ("b", 0))),)))  # fmt: skip
-    assert eng.document()["members"][0]["assignment"] == [["a", 0], ["a", 1], ["b", 0]]
+    assert eng.document_json()["members"][0]["assignment"] == [["a", 0], ["a", 1], ["b", 0]]
 
 
 def test_an_unfinished_rebalance_shows_as_such() -> None:
@@ -299,11 +299,11 @@ def test_an_unfinished_rebalance_shows_as_such() -> None:
     eng.apply(BrokerLogEvent(1000, "g", "prepare", generation=0, reason=reason))
     eng.members["m1"].rebalance_timeout_ms = 30_000
     eng.advance(5_000)
-    row = eng.document()["generations"][-1]
+    row = eng.document_json()["generations"][-1]
     assert row["end"] is None and row["in_progress_ms"] == 4_000 and not row["overdue"]
     assert row["generation"] == 1 and row["cause"] == "group_created"
     eng.advance(60_000)
-    doc = eng.document()
+    doc = eng.document_json()
     assert doc["generations"][-1]["overdue"] and doc["state"] == "PreparingRebalance"
     assert doc["timeline"][-1] == {
         "state": "PreparingRebalance",
@@ -327,7 +327,7 @@ def test_kip848_topic_ids_are_named_from_end_offsets_or_client_events() -> None:
     for t, n in (("a", 3), ("b", 2)):
         for p in range(n):
             by_size.apply(EndOffset(3, t, p, 10))
-    assert by_size.document()["members"][0]["assignment"] == [
+    assert by_size.document_json()["members"][0]["assignment"] == [
         ["a", 0],
         ["a", 1],
         ["a", 2],
@@ -336,7 +336,7 @@ def test_kip848_topic_ids_are_named_from_end_offsets_or_client_events() -> None:
     ]
     by_client = engine()
     by_client.apply(hb(4, "M", "assigned", [("a", 0), ("a", 1), ("a", 2), ("b", 0), ("b", 1)]))
-    assert by_client.document()["members"][0]["assignment"][-1] == ["b", 1]
+    assert by_client.document_json()["members"][0]["assignment"][-1] == ["b", 1]
 
 
 def test_admin_snapshots_alone_see_rebalances_between_polls() -> None:
@@ -356,11 +356,11 @@ def test_admin_snapshots_alone_see_rebalances_between_polls() -> None:
     eng.apply(snap(1000, ("a", "ia", (("t", 0), ("t", 1)))))
     eng.apply(snap(2000, ("a", "ia", (("t", 0), ("t", 1)))))
     eng.apply(snap(3000, ("a", "ia", (("t", 0),)), ("b", None, (("t", 1),))))  # b joined between polls
-    gens = eng.document()["generations"]
+    gens = eng.document_json()["generations"]
     assert gens[-1]["cause"] == "member_joined" and gens[-1]["members_joined"] == ["b"]
     assert gens[-1]["start"] == 2500 and {"start", "cause", "stable"} <= set(gens[-1]["inferred"])
     eng.apply(snap(4000, ("a2", "ia", (("t", 0),)), ("b", None, (("t", 1),))))  # static restart: no rebalance
-    assert len(eng.document()["generations"]) == len(gens)
+    assert len(eng.document_json()["generations"]) == len(gens)
 
 
 # -- KIP-848 topic ids --------------------------------------------------------------------------------
@@ -384,7 +384,7 @@ def _k848_group_with_two_lookalike_topics() -> GroupEngine:
 
 
 def _assignment(e: GroupEngine) -> list:
-    return sorted(tuple(tp) for m in e.document()["members"] for tp in m["assignment"])
+    return sorted(tuple(tp) for m in e.document_json()["members"] for tp in m["assignment"])
 
 
 def test_a_commits_topic_id_names_a_kip848_assignment() -> None:
@@ -427,13 +427,13 @@ def test_a_kip848_bump_described_before_its_records_keeps_the_records_cause() ->
     )
     e.apply(ConsumerMemberSubscription(2400, "k", "m2", False, client_id="c", subscribed_topics=("a", "b")))
     e.apply(ConsumerGroupEpoch(2401, "k", 3))
-    gens = {g["generation"]: g for g in e.document()["generations"]}
+    gens = {g["generation"]: g for g in e.document_json()["generations"]}
     assert gens[3]["cause"] == "member_joined" and gens[3]["members_joined"] == ["m2"]
     assert gens[3]["start"] == 2401 and "start" not in gens[3]["inferred"]
     assert gens[2]["end"] == 2401
     e.apply(ConsumerMemberSubscription(3000, "k", "m2", True))
     e.apply(ConsumerGroupEpoch(3001, "k", 4))
-    gens = {g["generation"]: g for g in e.document()["generations"]}
+    gens = {g["generation"]: g for g in e.document_json()["generations"]}
     assert gens[4]["cause"] == "member_left" and gens[4]["members_joined"] == []
 
 
@@ -465,7 +465,7 @@ def test_a_member_silent_for_its_session_when_the_record_removes_it_was_expired(
     15.5 s, before the model's own timer (16 s, the last event + 6 s) fired."""
     e = _group_with_two_probed_members(until=15_000)
     e.apply(_gm(15_500, 2, ["m1"]))
-    gen2 = next(g for g in e.document()["generations"] if g["generation"] == 2)
+    gen2 = next(g for g in e.document_json()["generations"] if g["generation"] == 2)
     assert gen2["cause"] == "session_timeout" and gen2["members_left"] == ["m2"]
 
 
@@ -473,7 +473,7 @@ def test_a_member_that_left_cleanly_left() -> None:
     e = _group_with_two_probed_members(until=10_000)
     e.apply(hb(10_500, "m2", "leave"))
     e.apply(_gm(10_600, 2, ["m1"]))
-    gen2 = next(g for g in e.document()["generations"] if g["generation"] == 2)
+    gen2 = next(g for g in e.document_json()["generations"] if g["generation"] == 2)
     assert gen2["cause"] == "member_left"
 
 
@@ -501,7 +501,7 @@ def test_engines_pickled_by_an_older_version_load_and_run(capture: str) -> None:
     here = Path(__file__).parent / "fixtures" / "engine-pickles"
     engines = pickle.loads((here / f"{capture}-4327628.pkl").read_bytes())
     want = json.loads((here / f"{capture}-4327628.json").read_text())
-    got = json.loads(json.dumps({g: e.document() for g, e in engines.items()}, default=str))
+    got = json.loads(json.dumps({g: e.document_json() for g, e in engines.items()}, default=str))
     assert got == want
     for eng in engines.values():
         assert eng.consumer.engine.members is eng.members and eng.classic.engine.members is eng.members
@@ -513,7 +513,7 @@ def test_engines_pickled_by_an_older_version_load_and_run(capture: str) -> None:
             eng.advance(first)
             assert len(eng.offsets.committed) < before  # the first offset due expired
         again = pickle.loads(pickle.dumps(eng))
-        assert again.document() == eng.document() and again.consumer.engine.members is again.members
+        assert again.document_json() == eng.document_json() and again.consumer.engine.members is again.members
 
 
 def test_a_refused_describe_marks_the_group_until_a_describe_succeeds() -> None:
@@ -524,18 +524,18 @@ def test_a_refused_describe_marks_the_group_until_a_describe_succeeds() -> None:
     line = {"ts": 1_000, "group": "g", "denied": "describe", "error": "GROUP_AUTHORIZATION_FAILED: no"}
     eng.apply(from_describe_json(line))
     eng.apply(from_describe_json({**line, "ts": 2_000}))
-    doc = eng.document(2_000)
+    doc = eng.document_json(2_000)
     assert doc["denied"] == {"describe": {"since": 1_000, "error": "GROUP_AUTHORIZATION_FAILED: no"}}
     assert any("refuses to describe" in n and "GROUP_AUTHORIZATION_FAILED" in n for n in doc["inferred"])
     assert "describe" not in doc["sources"]
     eng.apply(from_describe_json({"ts": 3_000, "group": "g", "state": "Empty", "members": []}))
-    assert "denied" not in eng.document(3_000)
+    assert "denied" not in eng.document_json(3_000)
     # some topics' end offsets refused, then allowed again (the poller's line with an empty error)
     ends = {"ts": 4_000, "group": "g", "denied": "end_offsets", "error": "TOPIC_AUTHORIZATION_FAILED (t)"}
     eng.apply(from_describe_json(ends))
-    assert eng.document(4_000)["denied"] == {"end_offsets": {"since": 4_000, "error": ends["error"]}}
+    assert eng.document_json(4_000)["denied"] == {"end_offsets": {"since": 4_000, "error": ends["error"]}}
     eng.apply(from_describe_json({**ends, "ts": 5_000, "error": ""}))
-    assert "denied" not in eng.document(5_000)
+    assert "denied" not in eng.document_json(5_000)
     with pytest.raises(EvidenceError):
         from_describe_json({**line, "denied": "everything"})
 
@@ -550,5 +550,5 @@ def test_a_broker_prepare_older_than_the_last_row_never_puts_the_timeline_back()
     e.apply(GroupMetadataSnapshot(1, "g", False, "consumer", 0, None, None, -2, (), -1))
     e.apply(HeartbeatEvent(0, "g", "m1", "heartbeat", session_timeout_ms=6000))
     e.apply(BrokerLogEvent(0, "g", "prepare", generation=0, reason="Adding new member m1; client reason: x"))
-    rows = e.document()["timeline"]
+    rows = e.document_json()["timeline"]
     assert [(r["state"], r["start"]) for r in rows] == [("Empty", 1), ("PreparingRebalance", 1)]

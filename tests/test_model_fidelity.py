@@ -81,7 +81,7 @@ def score(folder: Path, sources: set[str]) -> tuple[list[str], int, list[str], i
     """(wrong states, states sampled, wrong causes, causes judged) for one capture."""
     evs = read_capture(folder).evidence
     truth = broker_truth(folder, evs)
-    docs = {g: e.document() for g, e in rebuild([e for e in evs if e.source in sources]).items()}
+    docs = {g: e.document_json() for g, e in rebuild([e for e in evs if e.source in sources]).items()}
     bad_states, bad_causes, n_states, n_causes = [], [], 0, 0
     for group, t in truth.items():
         doc = docs.get(group, {"timeline": [], "generations": []})
@@ -129,7 +129,7 @@ def test_a_storm_s_abandoned_generations_are_the_flappers_joins() -> None:
     _bad_s, _n_s, bad_c, n_c = score(folder, OUT_OF_THE_BOX)
     assert n_c > 30 and not bad_c, bad_c
     evs = read_capture(folder).evidence
-    doc = rebuild([e for e in evs if e.source in OUT_OF_THE_BOX])["storm-060433f"].document()
+    doc = rebuild([e for e in evs if e.source in OUT_OF_THE_BOX])["storm-060433f"].document_json()
     gens = {g["generation"]: g for g in doc["generations"]}
     for skipped in (8, 35):
         g, nxt = gens[skipped], gens[skipped + 1]
@@ -186,7 +186,7 @@ def _commits(member_parts: list[tuple[str, int]], start: int, end: int, every: i
 def _gen2(evs: list) -> dict:
     eng = GroupEngine("g")
     eng.apply_many(evs)
-    return next(g for g in eng.document()["generations"] if g["generation"] == 2)
+    return next(g for g in eng.document_json()["generations"] if g["generation"] == 2)
 
 
 @pytest.mark.parametrize(

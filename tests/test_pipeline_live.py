@@ -282,7 +282,7 @@ def expected_document(evidence: list[Any], group: str, at_ms: int | None = None)
     """What the model makes of the same evidence in one process (up to `at_ms`, timers run to it)."""
     from coordinator_model.rebuild import rebuild
 
-    return rebuild(evidence, at_ms=at_ms)[group].document()
+    return rebuild(evidence, at_ms=at_ms)[group].document_json()
 
 
 def live_cfg(redis_url: str, bootstrap: str, checkpoint: str, u: str, **kw: Any) -> PipelineConfig:

@@ -7,7 +7,15 @@ import random
 
 import pytest
 
-from collectors.storage.redis_store import HOUR_MS, RedisStore, fleet_row, lag_totals
+from collectors.storage.redis_store import HOUR_MS, RedisStore, fleet_row
+from coordinator_model.document import (
+    GenerationDoc,
+    GroupDocument,
+    LagDoc,
+    MemberDoc,
+    PartitionLag,
+    TimelineSpan,
+)
 
 pytestmark = pytest.mark.servers
 
@@ -15,32 +23,27 @@ T0 = 1_700_000_000_000
 
 
 def make_doc(name: str, state: str = "Stable", gen: int = 3, members: int = 2, lag: int = 0, **kw) -> dict:
+    """A document in the shape the engine writes (GroupDocument.to_json)."""
     gens = [
-        {
-            "generation": g,
-            "start": T0 + g * 1000,
-            "end": T0 + g * 1000 + 500,
-            "duration_ms": 500,
-            "cause": "member_joined",
-        }
+        GenerationDoc(g, T0 + g * 1000, end=T0 + g * 1000 + 500, duration_ms=500, cause="member_joined")
         for g in range(1, gen + 1)
     ]
-    return {
-        "group": name,
-        "type": kw.get("type", "classic"),
-        "state": state,
-        "protocol_type": "consumer",
-        "protocol": "range",
-        "generation": gen,
-        "members": [{"member_id": f"m{i}", "assignment": []} for i in range(members)],
-        "timeline": [
-            {"state": "Empty", "start": T0, "end": T0 + 1000},
-            {"state": state, "start": T0 + 1000, "end": None},
-        ],
-        "generations": gens,
-        "offsets": {},
-        "lag": {"partitions": [{"topic": "t", "partition": 0, "lag": lag, "lag_seconds": lag / 10}]},
-    }
+    return GroupDocument(
+        group=name,
+        type=kw.get("type", "classic"),
+        state=state,
+        protocol_type="consumer",
+        protocol="range",
+        generation=gen,
+        members=[MemberDoc(f"m{i}") for i in range(members)],
+        timeline=[TimelineSpan("Empty", T0, T0 + 1000), TimelineSpan(state, T0 + 1000)],
+        generations=gens,
+        lag=LagDoc(
+            total=lag,
+            max_seconds=lag / 10,
+            partitions=[PartitionLag("t", 0, lag=lag, lag_seconds=lag / 10)],
+        ),
+    ).to_json()
 
 
 def dump(r) -> dict:
@@ -152,7 +155,7 @@ def test_list_groups_sorts_filters_and_pages_like_python(redis_client):
         for i in range(300)
     ]
     st.write_groups(docs, T0 + HOUR_MS // 2)
-    rows = {d["group"]: fleet_row(d, T0 + HOUR_MS // 2).to_json() for d in docs}
+    rows = {d["group"]: fleet_row(GroupDocument.from_json(d), T0 + HOUR_MS // 2).to_json() for d in docs}
     key = {
         "name": lambda r: (0, r["name"]),
         "lag": lambda r: (r["lag"], r["name"]),
@@ -235,12 +238,6 @@ def test_dead_letter_keeps_raw_bytes(redis_client):
     (dl,) = st.dead_letters()
     assert dl["key"] == "AAlhYmM=" and dl["value"] == "AQ==" and dl["error"] == "bad version"
     assert json.loads(json.dumps(dl)) == dl
-
-
-def test_lag_totals_shapes():
-    assert lag_totals(None) == (0, 0.0)
-    assert lag_totals({"total_lag": 5, "max_lag_seconds": 2.5}) == (5, 2.5)
-    assert lag_totals([{"lag": 2, "lag_seconds": 1}, {"lag": None, "lag_seconds": 3}]) == (2, 3.0)
 
 
 def test_lag_points_keep_per_partition_seconds_and_committed_for_the_chart(redis_client):

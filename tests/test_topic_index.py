@@ -21,6 +21,7 @@ from collectors.cli.main import cli
 from collectors.pipeline.sink import write_rows
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.topics import TopicIndex, cut_by_topic
+from coordinator_model.document import GroupDocument
 
 pytestmark = pytest.mark.servers
 
@@ -40,7 +41,8 @@ def doc(
     members: dict[str, list] = {}
     for tp, m in owners.items():
         members.setdefault(m, []).append(list(tp))
-    return {
+    known = [lag for lag, _ in parts.values()]
+    raw = {
         "group": name,
         "type": "classic",
         "state": state,
@@ -65,9 +67,12 @@ def doc(
                     "member_id": owners.get((t, p)),
                 }
                 for (t, p), (lag, secs) in parts.items()
-            ]
+            ],
+            "total": sum(known) if known else None,
+            "max_seconds": max((secs for _, secs in parts.values()), default=None),
         },
     }
+    return GroupDocument.from_json(raw).to_json()  # in the shape the engine writes
 
 
 def test_a_document_cut_by_topic() -> None:
@@ -76,7 +81,7 @@ def test_a_document_cut_by_topic() -> None:
         {("orders", 0): (5, 1.5), ("orders", 3): (0, 0.0), ("audit", 0): (2, 9.0)},
         owners={("orders", 0): "m1", ("orders", 3): "m2", ("audit", 0): "m1", ("audit", 1): "m2"},
     )
-    cut = cut_by_topic(d)
+    cut = cut_by_topic(GroupDocument.from_json(d))
     assert set(cut) == {"orders", "audit"}
     o = cut["orders"].row
     assert (o.lag, o.lag_seconds, o.partitions, o.topic_partitions) == (5, 1.5, 2, 4)
@@ -205,7 +210,7 @@ def test_aggregates_equal_pythons_after_any_rewrites(redis_client, first, second
         del standing[name]
     want: dict[str, dict] = {}
     for d in standing.values():
-        for topic, cut in cut_by_topic(d).items():
+        for topic, cut in cut_by_topic(GroupDocument.from_json(d)).items():
             w = want.setdefault(topic, {"groups": 0, "lag": 0, "secs": 0.0, "parts": 0, "reb": 0})
             w["groups"] += 1
             w["lag"] = max(w["lag"], cut.row.lag)
@@ -238,7 +243,7 @@ def test_cli_topics_and_topic_over_real_captures(redis_client, redis_server) -> 
     RedisStore(redis_client).write_groups(docs, T0)
     want: dict[str, set[str]] = {}
     for d in docs:
-        for topic in cut_by_topic(d):
+        for topic in cut_by_topic(GroupDocument.from_json(d)):
             want.setdefault(topic, set()).add(d["group"])
     assert want, "the captures' groups read topics"
     runner = CliRunner()

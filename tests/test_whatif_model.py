@@ -15,7 +15,7 @@ from coordinator_model.whatif import run_whatif, whatif_input_from_group_documen
 
 def _documents_with_members(folder) -> list[dict]:
     cap = read_capture(folder)
-    final = {g: e.document() for g, e in rebuild(cap.evidence).items()}
+    final = {g: e.document_json() for g, e in rebuild(cap.evidence).items()}
     docs = []
     for name, doc in sorted(final.items()):
         # the moment the group was largest (latest such generation), once that generation was stable
@@ -29,7 +29,7 @@ def _documents_with_members(folder) -> list[dict]:
         at = max(moments)[1]
         engines = rebuild(cap.evidence, at_ms=at)
         if name in engines:
-            docs.append(engines[name].document(at))
+            docs.append(engines[name].document_json(at))
     return docs
 
 

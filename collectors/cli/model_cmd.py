@@ -28,7 +28,7 @@ def model(capture_dir: str, as_json: bool, at_ms: int | None) -> None:
     if len(cap.errors) > 20:
         click.echo(f"warning: {len(cap.errors) - 20} more unreadable lines", err=True)
     if as_json:
-        json.dump({"groups": docs}, sys.stdout, separators=(",", ":"))
+        json.dump({"groups": [d.to_json() for d in docs]}, sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
     else:
         click.echo(render_text(docs, cap.files))

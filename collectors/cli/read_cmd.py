@@ -165,11 +165,15 @@ def group(name: str, redis_url: str | None, cluster: str | None, as_json: bool) 
         json.dump(doc, sys.stdout, separators=(",", ":"))
         sys.stdout.write("\n")
         return
+    from coordinator_model.document import DocumentError, GroupDocument
     from coordinator_model.render import render_group
 
     if len(c.names) > 1:
         click.echo(f"cluster {where}")
-    click.echo(render_group(doc))
+    try:
+        click.echo(render_group(GroupDocument.from_json(doc)))
+    except DocumentError as exc:
+        raise click.ClickException(f"{exc} (groupscope group {name} --json prints it as stored)") from exc
     fresh = store.freshness([name])
     click.echo(f"last refreshed: {_age(fresh['groups'].get(name))} ago")
 

@@ -71,6 +71,7 @@ import orjson
 from collectors.pipeline.commit_runs import RUN_KIND, commit_runs_of_columns, unpack
 from collectors.pipeline.route import Tick, commit_evidence, decode_one, position_of
 from collectors.pipeline.rows import COMMIT_KIND, DEAD_BUCKET, REFRESH_BUCKET, ROUTED_COLUMNS
+from coordinator_model.document import GroupDocument
 
 OUTPUT_SCHEMA = "group string, kind string, ts long, refreshed long, payload string"
 STATE_SCHEMA = "groups binary"
@@ -260,12 +261,12 @@ def make_update(
                 # unpickling was a third of a busy fleet's micro-batch.
                 engine.preview_commits(early)
             doc = engine.document()
-            text = _dumps(doc)
+            text = _dumps(doc.to_json())
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
             wake_time = _wake_at(timers, doc, held, max(watermark, now) if not live else watermark, tick_ms)
             groups[group] = (state_blob, int(last_input), new_digest, held, wake_time)
             if new_digest != digest:
-                emit(group, "doc", int(doc.get("as_of") or 0), int(last_input or now), text)
+                emit(group, "doc", int(doc.as_of or 0), int(last_input or now), text)
         if (
             changed
             or not state.exists
@@ -535,7 +536,7 @@ def _timers_due(engine: Any) -> int | None:
 
 
 def _wake_at(
-    timers: int | None, doc: dict | None, held: list[tuple[int, tuple]], at: int, tick_ms: int = 5000
+    timers: int | None, doc: GroupDocument | None, held: list[tuple[int, tuple]], at: int, tick_ms: int = 5000
 ) -> int:
     """When a group must next be looked at with no evidence of its own: its engine's next deadline
     (`_timers_due`), the release of its first row held behind the watermark, the next tick while it
@@ -545,8 +546,7 @@ def _wake_at(
         wake = min(wake, min(t for t, _ in held))
     if timers is not None:
         wake = min(wake, timers)
-    lag = (doc or {}).get("lag") or {}
-    if (lag.get("total") or 0) > 0 or (lag.get("max_seconds") or 0) > 0:
+    if doc is not None and (doc.lag.total or doc.lag.max_seconds):
         wake = min(wake, at + tick_ms)
     return wake
 

@@ -17,8 +17,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.storage.redis_store import RedisStore, lag_totals
+from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import loads
+from coordinator_model.document import DocumentError, GroupDocument
 
 log = logging.getLogger("groupscope.sink")
 
@@ -51,33 +52,15 @@ def with_retry(fn: Callable[[], Any], what: str, max_s: float) -> Any:
             delay = min(delay * 2, 10.0)
 
 
-def lag_point(doc: dict) -> tuple[int, float, dict[str, Any], dict[str, Any]]:
+def lag_point(doc: GroupDocument) -> tuple[int, float, dict[str, Any], dict[str, Any]]:
     """Group totals and per-partition / per-member lag of a document's `lag` section."""
-    lag = doc.get("lag")
-    total, secs = lag_totals(lag)
-    parts: dict[str, Any] = {}
-    members: dict[str, Any] = {}
-    if isinstance(lag, dict):
-        plist = lag.get("partitions") or []
-        if isinstance(plist, dict):
-            plist = list(plist.values())
-        for p in plist:
-            if isinstance(p, dict) and "topic" in p:
-                # The keys the dashboard's lag-over-time chart reads (dashboard/pages/group.py lag_series).
-                parts[f"{p['topic']}:{p.get('partition')}"] = {
-                    "lag": p.get("lag", p.get("lag_offsets")),
-                    "lag_seconds": p.get("lag_seconds"),
-                    "committed": p.get("committed", p.get("committed_offset")),
-                }
-        mlist = lag.get("members") or []
-        if isinstance(mlist, dict):
-            mlist = [{"member_id": k, **(v if isinstance(v, dict) else {"lag": v})} for k, v in mlist.items()]
-        for m in mlist:
-            if isinstance(m, dict) and m.get("member_id") is not None:
-                members[str(m["member_id"])] = {
-                    "lag": m.get("lag", m.get("lag_offsets")),
-                    "lag_seconds": m.get("lag_seconds", m.get("max_lag_seconds")),
-                }
+    total, secs = doc.lag.totals()
+    # The keys the dashboard's lag-over-time chart reads (dashboard/pages/group.py lag_series).
+    parts = {
+        f"{p.topic}:{p.partition}": {"lag": p.lag, "lag_seconds": p.lag_seconds, "committed": p.committed}
+        for p in doc.lag.partitions
+    }
+    members = {m.member_id: {"lag": m.lag, "lag_seconds": m.lag_seconds} for m in doc.lag.members}
     return total, secs, parts, members
 
 
@@ -96,7 +79,7 @@ def read_document(text: str) -> dict:
 def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
     """Write model output rows (group, kind, ts, refreshed, payload) through pipelines of ~1000 commands."""
     counts = {"docs": 0, "dead": 0, "max_ts": 0}
-    pending: list[tuple[dict, int, int, str]] = []
+    pending: list[tuple[GroupDocument, int, int, str]] = []
 
     def flush_docs() -> None:
         if not pending:
@@ -108,10 +91,10 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
             texts=[text for *_, text in pending],  # the model stage's text is what _dumps(doc) makes
         )
         for doc, ts, _refreshed, _ in pending:
-            if ts and doc.get("lag") is not None:
+            if ts:
                 total, secs, parts, members = lag_point(doc)
                 store.write_lag_points(
-                    doc["group"],
+                    doc.group,
                     ts,
                     total=total,
                     lag_seconds=secs,
@@ -125,6 +108,14 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
         pending.clear()
 
     dead_pipe = None
+
+    def set_aside(raw: Any, position: str, error: str, ts: int, source: str) -> None:
+        nonlocal dead_pipe
+        if dead_pipe is None:
+            dead_pipe = store.pipeline()
+        store.add_dead_letter(raw, position, error, ts, source=source, pipe=dead_pipe)
+        counts["dead"] += 1
+
     touched: dict[str, int] = {}
     for r in rows:
         if r["kind"] == "refresh":  # an unchanged group seen again: its refresh stamp only
@@ -132,19 +123,21 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
             continue
         if r["kind"] == "dead":
             entry = json.loads(r["payload"])
-            if dead_pipe is None:
-                dead_pipe = store.pipeline()
-            store.add_dead_letter(
-                {"key": entry.get("key"), "value": entry.get("value")},
-                entry["position"],
-                entry["error"],
-                entry["ts"],
-                source=entry["source"],
-                pipe=dead_pipe,
-            )
-            counts["dead"] += 1
+            raw = {"key": entry.get("key"), "value": entry.get("value")}
+            set_aside(raw, entry["position"], entry["error"], entry["ts"], entry["source"])
             continue
-        doc = read_document(r["payload"])
+        try:
+            doc = GroupDocument.from_json(read_document(r["payload"]))
+        except (ValueError, DocumentError) as e:  # the model stage's own output: a bug, kept to look at
+            log.error("group %s: the model's document is unreadable (%s); set aside", r["group"], e)
+            set_aside(
+                {"document": r["payload"]},
+                f"model/{r['group']}@{r['ts']}",
+                str(e),
+                int(r["ts"] or 0),
+                "model",
+            )
+            continue
         pending.append((doc, int(r["ts"] or 0), int(r["refreshed"]), r["payload"]))
         counts["docs"] += 1
         counts["max_ts"] = max(counts["max_ts"], int(r["ts"] or 0))

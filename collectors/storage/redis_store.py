@@ -32,6 +32,7 @@ from typing import Any
 from collectors.storage import sorted_index
 from collectors.storage import summaries as _summary
 from collectors.storage.topics import TopicIndex
+from coordinator_model.document import DocumentError, GroupDocument
 
 log = logging.getLogger(__name__)
 
@@ -142,66 +143,30 @@ def _dumps(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=str)
 
 
-def _num(x: Any) -> float:
-    try:
-        return float(x) if x is not None else 0.0
-    except (TypeError, ValueError):
-        return 0.0
-
-
-def lag_totals(lag: Any) -> tuple[int, float]:
-    """(total lag in offsets, worst lag in seconds) of a document's `lag` section.
-
-    The model's shape is `{"total": offsets or None, "max_seconds": s or None, "partitions": [...],
-    "members": [...]}`; a dict with only a `partitions` list, or a bare list of partitions, works too.
-    """
-    if not lag:
-        return 0, 0.0
-    parts: list[Any] = []
-    if isinstance(lag, Mapping):
-        total = lag.get("total", lag.get("total_lag", lag.get("lag_offsets", lag.get("lag"))))
-        secs = lag.get("max_seconds", lag.get("max_lag_seconds", lag.get("lag_seconds")))
-        group = lag.get("group") or lag.get("totals")
-        if isinstance(group, Mapping):
-            total = group.get("lag", group.get("total_lag", group.get("lag_offsets", total)))
-            secs = group.get("lag_seconds", group.get("max_lag_seconds", secs))
-        if isinstance(total, int | float) or (total is None and "total" in lag):
-            return int(total or 0), _num(secs)
-        p = lag.get("partitions")
-        parts = list(p.values()) if isinstance(p, Mapping) else list(p or [])
-    elif isinstance(lag, list):
-        parts = lag
-    total, worst = 0, 0.0
-    for p in parts:
-        if isinstance(p, Mapping):
-            total += int(_num(p.get("lag", p.get("lag_offsets"))))
-            worst = max(worst, _num(p.get("lag_seconds")))
-    return total, worst
-
-
-def fleet_row(doc: Mapping[str, Any], now_ms: int) -> FleetRow:
-    """The fleet row of a model document; `now_ms` ends the one-hour window of rebalances."""
-    gens = doc.get("generations") or []
-    starts = [g.get("start") for g in gens if isinstance(g, Mapping) and g.get("start") is not None]
-    timeline = doc.get("timeline") or []
-    last_change = None
-    if timeline:
-        last_change = timeline[-1].get("start")
-    lag, lag_s = lag_totals(doc.get("lag"))
+def fleet_row(doc: GroupDocument, now_ms: int) -> FleetRow:
+    """The fleet row of a group document; `now_ms` ends the one-hour window of rebalances."""
+    lag, lag_s = doc.lag.totals()
     return FleetRow(
-        name=str(doc["group"]),
-        type=doc.get("type"),
-        state=str(doc.get("state") or "Unknown"),
-        members=len(doc.get("members") or []),
-        generation=doc.get("generation"),
-        group_epoch=doc.get("group_epoch"),
-        protocol=doc.get("protocol"),
+        name=doc.group,
+        type=doc.type,
+        state=doc.state or "Unknown",
+        members=len(doc.members),
+        generation=doc.generation,
+        group_epoch=doc.group_epoch,
+        protocol=doc.protocol,
         lag=lag,
         lag_seconds=lag_s,
-        rebalances_1h=sum(1 for s in starts if now_ms - HOUR_MS <= s <= now_ms),
-        last_change=last_change,
+        rebalances_1h=sum(
+            1 for g in doc.generations if g.start is not None and now_ms - HOUR_MS <= g.start <= now_ms
+        ),
+        last_change=doc.last_change(),
         last_refreshed=int(now_ms),
     )
+
+
+def as_document(doc: GroupDocument | Mapping[str, Any]) -> GroupDocument:
+    """A document to write: typed as it is, or read from its JSON form (DocumentError if it is not one)."""
+    return doc if isinstance(doc, GroupDocument) else GroupDocument.from_json(doc)
 
 
 def sort_scores(row: Mapping[str, Any]) -> dict[str, float]:
@@ -219,9 +184,9 @@ def sort_scores(row: Mapping[str, Any]) -> dict[str, float]:
     }
 
 
-def _history_digest(doc: Mapping[str, Any]) -> str:
+def _history_digest(doc: GroupDocument) -> str:
     """What the per-group timeline and generations keys are written from."""
-    text = _dumps([doc.get("timeline") or [], doc.get("generations") or []])
+    text = _dumps([[t.to_json() for t in doc.timeline], [g.to_json() for g in doc.generations]])
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
@@ -278,7 +243,12 @@ class RedisStore:
         return self.r.pipeline(transaction=False)
 
     def write_groups(
-        self, docs: Iterable[Mapping[str, Any]], now_ms: int, *, as_of_ms: int | None = None, pipe: Any = None
+        self,
+        docs: Iterable[GroupDocument | Mapping[str, Any]],
+        now_ms: int,
+        *,
+        as_of_ms: int | None = None,
+        pipe: Any = None,
     ) -> int:
         """Write each group's document, fleet row, indexes, timeline and generations.
 
@@ -291,7 +261,7 @@ class RedisStore:
 
     def write_many(
         self,
-        items: Iterable[tuple[Mapping[str, Any], int, int]],
+        items: Iterable[tuple[GroupDocument | Mapping[str, Any], int, int]],
         *,
         pipe: Any = None,
         texts: Iterable[str] | None = None,
@@ -306,13 +276,13 @@ class RedisStore:
         group's timeline and generations are rewritten only when their digest changed. The summaries
         (collectors/storage/summaries.py) go to fleet-wide hashes the same way; a group's rule head
         only when the key of what it is built from changed."""
-        listed = list(items)
+        listed = [(as_document(d), now_ms, ref) for d, now_ms, ref in items]
         given = list(texts) if texts is not None else [None] * len(listed)
-        kept = [(item, t) for item, t in zip(listed, given, strict=True) if item[0].get("group") is not None]
+        kept = list(zip(listed, given, strict=True))
         if not kept:
             return 0
         items = [item for item, _ in kept]
-        names = [str(d["group"]) for d, _, _ in items]
+        names = [d.group for d, _, _ in items]
         # The previous state tells which per-state indexes to leave; the digest, whether the history
         # changed. (A document repeated in `items` is written in turn; the last one is what stays.)
         # The old facts carry the key of each group's rule head: unchanged, the head is not rebuilt.
@@ -361,7 +331,7 @@ class RedisStore:
             if prev and prev != row.state:
                 left.setdefault(name, set()).add(prev)
             current[name] = row.state
-            p.set(self.gk(name, "doc"), text if text is not None else _dumps(doc))
+            p.set(self.gk(name, "doc"), text if text is not None else _dumps(doc.to_json()))
             fleet[name] = _dumps(row_json)
             states[name] = row.state
             types[name] = row.type or ""
@@ -419,12 +389,14 @@ class RedisStore:
             p.execute()
         return queued
 
-    def write_group(self, doc: Mapping[str, Any], now_ms: int, *, as_of_ms: int | None = None) -> None:
+    def write_group(
+        self, doc: GroupDocument | Mapping[str, Any], now_ms: int, *, as_of_ms: int | None = None
+    ) -> None:
         self.write_groups([doc], now_ms, as_of_ms=as_of_ms)
 
     def _summarize(
         self,
-        doc: Mapping[str, Any],
+        doc: GroupDocument,
         row: Mapping[str, Any],
         digest: str,
         name: str,
@@ -435,7 +407,7 @@ class RedisStore:
         """Queue the group's summaries into `out`; its rule head only when the head's key changed
         since `known[name]`, the facts last written (in this batch, or stored)."""
         try:
-            s = _summary.summarize(doc, row, digest, known[name])
+            s = _summary.summarize(doc.to_json(), row, digest, known[name])  # TODO typed
             facts = s.facts_text()
         except Exception as e:  # a document the summaries cannot describe: its readers use the document
             # A value JSON or orjson cannot hold exactly is expected now and then; anything else is a bug.
@@ -456,22 +428,21 @@ class RedisStore:
         for family, lines in zip(_summary.GROUP_FAMILIES, s.metrics, strict=True):
             out[f"metrics:{family}"][name] = lines
 
-    def _queue_history(self, p: Any, name: str, doc: Mapping[str, Any]) -> None:
+    def _queue_history(self, p: Any, name: str, doc: GroupDocument) -> None:
         # The timeline and generations are the document's own history (the model keeps it within the
         # retention); the hashes and sorted sets below index it for range queries. Each is rewritten
         # whole through a temporary key and RENAME, so a reader never sees half a version, a row the
         # model revised (an inferred start moved to the broker's time) leaves no stale copy, and
         # writing the same document again leaves the same content.
         timeline = {}
-        for i, t in enumerate(doc.get("timeline") or []):
-            if t.get("start") is not None:
-                # start first (range queries), then the position: states that begin in the same
-                # millisecond keep the model's order
-                timeline[f"{int(t['start']):015d}:{i:05d}"] = (float(t["start"]), t)
+        for i, t in enumerate(doc.timeline):
+            # start first (range queries), then the position: states that begin in the same
+            # millisecond keep the model's order
+            timeline[f"{int(t.start):015d}:{i:05d}"] = (float(t.start), t.to_json())
         generations = {}
-        for g in doc.get("generations") or []:
-            if g.get("generation") is not None and g.get("start") is not None:
-                generations[str(g["generation"])] = (float(g["start"]), g)
+        for g in doc.generations:
+            if g.generation is not None and g.start is not None:
+                generations[str(g.generation)] = (float(g.start), g.to_json())
         for what, rows in (("timeline", timeline), ("generations", generations)):
             h, z = self.gk(name, what), self.gk(name, f"{what}:idx")
             if not rows:
@@ -631,13 +602,15 @@ class RedisStore:
                     p.get(self.gk(n, "doc"))
                 docs = p.execute()
                 for name, raw in zip(missing, docs, strict=True):
-                    if raw:
-                        p.hset(
-                            self.topics.of_groups_key(),
-                            name,
-                            self.topics.queue_group(p, name, json.loads(raw), []),
-                        )
-                        done += 1
+                    if not raw:
+                        continue
+                    try:
+                        doc = GroupDocument.from_json(json.loads(raw))
+                    except (ValueError, DocumentError) as e:  # never a crash: the rest still gets indexed
+                        log.warning("group %s: stored document unreadable, not indexed by topic: %s", name, e)
+                        continue
+                    p.hset(self.topics.of_groups_key(), name, self.topics.queue_group(p, name, doc, []))
+                    done += 1
                 self.topics.flush(p)
                 p.execute()
             if cursor == 0:
@@ -723,6 +696,11 @@ class RedisStore:
         """The group's document exactly as `groupscope model --json` prints it, or None."""
         raw = self.r.get(self.gk(name, "doc"))
         return json.loads(raw) if raw else None
+
+    def get_document(self, name: str) -> GroupDocument | None:
+        """The group's document, typed (DocumentError if what is stored is not one), or None."""
+        raw = self.get_group(name)
+        return GroupDocument.from_json(raw) if raw is not None else None
 
     def get_row(self, name: str) -> dict[str, Any] | None:
         raw = self.r.hget(self.k("fleet"), name)

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from collectors.storage import sorted_index
+from coordinator_model.document import GroupDocument
 
 TOPIC_SORT_KEYS = ("name", "partitions", "groups", "lag", "lag_seconds", "rebalancing")
 # A group in one of these states is rebalancing now (classic, then KIP-848 states).
@@ -90,39 +91,27 @@ def _float(x: Any) -> float:
         return 0.0
 
 
-def cut_by_topic(doc: Mapping[str, Any]) -> dict[str, TopicCut]:
+def cut_by_topic(doc: GroupDocument) -> dict[str, TopicCut]:
     """A group document cut by topic: every topic in its lag rows, committed offsets or members'
     assignments."""
-    group = str(doc.get("group"))
-    state = str(doc.get("state") or "Unknown")
-    owner: dict[tuple[str, int], str] = {}
-    clients: dict[str, str] = {}
-    for m in doc.get("members") or []:
-        if not isinstance(m, Mapping):
-            continue
-        mid = str(m.get("member_id"))
-        clients[mid] = str(m.get("client_id") or "")
-        for tp in m.get("assignment") or []:
-            if isinstance(tp, list | tuple) and len(tp) == 2:
-                owner[(str(tp[0]), _int(tp[1]))] = mid
+    group = doc.group
+    state = doc.state or "Unknown"
+    owner = doc.owners()
+    clients = {m.member_id: m.client_id or "" for m in doc.members}
     rows: dict[tuple[str, int], PartitionRow] = {}
-    lag = doc.get("lag")
-    for p in (lag.get("partitions") or []) if isinstance(lag, Mapping) else []:
-        if isinstance(p, Mapping) and p.get("topic") is not None:
-            tp = (str(p["topic"]), _int(p.get("partition")))
-            member = p.get("member_id") or owner.get(tp)
-            rows[tp] = [
-                tp[1],
-                p.get("committed"),
-                p.get("end_offset"),
-                p.get("lag"),
-                p.get("lag_seconds"),
-                member,
-            ]
-    for o in doc.get("offsets") or []:
-        if isinstance(o, Mapping) and o.get("topic") is not None:
-            tp = (str(o["topic"]), _int(o.get("partition")))
-            rows.setdefault(tp, [tp[1], o.get("offset"), None, None, None, owner.get(tp)])
+    for p in doc.lag.partitions:
+        tp = (p.topic, p.partition)
+        rows[tp] = [
+            p.partition,
+            p.committed,
+            p.end_offset,
+            p.lag,
+            p.lag_seconds,
+            p.member_id or owner.get(tp),
+        ]
+    for o in doc.offsets:
+        tp = (o.topic, o.partition)
+        rows.setdefault(tp, [o.partition, o.offset, None, None, None, owner.get(tp)])
     for tp, mid in owner.items():
         rows.setdefault(tp, [tp[1], None, None, None, None, mid])
     by_topic: dict[str, list[PartitionRow]] = {}
@@ -134,7 +123,7 @@ def cut_by_topic(doc: Mapping[str, Any]) -> dict[str, TopicCut]:
         out[topic] = TopicCut(
             TopicGroup(
                 group=group,
-                type=doc.get("type"),
+                type=doc.type,
                 state=state,
                 lag=sum(_int(r[3]) for r in parts),
                 lag_seconds=max((_float(r[4]) for r in parts), default=0.0),
@@ -268,7 +257,7 @@ class TopicIndex:
         return f"{self.p}:fleet:topics"
 
     # ---- write side --------------------------------------------------------------------------------
-    def queue_group(self, p: Any, name: str, doc: Mapping[str, Any], old: list[str]) -> str:
+    def queue_group(self, p: Any, name: str, doc: GroupDocument, old: list[str]) -> str:
         """Queue a group's rows in each of its topics and its leaving the topics it no longer reads;
         the JSON list of its topics now (for `of_groups_key`). The aggregates follow at `flush`."""
         cuts = cut_by_topic(doc)

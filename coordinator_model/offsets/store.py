@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
+from coordinator_model.document.types import LagDoc, MemberLag, OffsetDoc, PartitionLag
 from coordinator_model.offsets import lag as lagmod
 from coordinator_model.offsets.runs import CommitRun
 
@@ -262,11 +263,11 @@ class OffsetStore:
         w.samples = samples
         w.slot_start = start
 
-    def lag(self, now: int, owner: dict[TP, str]) -> dict:
+    def lag(self, now: int, owner: dict[TP, str]) -> LagDoc:
         """The group's lag as its document carries it: per partition (committed or owned by a member
         in `owner`), per member, and the group's total, worst time lag and Burrow status."""
         parts = []
-        per_member: dict[str, dict[str, Any]] = {}
+        per_member: dict[str, MemberLag] = {}
         statuses = []
         for tp in sorted(set(self.committed) | set(owner)):
             o = self.committed.get(tp)
@@ -282,43 +283,27 @@ class OffsetStore:
                 status = "UNKNOWN"
             else:
                 statuses.append(status)
-            parts.append(
-                {
-                    "topic": tp[0],
-                    "partition": tp[1],
-                    "committed": committed,
-                    "has_commit": o is not None,
-                    "end_offset": end,
-                    "lag": lo,
-                    "lag_seconds": ls,
-                    "status": status,
-                    "member_id": owner.get(tp),
-                }
-            )
-            if tp in owner:
-                pm = per_member.setdefault(owner[tp], {"member_id": owner[tp], "lag": 0, "lag_seconds": 0.0})
-                pm["lag"] += lo or 0
-                pm["lag_seconds"] = max(pm["lag_seconds"], ls or 0.0)
-        known = [p["lag"] for p in parts if p["lag"] is not None]
-        secs = [p["lag_seconds"] for p in parts if p["lag_seconds"] is not None]
-        return {
-            "total": sum(known) if known else None,
-            "max_seconds": max(secs) if secs else None,
-            "status": lagmod.group_status(statuses),
-            "partitions": parts,
-            "members": sorted(per_member.values(), key=lambda r: r["member_id"]),
-        }
+            who = owner.get(tp)
+            parts.append(PartitionLag(tp[0], tp[1], committed, o is not None, end, lo, ls, status, who))
+            if who is not None:
+                pm = per_member.get(who)
+                if pm is None:
+                    pm = per_member[who] = MemberLag(who)
+                pm.lag += lo or 0
+                pm.lag_seconds = max(pm.lag_seconds, ls or 0.0)
+        known = [p.lag for p in parts if p.lag is not None]
+        secs = [p.lag_seconds for p in parts if p.lag_seconds is not None]
+        return LagDoc(
+            total=sum(known) if known else None,
+            max_seconds=max(secs) if secs else None,
+            status=lagmod.group_status(statuses),
+            partitions=parts,
+            members=sorted(per_member.values(), key=lambda r: r.member_id),
+        )
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[OffsetDoc]:
         """The committed offsets as the group's document lists them."""
         return [
-            {
-                "topic": tp[0],
-                "partition": tp[1],
-                "offset": o.offset,
-                "commit_timestamp": o.commit_timestamp,
-                "metadata": o.metadata,
-                "leader_epoch": o.leader_epoch,
-            }
+            OffsetDoc(tp[0], tp[1], o.offset, o.commit_timestamp, o.metadata, o.leader_epoch)
             for tp, o in sorted(self.committed.items())
         ]

@@ -1,0 +1,35 @@
+"""The group document: its types (types.py), which every reader uses. Its one writer (writer.py) is
+imported by the engine alone, not from here: the offsets model imports these types, and the writer
+reads the offsets model."""
+
+from coordinator_model.document.types import (
+    REBALANCING_STATES,
+    Conflict,
+    Denied,
+    DocumentError,
+    GenerationDoc,
+    GroupDocument,
+    LagDoc,
+    MemberDoc,
+    MemberLag,
+    OffsetDoc,
+    PartitionLag,
+    TimelineSpan,
+    TopicPartition,
+)
+
+__all__ = [
+    "REBALANCING_STATES",
+    "Conflict",
+    "Denied",
+    "DocumentError",
+    "GenerationDoc",
+    "GroupDocument",
+    "LagDoc",
+    "MemberDoc",
+    "MemberLag",
+    "OffsetDoc",
+    "PartitionLag",
+    "TimelineSpan",
+    "TopicPartition",
+]
