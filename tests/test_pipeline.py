@@ -209,7 +209,10 @@ def test_capture_rows_follow_the_model_order_and_end_with_ticks():
 
 
 def test_lag_point_and_progress_helpers():
-    doc = {
+    from coordinator_model.document import GroupDocument
+
+    raw = {
+        "group": "g",
         "lag": {
             "total": 7,
             "max_seconds": 2.5,
@@ -225,9 +228,9 @@ def test_lag_point_and_progress_helpers():
                 {"topic": "t", "partition": 2, "committed": None, "lag": None, "lag_seconds": None},
             ],
             "members": [{"member_id": "m", "lag": 7, "lag_seconds": 2.5}],
-        }
+        },
     }
-    assert lag_point(doc) == (
+    assert lag_point(GroupDocument.from_json(raw)) == (
         7,
         2.5,
         {

@@ -20,7 +20,7 @@ from typing import IO
 
 import click
 
-from collectors.capture_lines import CaptureLineError, parse_capture_line
+from collectors.capture.offsets_lines import CaptureLineError, iter_capture_lines
 from collectors.codec.decoder import decode_record
 from collectors.codec.errors import DecodeError
 from collectors.codec.render import record_to_json
@@ -30,14 +30,10 @@ _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 def decode_lines(lines: Iterable[bytes | str]) -> Iterator[str]:
     """One JSON string (no newline) per non-blank input line: the decoded record or an error."""
-    for number, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            cap = parse_capture_line(line)
-        except CaptureLineError as exc:
+    for number, cap in iter_capture_lines(lines):
+        if isinstance(cap, CaptureLineError):
             yield _dumps(
-                {"partition": exc.partition, "offset": exc.offset, "line": number, "error": str(exc)}
+                {"partition": cap.partition, "offset": cap.offset, "line": number, "error": str(cap)}
             )
             continue
         try:

@@ -18,7 +18,6 @@ commits to or is assigned the topic (key = group name), as the Admin poller does
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import time
@@ -30,12 +29,11 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, SupportsTriggerAvailableNow
 
-from collectors.capture import CAPTURE_FILES
+from collectors.capture.files import CAPTURE_FILES, OFFSETS_FILE, folder_lines
+from collectors.capture.offsets_lines import OFFSETS_TOPIC, record_fields
 from collectors.pipeline.rows import RAW_SCHEMA
 
 FORMAT = "groupscope_capture"
-OFFSETS_FILE = "offsets.jsonl"
-# file -> rank among evidence with the same timestamp (what the coordinator writes first comes first)
 KEY = "capture"
 
 Row = tuple[str, int, int, int, bytes | None, bytes | None]
@@ -46,32 +44,12 @@ _CACHE: dict[tuple[str, float], list[tuple[int, Row]]] = {}
 
 def _raw_rows(p: Path) -> Iterator[tuple[int, int, Row]]:
     """(file index, line number, row) for every non-blank line, in read_capture's file order."""
-    for fi, name in enumerate(CAPTURE_FILES):
-        f = p / name
-        if not f.is_file():
-            continue
-        with open(f, "rb") as fh:
-            for lineno, raw in enumerate(fh, 1):
-                line = raw.rstrip(b"\r\n")
-                if not line.strip():
-                    continue
-                row: Row = (name, 0, lineno, 0, None, line)
-                if name == OFFSETS_FILE:
-                    try:
-                        o = json.loads(line)
-                        row = (
-                            "__consumer_offsets",
-                            int(o["partition"]),
-                            int(o["offset"]),
-                            int(o["timestamp"]),
-                            base64.b64decode(o["key"], validate=True) if o.get("key") is not None else None,
-                            base64.b64decode(o["value"], validate=True)
-                            if o.get("value") is not None
-                            else None,
-                        )
-                    except (ValueError, KeyError, TypeError):
-                        pass  # kept as the raw line: it becomes a dead letter downstream
-                yield fi, lineno, row
+    for name, lineno, raw in folder_lines(p):
+        line = raw.rstrip(b"\r\n")
+        fields = record_fields(line) if name == OFFSETS_FILE else None
+        # a line that is not a record is kept raw: it becomes a dead letter downstream
+        row: Row = (name, 0, lineno, 0, None, line) if fields is None else (OFFSETS_TOPIC, *fields)
+        yield CAPTURE_FILES.index(name), lineno, row
 
 
 def load_capture(path: str) -> list[tuple[int, Row]]:
