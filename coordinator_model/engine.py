@@ -412,7 +412,9 @@ class GroupEngine:
     def _on_describe(self, ev: DescribeSnapshot) -> None:
         self.denied.pop("describe", None)  # allowed again
         if self.type == "share":
-            return  # DescribeConsumerGroups does not describe share groups: an answer is not about it
+            if ev.type == "share":  # the broker's ShareGroupDescribe (KIP-932)
+                self.consumer.on_describe(ev)
+            return  # DescribeConsumerGroups does not describe share groups: its answer is not about it
         if ev.type == "consumer" or ev.broker_state:
             if (
                 self.type == "classic"

@@ -223,17 +223,19 @@ class DescribedMember:
 
 @dataclass(slots=True, frozen=True)
 class DescribeSnapshot:
-    """DescribeConsumerGroups (plus, for KIP-848 groups, the broker's own ConsumerGroupDescribe)."""
+    """DescribeConsumerGroups (plus, for KIP-848 groups, the broker's own ConsumerGroupDescribe), or a
+    KIP-932 share group's ShareGroupDescribe (type "share": the broker block is all there is, its
+    members without target assignment)."""
 
     ts: int
     group: str
-    type: str  # classic | consumer
+    type: str  # classic | consumer | share
     state: str
     assignor: str
     members: tuple[DescribedMember, ...]
     simple: bool = False
     coordinator_id: int | None = None
-    broker_state: str | None = None  # KIP-848: ConsumerGroupDescribe state, group and assignment epochs
+    broker_state: str | None = None  # Consumer/ShareGroupDescribe state, group and assignment epochs
     group_epoch: int | None = None
     assignment_epoch: int | None = None
     topic_ids: tuple[tuple[str, str], ...] = ()  # (topic id, name) the broker's describe resolved

@@ -48,6 +48,7 @@ class ShareRun:
     lines: list[dict[str, Any]]  # the group's records, as capture lines, in log order
     mid_ms: int  # a moment both members were in the group, each with its partitions
     marks: dict[str, int] = field(default_factory=dict)
+    during: Any = None  # what the `during` callback of run_share_group returned
 
 
 def read_group_records(bootstrap: str, group: str, timeout_s: float = 5.0) -> list[dict[str, Any]]:
@@ -105,8 +106,12 @@ def _assigned(bootstrap: str, group: str) -> dict[str, int]:
     return held
 
 
-def run_share_group(bootstrap: str, group: str, topic: str) -> ShareRun:
-    """sc-1 joins and takes every partition; sc-2 joins and they share them; sc-2 leaves, then sc-1."""
+def run_share_group(
+    bootstrap: str, group: str, topic: str, during: Callable[[], Any] | None = None
+) -> ShareRun:
+    """sc-1 joins and takes every partition; sc-2 joins and they share them; sc-2 leaves, then sc-1.
+    `during` is called while both members share the partitions (after `mid_ms`), the group steady
+    (both members keep polling meanwhile); what it returns is the run's `during`."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         f.result(30)
@@ -126,6 +131,7 @@ def run_share_group(bootstrap: str, group: str, topic: str) -> ShareRun:
     _until(lambda: sorted(_assigned(bootstrap, group).values()) == [1, 2], 60, "sc-1 and sc-2 sharing")
     time.sleep(1.0)
     mid = int(time.time() * 1000)
+    seen = during() if during is not None else None
     time.sleep(1.0)
     two.halt.set()
     two.join(30)
@@ -133,4 +139,4 @@ def run_share_group(bootstrap: str, group: str, topic: str) -> ShareRun:
     one.halt.set()
     one.join(30)
     _until(lambda: not _assigned(bootstrap, group), 60, "an empty group")
-    return ShareRun(read_group_records(bootstrap, group), mid, marks)
+    return ShareRun(read_group_records(bootstrap, group), mid, marks, seen)

@@ -2,14 +2,24 @@
 group rebuilt from what the coordinator wrote to __consumer_offsets, and the coordinator's own log as
 the judge: its type and states, every group epoch with its cause, the members and what each holds;
 the same records through the pipeline's Spark job into Redis, shown by `groupscope group`; and a
-capture kept as a fixture (tests/fixtures/kafka-share), rebuilt offline."""
+capture kept as a fixture (tests/fixtures/kafka-share), rebuilt offline.
+
+While the two members share the topic, the Admin poller describes the group (ShareGroupDescribe,
+collectors.kafka_protocol) and Kafka's own kafka-share-groups.sh (ShareGroupCommand, run from the
+broker's jars) describes it too: the document rebuilt from the poller's describe line alone, and the
+same line through the pipeline into Redis (`groupscope group --json`, the dashboard's group page),
+are what Kafka's tool says (state, group and assignment epochs, members, their epochs and
+partitions)."""
 
 from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -18,6 +28,7 @@ from share_scenario import PARTITIONS, ShareRun, run_share_group
 
 from collectors.capture import offsets_line_to_evidence, read_capture
 from coordinator_model.broker_log import parse_timestamp
+from coordinator_model.evidence import from_describe_json
 from coordinator_model.rebuild import rebuild
 
 FIXTURE = Path(__file__).parent / "fixtures" / "kafka-share" / "share-lifecycle"
@@ -61,14 +72,227 @@ def judge(lines: list[str], group: str, until_ms: int | None = None) -> dict:
 def rebuilt(lines: list[dict], group: str, at_ms: int | None = None) -> dict:
     evs = [offsets_line_to_evidence(x) for x in lines]
     engines = rebuild(evs, at_ms)
-    return engines[group].document(at_ms) if at_ms is not None else engines[group].document()
+    return engines[group].document_json(at_ms) if at_ms is not None else engines[group].document_json()
+
+
+def share_groups_tool(bootstrap: str, group: str) -> dict[str, Any]:
+    """Kafka's own kafka-share-groups.sh (ShareGroupCommand, from the broker's jars) on the group:
+    `--describe --state --verbose` (state, group epoch, assignment epoch, member count) and
+    `--describe --members --verbose` (each member's host, client id, member epoch, partitions)."""
+    from collectors.embedded_kafka.broker import java_binary
+    from collectors.embedded_kafka.jars import classpath
+
+    def rows(what: str) -> list[list[str]]:
+        out = subprocess.run(
+            [
+                java_binary(),
+                "-cp",
+                classpath(),
+                "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+                "--bootstrap-server",
+                bootstrap,
+                "--group",
+                group,
+                "--describe",
+                what,
+                "--verbose",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
+        return [line.split() for line in out.splitlines() if line.split()[:1] == [group]]
+
+    # GROUP  COORDINATOR (ID)  STATE  GROUP-EPOCH  ASSIGNMENT-EPOCH  #MEMBERS
+    ((*_, state, group_epoch, assignment_epoch, count),) = rows("--state")
+    members = {}
+    # GROUP  CONSUMER-ID  HOST  CLIENT-ID  #PARTITIONS  MEMBER-EPOCH  ASSIGNMENT (topic:0,1;topic2:3)
+    for _g, member_id, host, client_id, n, member_epoch, *assignment in rows("--members"):
+        held = []
+        for spec in "".join(assignment).split(";"):
+            topic, _, parts = spec.rpartition(":")
+            held += [[topic, int(p)] for p in parts.split(",") if p.isdigit()]
+        assert int(n) == len(held), (n, assignment)
+        members[member_id] = {
+            "host": host,
+            "client_id": client_id,
+            "member_epoch": int(member_epoch),
+            "assignment": sorted(held),
+        }
+    assert int(count) == len(members)
+    return {
+        "state": state,
+        "group_epoch": int(group_epoch),
+        "assignment_epoch": int(assignment_epoch),
+        "members": members,
+    }
+
+
+class Collected:
+    """A Producer for the Admin poller that keeps the lines it would send."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def produce(self, topic: str, key: bytes | None = None, value: bytes | None = None) -> None:
+        self.lines.append(json.loads(value or b"null"))
+
+    def poll(self, timeout: float) -> int:
+        return 0
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+def admin_poll(bootstrap: str) -> dict[str, Any]:
+    """One full poll of the Admin poller (collectors/pipeline/admin_poller.py) on the broker: the lines
+    it sends, and the groups whose committed offsets it asked for (OffsetFetch)."""
+    from confluent_kafka.admin import AdminClient
+
+    from collectors.pipeline.admin_poller import AdminPoller
+
+    cfg = SimpleNamespace(kafka={"bootstrap.servers": bootstrap}, admin_topic="unused", admin_resend_s=60.0)
+    poller = AdminPoller(cfg, store=None)
+    client = poller._protocol_client(15.0)
+    fetch, asked = client.fetch_committed, []
+
+    def spy(groups: list[str], *args: Any, **kwargs: Any) -> Any:
+        asked.extend(groups)
+        return fetch(groups, *args, **kwargs)
+
+    client.fetch_committed = spy  # type: ignore[method-assign]
+    sink = Collected()
+    try:
+        poller.poll_once(AdminClient({"bootstrap.servers": bootstrap}), sink, timeout_s=15.0)
+    finally:
+        poller.stop()
+    return {"lines": sink.lines, "offset_fetched": asked}
+
+
+def as_json(engine: Any, at_ms: int | None = None) -> dict[str, Any]:
+    if hasattr(engine, "document_json"):
+        return engine.document_json(at_ms)
+    return engine.document(at_ms)
 
 
 @pytest.fixture(scope="module")
 def share_run(kafka_broker) -> tuple[ShareRun, list[str]]:
     start = len(kafka_broker.coordinator_lines())
-    run = run_share_group(kafka_broker.bootstrap_servers, "share-live-group", "share-live-topic")
+    bs = kafka_broker.bootstrap_servers
+
+    def while_sharing() -> dict[str, Any]:
+        # Kafka's tool before and after the poll: the group did not move in between
+        before = share_groups_tool(bs, "share-live-group")
+        polled = admin_poll(bs)
+        return {**polled, "judge": before, "judge_after": share_groups_tool(bs, "share-live-group")}
+
+    run = run_share_group(bs, "share-live-group", "share-live-topic", during=while_sharing)
     return run, kafka_broker.coordinator_lines()[start:]
+
+
+def what_kafka_says_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """A document in the terms of kafka-share-groups.sh (`share_groups_tool`)."""
+    return {
+        "state": doc["state"],
+        "group_epoch": doc["group_epoch"],
+        "assignment_epoch": doc["assignment_epoch"],
+        "members": {
+            m["member_id"]: {
+                "host": m["client_host"],
+                "client_id": m["client_id"],
+                "member_epoch": m["member_epoch"],
+                "assignment": sorted(m["assignment"]),
+            }
+            for m in doc["members"]
+        },
+    }
+
+
+@pytest.mark.servers
+def test_a_running_share_group_from_the_admin_api_is_what_kafka_share_groups_sh_says(share_run) -> None:
+    run, _log = share_run
+    seen = run.during
+    judge = seen["judge"]
+    assert seen["judge_after"] == judge  # steady while the poller described it
+    assert judge["state"] == "Stable" and len(judge["members"]) == 2
+    assert sorted(p for m in judge["members"].values() for _, p in m["assignment"]) == list(range(PARTITIONS))
+    mine = [x for x in seen["lines"] if x.get("group") == "share-live-group"]
+    (line,) = [x for x in mine if "members" in x]
+    assert (line["type"], line["broker"]["state"]) == ("share", "Stable")
+    # the document rebuilt from that describe line alone
+    doc = as_json(rebuild([from_describe_json(line)])["share-live-group"])
+    assert (doc["type"], doc["protocol_type"], doc["sources"]) == ("share", "share", ["describe"])
+    assert what_kafka_says_of(doc) == judge
+    # no OffsetFetch for a share group (it commits none); its partitions' log-end offsets are read
+    assert "share-live-group" not in seen["offset_fetched"] and not any("committed" in x for x in mine)
+    (ends,) = [x["end_offsets"] for x in mine if "end_offsets" in x]
+    assert ends == [["share-live-topic", p, 60 // PARTITIONS] for p in range(PARTITIONS)]
+    # and what the coordinator's records give for that moment is the same
+    records = as_json(
+        rebuild([offsets_line_to_evidence(x) for x in run.lines], line["ts"])["share-live-group"], line["ts"]
+    )
+    assert what_kafka_says_of(records) == judge
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+@pytest.mark.browser
+def test_the_admin_api_describe_through_the_pipeline_to_the_cli_and_the_dashboard(
+    share_run, spark, redis_server, tmp_path: Path, artifacts_dir: Path
+) -> None:
+    """The poller's lines of the running group as a capture (describe.jsonl, end_offsets.jsonl: no
+    __consumer_offsets records) through `groupscope replay`'s Spark job into Redis: `groupscope group
+    --json` prints what Kafka's tool said, and the dashboard's group page shows it."""
+    import redis
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from browser.dashboard_driver import chromium, grid_cells, serve_in_thread, shoot, text, wait_for
+
+    from collectors.pipeline.admin_poller import end_offset_lines
+    from collectors.pipeline.job import PipelineConfig, run_pipeline
+    from dashboard.urls import group_url
+
+    run, _log = share_run
+    judge = run.during["judge"]
+    mine = [x for x in run.during["lines"] if x.get("group") == "share-live-group"]
+    cap = tmp_path / "share-describe-capture"
+    cap.mkdir()
+    (cap / "describe.jsonl").write_text("".join(json.dumps(x) + "\n" for x in mine if "members" in x))
+    ends = [e for x in mine for e in end_offset_lines(x)]
+    (cap / "end_offsets.jsonl").write_text("".join(json.dumps(e) + "\n" for e in ends))
+    url = redis_server.url.rsplit("/", 1)[0] + "/9"
+    redis.Redis.from_url(url).flushdb()
+    cfg = PipelineConfig(
+        redis_url=url, checkpoint_dir=str(tmp_path / "ckpt"), mode="replay", capture_dir=str(cap)
+    )
+    run_pipeline(cfg, spark, progress=False)
+    printed = subprocess.run(
+        [sys.executable, "-m", "collectors.cli.main", "group", "share-live-group", "--json", "--redis", url],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    doc = json.loads(printed.stdout)
+    assert (doc["type"], doc["protocol_type"]) == ("share", "share")
+    assert what_kafka_says_of(doc) == judge
+    base, server = serve_in_thread(url)
+    try:
+        with chromium(1400, 2600) as browser:
+            browser.get(base + group_url("share-live-group"))
+            wait_for(
+                lambda: text(browser, "#hdr-group-epoch") == str(judge["group_epoch"]), what="group epoch"
+            )
+            assert text(browser, "#hdr-state") == judge["state"]
+            assert text(browser, "#hdr-assignment-epoch") == str(judge["assignment_epoch"])
+            members = wait_for(lambda: grid_cells(browser, "group-members", "member_id"), what="members")
+            assert sorted(members) == sorted(judge["members"])
+            epochs = grid_cells(browser, "group-members", "member_epoch")
+            assert sorted(epochs) == sorted(m["member_epoch"] for m in judge["members"].values())
+            shoot(browser, artifacts_dir, "group-share-live")
+    finally:
+        server.shutdown()
 
 
 @pytest.mark.servers
@@ -131,10 +355,10 @@ def test_the_share_fixture_offline_with_and_without_its_broker_log() -> None:
     records alone and with the coordinator's log give the same epochs and causes, the log's."""
     truth = judge((FIXTURE / "broker.log").read_text().splitlines(), "share-fixture-group")
     cap = read_capture(FIXTURE)
-    with_log = rebuild(cap.evidence)["share-fixture-group"].document()
+    with_log = rebuild(cap.evidence)["share-fixture-group"].document_json()
     records_only = rebuild([e for e in cap.evidence if e.source != "broker_log"])[
         "share-fixture-group"
-    ].document()
+    ].document_json()
     for doc in (with_log, records_only):
         assert doc["type"] == "share" and doc["state"] == "Empty"
         assert [(g["generation"], g["cause"]) for g in doc["generations"]] == truth["epochs"]

@@ -1,7 +1,9 @@
 """The public calls: find group coordinators, resolve topic ids, describe KIP-848 groups with
-ConsumerGroupDescribe, which librdkafka does not expose with its epochs, and fetch many groups'
-committed offsets per request (OffsetFetch v8+), which librdkafka does one group a request, and
-which crashes librdkafka 2.16 when a coordinator moves or loads (confluentinc/librdkafka#5040).
+ConsumerGroupDescribe, which librdkafka does not expose with its epochs, list and describe KIP-932
+share groups (ListGroups v5, ShareGroupDescribe v1, Kafka 4.1+), which librdkafka does not expose at
+all, and fetch many groups' committed offsets per request (OffsetFetch v8+), which librdkafka does
+one group a request, and which crashes librdkafka 2.16 when a coordinator moves or loads
+(confluentinc/librdkafka#5040).
 
 `describe_consumer_groups_kip848(conf, group_ids, timeout_s)` returns, per group, the `"broker"`
 block of a describe.jsonl line (see coordinator_model/evidence.py `from_describe_json`):
@@ -22,6 +24,13 @@ password, a broker without ConsumerGroupDescribe) raise a KafkaProtocolError.
 One FindCoordinator (v4+, all groups at once) and then one ConsumerGroupDescribe per coordinator,
 all coordinators' requests in flight together; topic names come from one Metadata request by topic
 id (v12+), falling back to the names the coordinator put in its answer.
+
+`describe_share_groups(conf, group_ids, timeout_s)` (`KafkaProtocolClient.describe_share`) returns
+the same blocks for share groups, their members without instance id, member type or target
+assignment, with "rack_id" and "client_host" (ShareGroupDescribe has them), one ShareGroupDescribe
+per coordinator. A share group commits no offsets: it is not OffsetFetch'ed. librdkafka lists no
+share groups either: `KafkaProtocolClient.list_share_groups()` does (ListGroups v5, TypesFilter
+["share"], to every broker of one Metadata answer).
 
 `KafkaProtocolClient.fetch_committed(group_ids)` returns, per group, its committed offsets
 [(topic, partition, offset), ...] (sorted, offset -1 left out) or its GroupError, the same way: one
@@ -55,8 +64,10 @@ from collectors.kafka_protocol.messages import (
     CONSUMER_GROUP_DESCRIBE,
     FIND_COORDINATOR,
     KEY_TYPE_GROUP,
+    LIST_GROUPS,
     METADATA,
     OFFSET_FETCH,
+    SHARE_GROUP_DESCRIBE,
     Api,
 )
 
@@ -134,6 +145,24 @@ class KafkaProtocolClient:
                 failures.append(str(exc))
         raise KafkaConnectionError("no bootstrap server reachable: " + "; ".join(failures))
 
+    def _request_any(self, api: Api, body: dict[str, Any], deadline: Deadline) -> dict[str, Any]:
+        """`api` answered by any broker.
+
+        A connection kept from an earlier call may lead to a broker that restarted since: it fails
+        (and closes itself) on first use, and the next one, or a new bootstrap connection, is tried.
+        Each failure closes a kept connection, so this ends with a new one, whose failure is final."""
+        while True:
+            kept = [c for c in self._conns.values() if c.is_open]
+            conn = self.any_broker(deadline)
+            try:
+                return conn.request(api, body, deadline)
+            except KafkaTimeoutError:
+                raise
+            except KafkaConnectionError as exc:
+                if conn not in kept or conn.is_open:
+                    raise
+                log.debug("%s via %s failed, trying another broker: %s", api.name, conn.address, exc)
+
     # -- FindCoordinator ---------------------------------------------------------------------------
     def find_coordinators(
         self, group_ids: Iterable[str], deadline: Deadline | None = None
@@ -144,21 +173,7 @@ class KafkaProtocolClient:
         if not keys:
             return {}, {}
         body = {"key_type": KEY_TYPE_GROUP, "coordinator_keys": keys}
-        # A connection kept from an earlier call may lead to a broker that restarted since: it fails
-        # (and closes itself) on first use, and the next one, or a new bootstrap connection, is tried.
-        # Each failure closes a kept connection, so this ends with a new one, whose failure is final.
-        while True:
-            kept = [c for c in self._conns.values() if c.is_open]
-            conn = self.any_broker(deadline)
-            try:
-                answer = conn.request(FIND_COORDINATOR, body, deadline)
-                break
-            except KafkaTimeoutError:
-                raise
-            except KafkaConnectionError as exc:
-                if conn not in kept or conn.is_open:
-                    raise
-                log.debug("FindCoordinator via %s failed, trying another broker: %s", conn.address, exc)
+        answer = self._request_any(FIND_COORDINATOR, body, deadline)
         nodes: dict[str, Node] = {}
         errors: dict[str, GroupError] = {}
         for c in answer["coordinators"]:
@@ -190,6 +205,65 @@ class KafkaProtocolClient:
         if answer.get("error_code"):
             raise BrokerError("Metadata", answer["error_code"])
         return {t["topic_id"]: t["name"] for t in answer["topics"] if not t["error_code"] and t["name"]}
+
+    def brokers(self, deadline: Deadline | None = None) -> list[Node]:
+        """The cluster's brokers (one Metadata request for no topic)."""
+        deadline = deadline or Deadline(self.timeout_s)
+        body = {
+            "topics": [],
+            "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False,
+        }
+        answer = self._request_any(METADATA, body, deadline)
+        return sorted(
+            (Node(b["node_id"], b["host"], b["port"]) for b in answer["brokers"]), key=lambda n: n.node_id
+        )
+
+    # -- ListGroups --------------------------------------------------------------------------------
+    def list_share_groups(self, deadline: Deadline | None = None) -> tuple[dict[str, str], list[int]]:
+        """(each KIP-932 share group -> its state as ListGroups gives it ("Stable", "Empty"), the
+        brokers whose answer is missing). ListGroups v5 with TypesFilter ["share"] to every broker
+        (each lists the groups it coordinates), all in flight at once. A broker without ListGroups v5
+        has no share groups (they came with Kafka 4.0, v5 with 3.7): it lists none. A broker that
+        could not be reached or answered with an error (COORDINATOR_LOAD_IN_PROGRESS, ...) is in the
+        second list: its groups are not known this time."""
+        deadline = deadline or Deadline(self.timeout_s)
+        body = {"states_filter": [], "types_filter": ["share"]}
+        pending = []
+        missing: list[int] = []
+        for node in self.brokers(deadline):
+            # a kept connection to a broker that restarted since fails (and closes itself) on first
+            # use: then a new one is tried, whose failure is final
+            for attempt in (1, 2):
+                try:
+                    conn = self._connect(node.host, node.port, deadline, node.node_id)
+                    pending.append((node, conn, *conn.send(LIST_GROUPS, body, deadline)))
+                except UnsupportedVersionError:
+                    break
+                except (AuthenticationError, ConfigError):
+                    raise
+                except KafkaConnectionError as exc:
+                    if attempt == 1 and not isinstance(exc, KafkaTimeoutError):
+                        continue
+                    log.debug("ListGroups to broker %d: %s", node.node_id, exc)
+                    missing.append(node.node_id)
+                break
+        out: dict[str, str] = {}
+        for node, conn, cid, version in pending:
+            try:
+                answer = conn.receive(LIST_GROUPS, version, cid, deadline)
+            except KafkaConnectionError as exc:
+                log.debug("ListGroups from broker %d: %s", node.node_id, exc)
+                missing.append(node.node_id)
+                continue
+            if answer["error_code"]:
+                log.debug("ListGroups from broker %d: %s", node.node_id, error_name(answer["error_code"]))
+                missing.append(node.node_id)
+                continue
+            for g in answer["groups"]:
+                if g["group_type"].lower() == "share":
+                    out[g["group_id"]] = g["group_state"]
+        return out, sorted(missing)
 
     # -- requests to group coordinators -----------------------------------------------------------
     def _per_coordinator(
@@ -341,6 +415,49 @@ class KafkaProtocolClient:
             max_rounds=MAX_ROUNDS,
         )
 
+    # -- ShareGroupDescribe (KIP-932) -------------------------------------------------------------
+    def share_group_describe(
+        self, group_ids: Iterable[str], deadline: Deadline | None = None
+    ) -> dict[str, dict[str, Any] | GroupError]:
+        """Each share group's DescribedGroup (ShareGroupDescribe v1, the decoded response struct), or
+        its error (GROUP_ID_NOT_FOUND for an unknown group and for a group of another type)."""
+
+        def answers(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
+            for group in answer["groups"]:
+                yield group["group_id"], group["error_code"], group["error_message"], group
+
+        return self._per_coordinator(
+            SHARE_GROUP_DESCRIBE,
+            group_ids,
+            lambda groups: {"group_ids": groups, "include_authorized_operations": False},
+            answers,
+            deadline or Deadline(self.timeout_s),
+            max_rounds=MAX_ROUNDS,
+        )
+
+    def describe_share(self, group_ids: Iterable[str], deadline: Deadline | None = None) -> dict[str, dict]:
+        """The `"broker"` block (or error block) of each share group: the KIP-848 block's shape
+        (see the module docstring), its members without instance id, member type or target
+        assignment (a share group has none: members take their partitions at once)."""
+        deadline = deadline or Deadline(self.timeout_s)
+        described = self.share_group_describe(group_ids, deadline)
+        ids = {
+            tp["topic_id"]
+            for d in described.values()
+            if isinstance(d, dict)
+            for m in d["members"]
+            for tp in m["assignment"]["topic_partitions"]
+        }
+        try:
+            names = self.topic_names(ids, deadline)
+        except (UnsupportedVersionError, BrokerError) as exc:
+            log.debug("topic ids not resolved through Metadata: %s", exc)
+            names = {}
+        return {
+            g: d.as_block() if isinstance(d, GroupError) else share_broker_block(d, names)
+            for g, d in described.items()
+        }
+
     # -- OffsetFetch -------------------------------------------------------------------------------
     def fetch_committed(
         self, group_ids: Iterable[str], deadline: Deadline | None = None, chunk: int = CHUNK_GROUPS
@@ -453,6 +570,39 @@ def broker_block(group: Mapping[str, Any], names: Mapping[str, str]) -> dict[str
         # ConsumerGroupPartitionMetadata record that held the names): the model learns them here.
         "topic_ids": {tid: names[tid] for tid in sorted(ids) if tid in names},
     }
+
+
+def share_broker_block(group: Mapping[str, Any], names: Mapping[str, str]) -> dict[str, Any]:
+    """A decoded ShareGroupDescribe DescribedGroup (no error) -> the describe line's `"broker"` block."""
+    members = [
+        {
+            "member_id": m["member_id"],
+            "member_epoch": m["member_epoch"],
+            "rack_id": m["rack_id"],
+            "client_id": m["client_id"],
+            "client_host": m["client_host"],
+            "subscribed": sorted(m["subscribed_topic_names"]),
+            "assignment": _partitions(m["assignment"], names),
+        }
+        for m in group["members"]
+    ]
+    ids = {tp["topic_id"] for m in group["members"] for tp in m["assignment"]["topic_partitions"]}
+    return {
+        "state": group["group_state"],
+        "group_epoch": group["group_epoch"],
+        "assignment_epoch": group["assignment_epoch"],
+        "assignor": group["assignor_name"],
+        "members": sorted(members, key=lambda m: m["member_id"]),
+        "topic_ids": {tid: names[tid] for tid in sorted(ids) if tid in names},
+    }
+
+
+def describe_share_groups(
+    conf: Mapping[str, Any], group_ids: Iterable[str], timeout_s: float = 10.0
+) -> dict[str, dict]:
+    """Each share group's `"broker"` block (or error block), over connections opened and closed here."""
+    with KafkaProtocolClient(conf, timeout_s) as client:
+        return client.describe_share(group_ids, Deadline(timeout_s))
 
 
 def describe_consumer_groups_kip848(

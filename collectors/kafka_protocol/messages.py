@@ -265,6 +265,72 @@ CONSUMER_GROUP_DESCRIBE = Api(
     ),
 )
 
+# v5 only: the first version with TypesFilter (KIP-848), which lists share groups (KIP-932) on their
+# own; librdkafka's list_consumer_groups lists no share groups at all.
+LIST_GROUPS = Api(
+    16,
+    "ListGroups",
+    5,
+    5,
+    "3+",
+    request=(F("StatesFilter", "[]string", "4+"), F("TypesFilter", "[]string", "5+")),
+    response=(
+        F("ThrottleTimeMs", "int32", "1+"),
+        F("ErrorCode", "int16"),
+        F(
+            "Groups",
+            "[]ListedGroup",
+            fields=(
+                F("GroupId", "string"),
+                F("ProtocolType", "string"),
+                F("GroupState", "string", "4+"),
+                F("GroupType", "string", "5+"),
+            ),
+        ),
+    ),
+)
+
+# KIP-932 share groups. v0 was Kafka 4.0's early access, removed in 4.1: v1 is the only version a
+# 4.1+ broker takes. A member has no instance id, regex, target assignment or member type.
+SHARE_GROUP_DESCRIBE = Api(
+    77,
+    "ShareGroupDescribe",
+    1,
+    1,
+    "0+",
+    request=(F("GroupIds", "[]string"), F("IncludeAuthorizedOperations", "bool")),
+    response=(
+        F("ThrottleTimeMs", "int32"),
+        F(
+            "Groups",
+            "[]DescribedGroup",
+            fields=(
+                F("ErrorCode", "int16"),
+                F("ErrorMessage", "string", nullable="0+"),
+                F("GroupId", "string"),
+                F("GroupState", "string"),
+                F("GroupEpoch", "int32"),
+                F("AssignmentEpoch", "int32"),
+                F("AssignorName", "string"),
+                F(
+                    "Members",
+                    "[]Member",
+                    fields=(
+                        F("MemberId", "string"),
+                        F("RackId", "string", nullable="0+"),
+                        F("MemberEpoch", "int32"),
+                        F("ClientId", "string"),
+                        F("ClientHost", "string"),
+                        F("SubscribedTopicNames", "[]string"),
+                        F("Assignment", "Assignment", fields=(_TOPIC_PARTITIONS,)),
+                    ),
+                ),
+                F("AuthorizedOperations", "int32"),
+            ),
+        ),
+    ),
+)
+
 # v8-9 only: the first versions with many groups in one request (KIP-709), and the last that name
 # topics. v10 names them by id, which would take a Metadata round trip to map back and loses the
 # offsets of a deleted topic (no id left to name it by), which librdkafka's call does return.
@@ -340,5 +406,7 @@ ALL_APIS = (
     FIND_COORDINATOR,
     METADATA,
     CONSUMER_GROUP_DESCRIBE,
+    LIST_GROUPS,
+    SHARE_GROUP_DESCRIBE,
     OFFSET_FETCH,
 )

@@ -19,7 +19,11 @@ often between polls (admin_hot.py); the broker-log shipper is broker_log_shipper
   need log-end offsets (a group without members says so nowhere else). End offsets go one line per
   group, not per partition, for the same reason (a million lines per resend at that size).
   KIP-848 groups' describe lines also carry the broker's ConsumerGroupDescribe as their "broker"
-  block (epochs, subscriptions, target assignments: collectors.kafka_protocol). Committed offsets
+  block (epochs, subscriptions, target assignments: collectors.kafka_protocol). KIP-932 share groups,
+  which DescribeConsumerGroups does not describe, get describe lines of type "share" made from the
+  broker's ShareGroupDescribe alone (`share_describe_json`: the same "broker" block, members without
+  target assignment); a share group commits no offsets, so it is not OffsetFetch'ed (its log-end
+  offsets are still fetched, for the partitions its members hold). Committed offsets
   come from collectors.kafka_protocol too (OffsetFetch v8+, hundreds of groups a request), not from
   librdkafka's list_consumer_group_offsets: one group a request, and librdkafka 2.16 crashes the
   process when a coordinator moves or loads during that call (confluentinc/librdkafka#5040).
@@ -267,6 +271,33 @@ def describe_json(d: Any, ts: int) -> dict[str, Any]:
     }
 
 
+def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str, Any]:
+    """A share group's describe.jsonl line from its ShareGroupDescribe "broker" block
+    (collectors.kafka_protocol `share_broker_block`): type "share", the members as the block has them
+    (no instance id, no target assignment: a share group's members take their partitions at once)."""
+    return {
+        "ts": ts,
+        "group": group,
+        "type": "share",
+        "state": block["state"],
+        "assignor": block["assignor"],
+        "coordinator": None,
+        "simple": False,
+        "members": [
+            {
+                "member_id": m["member_id"],
+                "group_instance_id": None,
+                "client_id": m["client_id"],
+                "host": m["client_host"],
+                "assignment": m["assignment"],
+                "target_assignment": None,
+            }
+            for m in block["members"]
+        ],
+        "broker": block,
+    }
+
+
 def _bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
     """A change-filter key's resend phase: its group's state bucket's place in the interval, so the
     resends of one bucket's groups come in the same poll. Keys are (kind, group, ...)."""
@@ -306,6 +337,8 @@ class AdminPoller(Loop):
         self.polls = 0
         self.failures = 0
         self._kip848_failing = False  # ConsumerGroupDescribe failed last time (warned once already)
+        self._share_failing = False  # ShareGroupDescribe failed last time (warned once already)
+        self._share_groups: set[str] = set()  # the groups ListGroups last gave as share groups
         # Kept across polls (its connections too); made again when it failed or cfg.kafka changed.
         self._protocol: KafkaProtocolClient | None = None
         self._protocol_conf: dict[str, Any] | None = None
@@ -385,7 +418,12 @@ class AdminPoller(Loop):
     def poll_hot(self, admin: Any, producer: Any, timeout_s: float = 5.0) -> int:
         """Describe the groups in motion (self.hot) and send on what changed; how many were described."""
         ts = _now_ms()
-        groups = self.hot.due(ts)
+        due = self.hot.due(ts)
+        groups = [g for g in due if g not in self._share_groups]
+        for g, doc in self._describe_share(
+            [g for g in due if g in self._share_groups], producer, ts, timeout_s
+        ).items():
+            self._send_describe(producer, g, doc, ts)
         kip848: list[dict[str, Any]] = []
         # every request in flight at once: a hot poll takes one round trip, not one per chunk
         requests = [
@@ -413,8 +451,8 @@ class AdminPoller(Loop):
         for doc in kip848:
             self._send_describe(producer, doc["group"], doc, ts)
         producer.poll(0)
-        self.hot_polls += len(groups)
-        return len(groups)
+        self.hot_polls += len(due)
+        return len(due)
 
     def _send(
         self, producer: Any, key: tuple, group: str, line: dict[str, Any], ts: int, hot_ms: int = 0
@@ -449,13 +487,20 @@ class AdminPoller(Loop):
         listing = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s + 5)
         if listing.errors and not listing.valid:
             raise RuntimeError(f"list groups: {listing.errors[0]}")
-        # share groups (KIP-932) are not consumer groups to DescribeConsumerGroups: their records say all
-        groups = sorted(
-            g.group_id
+        # share groups (KIP-932) are not consumer groups to DescribeConsumerGroups (nor to OffsetFetch:
+        # they commit no offsets): ShareGroupDescribe describes them (`_describe_share`)
+        is_share = {
+            g.group_id: _enum_name(getattr(g, "type", None)).lower() == "share"
             for g in listing.valid
-            if g.group_id and _enum_name(getattr(g, "type", None)).lower() != "share"
-        )
+            if g.group_id
+        }
+        groups = sorted(g for g, share in is_share.items() if not share)
         listed_states = {g.group_id: _enum_name(g.state) for g in listing.valid if g.group_id}
+        # librdkafka (2.16) lists no share groups: ListGroups v5 with TypesFilter ["share"] does
+        share_states = self._list_share_groups(timeout_s)
+        share_groups = sorted({g for g, share in is_share.items() if share} | set(share_states))
+        self._share_groups = set(share_groups)
+        listed_states.update(share_states)
         ts = _now_ms()
         topic = self.cfg.admin_topic
         wanted: dict[str, set[tuple[str, int]]] = {}
@@ -511,6 +556,19 @@ class AdminPoller(Loop):
         self._add_broker_blocks(kip848, timeout_s)
         for doc in kip848:
             send(("describe", doc["group"]), doc["group"], doc, DESCRIBE_HOT_MS)
+        share_due = self._to_describe(share_groups, listed_states, ts)
+        self.described_groups += len(share_due)
+        for g in share_groups:
+            if g not in share_due:
+                polled.add(("describe", g))
+                wanted.setdefault(g, set()).update(self._listed[g][2])
+        polled.update(("denied", g, "describe") for g in share_due)  # a refusal is sent from there
+        for g, doc in self._describe_share(sorted(share_due), producer, ts, timeout_s).items():
+            send(("describe", g), g, doc, DESCRIBE_HOT_MS)
+            assigned = frozenset((t, p) for m in doc["members"] for t, p in m["assignment"])
+            wanted.setdefault(g, set()).update(assigned)
+            self._listed[g] = (listed_states.get(g, ""), ts, assigned)
+        producer.poll(0)
         if self.offsets_readable:
             # Committed offsets only say where log-end offsets are wanted (the offsets topic has the
             # commits themselves), and a group's partitions rarely change: they are fetched for the
@@ -562,14 +620,14 @@ class AdminPoller(Loop):
                 self._ends_refused.discard(g)
             producer.poll(0)
         self.changes.forget(polled)  # groups and partitions gone since: their next answer is new
-        self.hot.forget(set(groups))
+        self.hot.forget(set(groups) | set(share_groups))
         # The stream's clock: one record per poll even when nothing changed, so the per-group timers
         # run at least every poll interval (the pipeline runs no empty micro-batches in between).
         producer.produce(topic, key=b"", value=json.dumps({"ts": ts, "clock": True}).encode())
         left = producer.flush(timeout_s)
         if left:
             raise RuntimeError(f"{left} admin records not delivered to {topic}")
-        return len(groups)
+        return len(groups) + len(share_groups)
 
     def forget_sent(self) -> None:
         """Send everything at the next poll, as at the first one (what was sent, when each group was
@@ -609,17 +667,13 @@ class AdminPoller(Loop):
         until a call succeeds again), and the next poll starts over with new connections. Settings
         the protocol client cannot use (SASL GSSAPI or OAUTHBEARER, as on AWS MSK IAM) fall back to
         librdkafka, one group a request."""
-        from collectors.kafka_protocol import ConfigError, GroupError, KafkaProtocolClient
+        from collectors.kafka_protocol import ConfigError, GroupError
         from collectors.kafka_protocol.connection import Deadline
 
         if self._protocol_unusable:
             return _committed_through_librdkafka(admin, groups, timeout_s, self.offsets_in_flight), {}
         try:
-            if self._protocol is None or self._protocol_conf != dict(self.cfg.kafka):
-                self._close_protocol()
-                self._protocol_conf = dict(self.cfg.kafka)
-                self._protocol = KafkaProtocolClient(self._protocol_conf, timeout_s)
-            fetched = self._protocol.fetch_committed(groups, Deadline(timeout_s))
+            fetched = self._protocol_client(timeout_s).fetch_committed(groups, Deadline(timeout_s))
         except ConfigError as e:
             log.warning("committed offsets through librdkafka (the protocol client cannot: %s)", e)
             self._protocol_unusable = True
@@ -643,6 +697,78 @@ class AdminPoller(Loop):
             elif got is not None:
                 out[g] = got
         return out, refused
+
+    def _protocol_client(self, timeout_s: float) -> KafkaProtocolClient:
+        """The protocol client kept on the poller (made again when cfg.kafka changed or it failed)."""
+        from collectors.kafka_protocol import KafkaProtocolClient
+
+        if self._protocol is None or self._protocol_conf != dict(self.cfg.kafka):
+            self._close_protocol()
+            self._protocol_conf = dict(self.cfg.kafka)
+            self._protocol = KafkaProtocolClient(self._protocol_conf, timeout_s)
+        return self._protocol
+
+    def _list_share_groups(self, timeout_s: float) -> dict[str, str]:
+        """Each share group the cluster lists -> its state in ListGroups' spelling upper-cased, as
+        librdkafka's ("STABLE", "EMPTY"). A broker that did not answer: the share groups known from
+        the last poll stay listed, state unknown (so they are described, which says whether they are
+        still there). A failed call: the same for all of them (the describe warns). None at all when
+        the protocol client cannot use the settings (librdkafka lists no share groups)."""
+        from collectors.kafka_protocol.connection import Deadline
+
+        if self._protocol_unusable:  # settings it cannot use (SASL GSSAPI, ...): no share groups
+            return {}
+        try:
+            listed, missing = self._protocol_client(timeout_s).list_share_groups(Deadline(timeout_s))
+        except Exception as e:
+            log.debug("ListGroups (share) failed: %s", e)
+            self._close_protocol()
+            listed, missing = {}, [-1]
+        out = {g: state.upper() for g, state in listed.items()}
+        if missing:
+            for g in self._share_groups - set(out):
+                out[g] = ""
+        return out
+
+    def _describe_share(
+        self, groups: list[str], producer: Any, ts: int, timeout_s: float
+    ) -> dict[str, dict[str, Any]]:
+        """The describe lines of these share groups (`share_describe_json`), from one
+        ShareGroupDescribe per coordinator over the kept protocol client, stamped when answered. A
+        group the broker refused (an ACL) gets its denied line sent here; one that went away since it
+        was listed is left out; a failed call leaves them all out (warned once, until a call succeeds
+        again; settings the protocol client cannot use, such as SASL GSSAPI, fail every time)."""
+        if not groups:
+            return {}
+        from collectors.kafka_protocol.connection import Deadline
+
+        try:
+            blocks = self._protocol_client(timeout_s).describe_share(groups, Deadline(timeout_s))
+        except Exception as e:
+            if not self._share_failing:
+                log.warning("share groups not described (ShareGroupDescribe): %s", e)
+            else:
+                log.debug("ShareGroupDescribe still failing: %s", e)
+            self._share_failing = True
+            self._close_protocol()
+            return {}
+        self._share_failing = False
+        answered = _now_ms()
+        out = {}
+        for g in groups:
+            block = blocks.get(g)
+            if block is None:
+                continue
+            if "error" in block:
+                log.debug("ShareGroupDescribe %s: %s", g, block["error"])
+                if block.get("error_code") in AUTHORIZATION_FAILED:
+                    why = f"{block['error']}: {block.get('error_message') or 'not authorized'}"
+                    self._send(
+                        producer, ("denied", g, "describe"), g, denied_line(ts, g, "describe", why), ts
+                    )
+                continue
+            out[g] = share_describe_json(g, block, answered)
+        return out
 
     def _close_protocol(self) -> None:
         client, self._protocol = self._protocol, None

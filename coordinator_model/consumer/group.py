@@ -223,6 +223,17 @@ class ConsumerGroupModel:
         self.update_state(ev.ts)
 
     def on_describe(self, ev: DescribeSnapshot) -> None:
+        if ev.type == "share" and self.engine.type != "share":
+            # the broker's ShareGroupDescribe (KIP-932) of a group nothing else had typed: the group is
+            # a share group, and the share group's model takes the answer (share/group.py)
+            if self.engine.type is not None:
+                self.engine.conflict(
+                    "type", ev.ts, f"the broker describes a share group; it was read as {self.engine.type}"
+                )
+                return
+            self.engine.as_share("describe_broker")
+            self.engine.consumer.on_describe(ev)
+            return
         self.claim("describe_broker" if has_k848_details(ev) else "describe")
         for tid, name in ev.topic_ids:
             if self.topic_names.get(tid) != name:
