@@ -26,6 +26,7 @@ from collectors.storage.clusters import (
 )
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.topics import TOPIC_SORT_KEYS, TopicRow, TopicView
+from coordinator_model.document.types import DocumentError, GenerationDoc, GroupDocument, TimelineSpan
 
 T = TypeVar("T")
 
@@ -239,21 +240,27 @@ class DashboardData:
         stores = {c: self.store_for(c) for c in names}
         return self._guard(lambda: list_groups_across(stores, offset=offset, limit=limit, **kw))
 
-    def group(self, name: str, cluster: str | None = None) -> dict[str, Any] | None:
-        return self._call("get_group", name, cluster=cluster)
+    def group(self, name: str, cluster: str | None = None) -> GroupDocument | None:
+        """The group's document read through its types, or None when there is none. DocumentError
+        when what is stored is not a group document (the page says so)."""
+        raw = self._call("get_group", name, cluster=cluster)
+        return None if raw is None else GroupDocument.from_json(raw)
 
     def fleet_row(self, name: str, cluster: str | None = None) -> dict[str, Any] | None:
         return self._call("get_row", name, cluster=cluster)
 
     def timeline(
         self, name: str, since: int | None, until: int | None, cluster: str | None = None
-    ) -> list[dict[str, Any]]:
-        return self._call("get_timeline", name, since, until, cluster=cluster)
+    ) -> list[TimelineSpan]:
+        """The group's state spans in [since, until] from its history (the document's own, indexed)."""
+        rows = self._call("get_timeline", name, since, until, cluster=cluster)
+        return _history(name, "timeline", TimelineSpan.from_json, rows)
 
     def generations(
         self, name: str, since: int | None, until: int | None, cluster: str | None = None
-    ) -> list[dict[str, Any]]:
-        return self._call("get_generations", name, since, until, cluster=cluster)
+    ) -> list[GenerationDoc]:
+        rows = self._call("get_generations", name, since, until, cluster=cluster)
+        return _history(name, "generations", GenerationDoc.from_json, rows)
 
     def lag_history(
         self, name: str, since: int | None, until: int | None, cluster: str | None = None
@@ -322,6 +329,15 @@ class DashboardData:
             raise
         except Exception as e:  # its own errors must not take the page down
             raise Unavailable(f"the alerts store could not be read: {e}") from e
+
+
+def _history(group: str, what: str, read: Callable[[Any], T], rows: list[Any]) -> list[T]:
+    """A group's stored history rows (its document's timeline spans or generations) read through
+    their type; DocumentError when one is not."""
+    try:
+        return [read(r) for r in rows]
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise DocumentError(f"group {group!r}: malformed {what} history ({exc!r})") from exc
 
 
 def topic_sort_key(row: TopicRow, sort_by: str) -> tuple[float, str]:

@@ -10,7 +10,7 @@ from typing import Any
 import plotly.graph_objects as go
 import plotly.io as pio
 
-from dashboard.group_doc import Band, Generation, Member, PartitionLag
+from coordinator_model.document.types import GenerationDoc, MemberDoc, PartitionLag, TimelineSpan
 
 # A small template of our own: plotly's stock ones are big, and validating one costs ~0.1 s per figure.
 _AXIS = {"gridcolor": "#e8edf3", "zerolinecolor": "#e8edf3", "linecolor": "#cfd8dc", "automargin": True}
@@ -76,7 +76,7 @@ def empty_figure(title: str, message: str, height: int = 220) -> go.Figure:
 
 
 def timeline_figure(
-    bands: Sequence[Band], since: int | None, until: int, view: tuple[int, int] | None = None
+    bands: Sequence[TimelineSpan], since: int | None, until: int, view: tuple[int, int] | None = None
 ) -> go.Figure:
     """Gantt-style state timeline: one row per state, a bar for each period spent in it. ``view``
     narrows the visible x range (the data still runs to ``until``, so zooming out shows it)."""
@@ -137,7 +137,7 @@ def _dur(ms: int | float | None) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def generations_figure(gens: Sequence[Generation], since: int | None, until: int) -> go.Figure:
+def generations_figure(gens: Sequence[GenerationDoc], since: int | None, until: int) -> go.Figure:
     """One bar per generation: how long its rebalance took, coloured by cause, details on hover."""
     shown = [
         g
@@ -205,7 +205,7 @@ def _lag_heatmap(z: list[list[float | None]], hovertemplate: str) -> go.Heatmap:
 
 
 def assignment_heatmap(
-    members: Sequence[Member],
+    members: Sequence[MemberDoc],
     lag: Sequence[PartitionLag],
     title: str = "Assignment (member × partition, colour = lag)",
     assignment: Mapping[str, Sequence[tuple[str, int]]] | None = None,

@@ -1,6 +1,6 @@
 """The what-if page's link to the what-if engine (coordinator_model.whatif): group document + form
 request in, one normalised result per assignor out, so the page renders the same whatever the engine's
-JSON looks like in detail."""
+report looks like in detail."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard import group_doc as gd
+from coordinator_model.document.types import GroupDocument
 from dashboard.whatif_form import WhatIfRequest
 
 CLIENT_ASSIGNORS = ["range", "roundrobin", "sticky", "cooperative-sticky"]
@@ -73,11 +73,11 @@ def assignor_options() -> list[dict[str, str]]:
     return [{"label": n, "value": n} for n in names]
 
 
-def default_assignors(doc: Mapping[str, Any]) -> list[str]:
+def default_assignors(doc: GroupDocument) -> list[str]:
     """The group's current assignor plus the one most often considered instead."""
     options = [o["value"] for o in assignor_options()]
-    current = doc.get("protocol")
-    if gd.is_kip848(doc) and current == "range" and "server-range" in options:
+    current = doc.protocol
+    if doc.modern and current == "range" and "server-range" in options:
         current = "server-range"
     picks = [current] if current in options else []
     for alt in ("cooperative-sticky", "range"):
@@ -87,11 +87,11 @@ def default_assignors(doc: Mapping[str, Any]) -> list[str]:
     return picks
 
 
-def whatif_input(doc: Mapping[str, Any], req: WhatIfRequest, assignors: list[str]) -> dict[str, Any]:
+def whatif_input(doc: GroupDocument, req: WhatIfRequest, assignors: list[str]) -> dict[str, Any]:
     """The `groupscope whatif` input (docs/assign-format.md) for this group, request and assignors."""
     eng = _engine()
     assert eng is not None
-    data = eng.whatif_input_from_group_document(dict(doc))
+    data = eng.whatif_input_from_group_document(doc.to_json())
     changes: list[dict[str, Any]] = []
     if req.remove_members:
         changes.append({"kind": "remove_members", "member_ids": list(req.remove_members)})
@@ -164,7 +164,7 @@ def timeouts_text(t: Mapping[str, Any] | None) -> str | None:
     )
 
 
-def run(doc: Mapping[str, Any], req: WhatIfRequest, progress: Progress) -> WhatIfOutcome:
+def run(doc: GroupDocument, req: WhatIfRequest, progress: Progress) -> WhatIfOutcome:
     """Run the engine once per assignor (so the progress bar moves), in the order the user picked."""
     eng = _engine()
     if eng is None:

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dashboard import group_doc as gd
+from coordinator_model.document.types import GroupDocument
 
 MAX_ADD_MEMBERS = 10_000
 MAX_PARTITIONS_PER_TOPIC = 100_000
@@ -96,23 +96,21 @@ def parse_subscription(
     return {member: sorted(set(names))}, None
 
 
-def partition_counts(doc: Mapping[str, Any]) -> dict[str, int]:
+def partition_counts(doc: GroupDocument) -> dict[str, int]:
     """Partitions per topic as far as the group knows them: highest partition seen + 1."""
     counts: dict[str, int] = {}
-    tps = [(r.topic, r.partition) for r in gd.partition_lag(doc)]
-    for m in gd.members(doc):
+    tps = [(p.topic, p.partition) for p in doc.lag.partitions]
+    for m in doc.members:
         tps += m.assignment
     for t, p in tps:
         counts[t] = max(counts.get(t, 0), p + 1)
     return counts
 
 
-def parse_form(
-    values: Mapping[str, Any], doc: Mapping[str, Any]
-) -> tuple[WhatIfRequest | None, dict[str, str]]:
+def parse_form(values: Mapping[str, Any], doc: GroupDocument) -> tuple[WhatIfRequest | None, dict[str, str]]:
     """(request, {}) when every field is valid, else (None, {field: message})."""
     errors: dict[str, str] = {}
-    member_ids = [m.member_id for m in gd.members(doc)]
+    member_ids = [m.member_id for m in doc.members]
     assignors = [a for a in (values.get("assignors") or []) if a]
     if not assignors:
         errors["assignors"] = "pick at least one assignor"

@@ -16,6 +16,7 @@ import itertools
 
 from browser.dashboard_fill import CAPTURES, model_docs, started_ms
 
+from coordinator_model.document.types import Denied, GroupDocument, LagDoc, MemberDoc, PartitionLag
 from dashboard import group_doc as gd
 from dashboard import whatif_engine
 from dashboard.data import grid_query
@@ -79,30 +80,30 @@ def test_grid_query_translates_sort_filter_and_block() -> None:
     assert grid_query(None).limit == 100 and grid_query({"startRow": 0, "endRow": 10**6}).limit == 1000
 
 
-# ---- real documents from the coordinator model ---------------------------------------------------------
+# ---- real documents from the coordinator model, read as the dashboard reads them -----------------------
 @pytest.fixture(scope="module")
-def storm() -> dict:
-    return model_docs(CAPTURES / "rebalance-storm")[0]
+def storm() -> GroupDocument:
+    return GroupDocument.from_json(model_docs(CAPTURES / "rebalance-storm")[0])
 
 
 @pytest.fixture(scope="module")
-def kip848() -> list[dict]:
+def kip848() -> list[GroupDocument]:
     cap = CAPTURES / "kip848-lifecycle"
-    return model_docs(cap, started_ms(cap) + 50_000)
+    return [GroupDocument.from_json(d) for d in model_docs(cap, started_ms(cap) + 50_000)]
 
 
 @pytest.fixture(scope="module")
-def lag_ramp() -> dict:
+def lag_ramp() -> GroupDocument:
     cap = CAPTURES / "lag-ramp"
-    return model_docs(cap, started_ms(cap) + 35_000)[0]
+    return GroupDocument.from_json(model_docs(cap, started_ms(cap) + 35_000)[0])
 
 
-def test_reads_a_real_storm_document(storm: dict) -> None:
-    gens = gd.generations(storm)
-    assert len(gens) == len(storm["generations"]) and gens[-1].generation == storm["generation"]
+def test_reads_a_real_storm_document(storm: GroupDocument) -> None:
+    gens = storm.generations
+    assert gens[-1].generation == storm.generation
     assert {g.cause for g in gens} >= {"member_joined", "member_left"}
-    bands = gd.timeline(storm)
-    assert bands[-1].state == storm["state"] == "Empty"
+    bands = storm.timeline
+    assert bands[-1].state == storm.state == "Empty"
     assert all(a.start <= b.start for a, b in itertools.pairwise(bands))
     fig = generations_figure(gens, None, bands[-1].start + 1)
     assert sum(len(t.x) for t in fig.data) == len(gens)
@@ -112,28 +113,55 @@ def test_reads_a_real_storm_document(storm: dict) -> None:
     assert tl.layout.xaxis.range is not None
 
 
-def test_reads_real_kip848_members_and_lag(kip848: list[dict]) -> None:
+def test_reads_real_kip848_members_and_lag(kip848: list[GroupDocument]) -> None:
     for doc in kip848:
-        assert gd.is_kip848(doc)
-        ms = gd.members(doc)
-        assert len(ms) == len(doc["members"]) > 0
+        assert doc.modern
+        ms = doc.members
+        assert len(ms) > 0
         assert all(m.member_epoch is not None and m.target_assignment is not None for m in ms)
-        rows = gd.member_rows(doc, now_ms=doc["as_of"])
-        assert sum(r.partitions for r in rows) == sum(len(m["assignment"]) for m in doc["members"])
-        lag, secs = gd.totals(doc)
-        assert lag == doc["lag"]["total"] and secs == doc["lag"]["max_seconds"]
-        parts = gd.partition_lag(doc)
-        assert sum(p.lag or 0 for p in parts) == doc["lag"]["total"]
-        assert all(p.member for p in parts)  # every partition of a Stable group has an owner
+        rows = gd.member_rows(doc, now_ms=doc.as_of)
+        assert sum(r.partitions for r in rows) == sum(len(m.assignment) for m in ms)
+        parts = doc.lag.partitions
+        assert doc.lag.total is not None and sum(p.lag or 0 for p in parts) == doc.lag.total
+        assert all(p.member_id for p in parts)  # every partition of a Stable group has an owner
+        # the partitions table: one line per partition, its owner and its last commit
+        table = gd.partition_rows(doc)
+        assert [(r["topic"], r["partition"], r["member"]) for r in table] == [
+            (p.topic, p.partition, p.member_id) for p in parts
+        ]
+        commits = {(o.topic, o.partition): o.commit_timestamp for o in doc.offsets}
+        assert commits and all(r["commit_time"] == commits.get((r["topic"], r["partition"])) for r in table)
         fig = assignment_heatmap(ms, parts)
         z = fig["data"][0]["z"]
         assert len(z) == len(ms) and sum(v is not None for row in z for v in row) == len(parts)
 
 
-def test_member_lag_sums_its_partitions(lag_ramp: dict) -> None:
-    (row,) = gd.member_rows(lag_ramp, now_ms=lag_ramp["as_of"])
-    assert row.partitions == 4 and row.lag == lag_ramp["lag"]["total"] > 0
+def test_member_lag_sums_its_partitions(lag_ramp: GroupDocument) -> None:
+    (row,) = gd.member_rows(lag_ramp, now_ms=lag_ramp.as_of)
+    assert row.partitions == 4 and row.lag == lag_ramp.lag.total > 0
+    assert row.lag_seconds == lag_ramp.lag.max_seconds
     assert row.heartbeat_age_s is not None and row.heartbeat_ratio is not None
+
+
+def test_header_says_what_is_denied_inferred_and_from_which_sources() -> None:
+    from dashboard.pages.group import header
+
+    doc = GroupDocument(
+        group="g",
+        type="consumer",
+        state="Stable",
+        group_epoch=7,
+        assignment_epoch=6,
+        lag=LagDoc(total=12_345, max_seconds=2.25),
+        sources=["describe", "end_offsets"],
+        inferred=["generation: no source"],
+        denied={"offsets": Denied(since=1, error="GROUP_AUTHORIZATION_FAILED")},
+    )
+    text = str(header(GroupDocument.from_json(doc.to_json()), {"rebalances_1h": 2}, 10_000))
+    assert "its committed offsets" in text and "offsets: GROUP_AUTHORIZATION_FAILED" in text
+    assert "Inferred for lack of a source: generation: no source" in text
+    assert "Sources: describe, end_offsets" in text
+    assert "12,345" in text and "2.2" in text and "Group epoch" in text and "Generation'" not in text
 
 
 def test_lag_series_per_partition_and_group_seconds() -> None:
@@ -157,7 +185,7 @@ def test_lag_series_per_partition_and_group_seconds() -> None:
     }
 
 
-def test_time_window_anchors_to_last_activity(storm: dict) -> None:
+def test_time_window_anchors_to_last_activity(storm: GroupDocument) -> None:
     last = gd.latest_time(storm)
     since, until, note = window(3_600_000, storm, now=last + 10 * 3_600_000)
     assert (since, until) == (last - 3_600_000, last) and "last activity" in note
@@ -166,7 +194,7 @@ def test_time_window_anchors_to_last_activity(storm: dict) -> None:
 
 
 # ---- the what-if form -----------------------------------------------------------------------------------
-def test_form_rejects_bad_values_field_by_field(lag_ramp: dict) -> None:
+def test_form_rejects_bad_values_field_by_field(lag_ramp: GroupDocument) -> None:
     req, errors = parse_form(
         {
             "assignors": [],
@@ -193,8 +221,8 @@ def test_form_rejects_bad_values_field_by_field(lag_ramp: dict) -> None:
     assert "whole number" in errors["add_members"] and "cannot reduce" in errors["partitions"]
 
 
-def test_form_accepts_good_values(lag_ramp: dict) -> None:
-    mid = lag_ramp["members"][0]["member_id"]
+def test_form_accepts_good_values(lag_ramp: GroupDocument) -> None:
+    mid = lag_ramp.members[0].member_id
     req, errors = parse_form(
         {
             "assignors": ["range", "cooperative-sticky"],
@@ -221,7 +249,7 @@ def test_partition_field_errors(text: str, error: str) -> None:
 
 
 # ---- the what-if engine through the page's adapter -----------------------------------------------------
-def test_whatif_runs_every_picked_assignor_with_progress(kip848: list[dict]) -> None:
+def test_whatif_runs_every_picked_assignor_with_progress(kip848: list[GroupDocument]) -> None:
     doc = kip848[0]
     req, errors = parse_form(
         {"assignors": ["range", "roundrobin", "cooperative-sticky"], "add_members": "3"}, doc
@@ -235,18 +263,18 @@ def test_whatif_runs_every_picked_assignor_with_progress(kip848: list[dict]) -> 
         "cooperative-sticky",
     ]
     assert seen == [(0, 3), (1, 3), (2, 3), (3, 3)]
-    n_parts = len(gd.partition_lag(doc))
+    n_parts = len(doc.lag.partitions)
     for r in out.results:
-        assert len(r.members) == len(doc["members"]) + 3
+        assert len(r.members) == len(doc.members) + 3
         assert sum(m.partitions for m in r.members) == n_parts  # every partition assigned exactly once
         assert r.max_partitions - r.min_partitions <= 1
     # six partitions over six members: an eager assignor moves the ones it gives to the new members
     assert len(out.results[0].moves) >= 3
 
 
-def test_whatif_engine_rejection_is_a_message(kip848: list[dict]) -> None:
+def test_whatif_engine_rejection_is_a_message(kip848: list[GroupDocument]) -> None:
     doc = kip848[0]
-    mid = doc["members"][0]["member_id"]
+    mid = doc.members[0].member_id
     # the form accepts a topic name the engine has no partition count for; the engine says so
     req, _ = parse_form({"assignors": ["range"], "sub_member": mid, "sub_topics": "unknown-topic"}, doc)
     assert req is not None
@@ -267,20 +295,20 @@ def test_lag_chart_keeps_the_top_lines_and_sums_the_rest() -> None:
 
 def test_heatmap_rows_never_merge_on_truncated_ids() -> None:
     prefix = "consumer-with-a-very-long-client-id-"
-    ms = [gd.Member(member_id=f"{prefix}{i}", assignment=[("t", i)]) for i in range(3)]
-    fig = assignment_heatmap(ms, [gd.PartitionLag("t", i, lag=i) for i in range(3)])
+    ms = [MemberDoc(member_id=f"{prefix}{i}", assignment=[("t", i)]) for i in range(3)]
+    fig = assignment_heatmap(ms, [PartitionLag("t", i, lag=i) for i in range(3)])
     assert fig["data"][0]["y"] == [m.member_id for m in ms]
     assert fig["data"][0]["z"] == [[0.0, None, None], [None, 1.0, None], [None, None, 2.0]]
 
 
-def test_empty_group_heatmap_shows_the_last_assignment(storm: dict) -> None:
+def test_empty_group_heatmap_shows_the_last_assignment(storm: GroupDocument) -> None:
     from dashboard.pages.group import heatmap
 
-    assert storm["members"] == []
-    last = next(g for g in reversed(storm["generations"]) if g.get("assignment"))
+    assert storm.members == []
+    last = next(g for g in reversed(storm.generations) if g.assignment)
     fig = heatmap(storm)
-    assert f"generation {last['generation']}" in fig["layout"]["title"]["text"]
-    assert fig["data"][0]["y"] == list(last["assignment"])
+    assert f"generation {last.generation}" in fig["layout"]["title"]["text"]
+    assert fig["data"][0]["y"] == list(last.assignment)
 
 
 def test_inferred_states_are_hatched_and_inferred_causes_marked() -> None:
@@ -291,8 +319,10 @@ def test_inferred_states_are_hatched_and_inferred_causes_marked() -> None:
 
     evs = read_capture(CAPTURES / "classic-range-lifecycle").evidence
     seen = [e for e in evs if e.source in ("offsets", "describe", "end_offsets")]
-    doc = next(e.document_json() for e in rebuild(seen).values() if e.type == "classic")
-    bands = gd.timeline(doc)
+    doc = next(
+        GroupDocument.from_json(e.document_json()) for e in rebuild(seen).values() if e.type == "classic"
+    )
+    bands = doc.timeline
     assert any(b.inferred for b in bands) and any(not b.inferred for b in bands)
     fig = timeline_figure(bands, None, bands[-1].start + 1000)
     shapes = {
@@ -300,7 +330,7 @@ def test_inferred_states_are_hatched_and_inferred_causes_marked() -> None:
     }
     by_state = {(b.state, "/" if b.inferred else "") for b in bands}
     assert shapes == by_state
-    rows = generation_rows(gd.generations(doc))
-    marked = [r for r, g in zip(rows, doc["generations"], strict=True) if "cause" in g["inferred"]]
+    rows = generation_rows(doc.generations)
+    marked = [r for r, g in zip(rows, doc.generations, strict=True) if "cause" in g.inferred]
     assert marked and all(r["cause"].endswith(" (inferred)") for r in marked)
     assert all(not r["cause"].endswith("(inferred)") for r in rows if r not in marked)

@@ -291,10 +291,11 @@ def test_odd_group_name_round_trips_through_urls(served, browser, artifacts_dir)
 def _topics_of(docs: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """{topic: {group: its TopicGroup}} as the sink cuts the served documents."""
     from collectors.storage.topics import cut_by_topic
+    from coordinator_model.document.types import GroupDocument
 
     out: dict[str, dict[str, Any]] = {}
     for d in docs.values():
-        for topic, cut in cut_by_topic(d).items():
+        for topic, cut in cut_by_topic(GroupDocument.from_json(d)).items():
             out.setdefault(topic, {})[d["group"]] = cut.row
     return out
 

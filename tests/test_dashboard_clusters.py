@@ -21,6 +21,7 @@ from browser.dashboard_fill import CAPTURES, model_docs, started_ms
 from collectors.config import CLUSTER_NAME, Settings
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.redis_store import KNOWN_STATES, RedisStore
+from coordinator_model.document.types import GroupDocument, LagDoc, MemberDoc, PartitionLag, TimelineSpan
 from dashboard.app import create_app, health_outputs
 from dashboard.data import DashboardData, Health, fleet_page, topics_page
 from dashboard.pages import group as group_page
@@ -95,21 +96,24 @@ SORTS = {  # grid column -> (expected score of a generated group)
 
 
 def _doc(name: str, state: str, lag: int, members: int) -> dict[str, Any]:
-    return {
-        "group": name,
-        "type": "classic",
-        "state": state,
-        "generation": 1,
-        "protocol": "range",
-        "members": [{"member_id": f"{name}-m{i}", "assignment": [["t", i]]} for i in range(members)],
-        "timeline": [{"state": state, "start": 1_000, "end": None}],
-        "generations": [],
-        "lag": {
-            "total": lag,
-            "max_seconds": lag / 8,
-            "partitions": [{"topic": "t", "partition": 0, "lag": lag, "lag_seconds": lag / 8}],
-        },
-    }
+    """A classic group as the engine writes it: `members` members, partition 0 of `t` lagging."""
+    return GroupDocument(
+        group=name,
+        state=state,
+        generation=1,
+        protocol="range",
+        members=[MemberDoc(f"{name}-m{i}", assignment=[("t", i)]) for i in range(members)],
+        timeline=[TimelineSpan(state, 1_000)],
+        lag=LagDoc(
+            total=lag,
+            max_seconds=lag / 8,
+            partitions=[
+                PartitionLag(
+                    "t", 0, lag=lag, lag_seconds=lag / 8, member_id=f"{name}-m0" if members else None
+                )
+            ],
+        ),
+    ).to_json()
 
 
 GROUP = st.fixed_dictionaries(

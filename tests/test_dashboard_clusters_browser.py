@@ -212,6 +212,7 @@ def test_topics_and_alerts_of_both_clusters(two_clusters, browser, artifacts_dir
     from selenium.webdriver.common.by import By
 
     from collectors.storage.topics import cut_by_topic
+    from coordinator_model.document.types import GroupDocument
 
     docs = two_clusters["docs"]
     # (topic, cluster), each once: two groups of a cluster may read one topic
@@ -220,7 +221,7 @@ def test_topics_and_alerts_of_both_clusters(two_clusters, browser, artifacts_dir
             (topic, cluster)
             for cluster, groups in docs.items()
             for d in groups.values()
-            for topic in cut_by_topic(d)
+            for topic in cut_by_topic(GroupDocument.from_json(d))
         }
     )
     browser.get(two_clusters["base"] + "/topics")

@@ -5,6 +5,7 @@ basic authentication."""
 from __future__ import annotations
 
 import base64
+import json
 import sys
 import time
 from pathlib import Path
@@ -17,31 +18,38 @@ from browser.dashboard_fill import CAPTURES, model_docs
 from collectors.config import Settings
 from collectors.local_servers import free_port
 from collectors.storage.redis_store import RedisStore
+from coordinator_model.document.types import GroupDocument, LagDoc, MemberDoc, PartitionLag, TimelineSpan
 from dashboard.app import create_app
 from dashboard.data import DashboardData, fleet_page, topics_page
 from dashboard.pages.group import group_outputs
 from dashboard.pages.topic import topic_outputs
+from dashboard.pages.whatif import compute_outputs
 
 pytestmark = pytest.mark.servers
 
 
-def _doc(i: int, state: str, lag: int) -> dict:
-    return {
-        "group": f"g{i:04d}",
-        "type": "consumer" if i % 5 == 0 else "classic",
-        "state": state,
-        "generation": i,
-        "group_epoch": i,
-        "protocol": "range",
-        "members": [{"member_id": f"m{i}", "assignment": [["t", 0]]}],
-        "timeline": [{"state": state, "start": 1_000 + i, "end": None}],
-        "generations": [],
-        "lag": {
-            "total": lag,
-            "max_seconds": lag / 10,
-            "partitions": [{"topic": "t", "partition": 0, "lag": lag}],
-        },
-    }
+def _doc(i: int, state: str, lag: int, topic: str = "t") -> dict:
+    """A group of one member owning partition 0 of `topic`, as the engine writes it; every fifth a
+    KIP-848 consumer group (epochs, no generation)."""
+    modern = i % 5 == 0
+    return GroupDocument(
+        group=f"g{i:04d}",
+        type="consumer" if modern else "classic",
+        state=state,
+        protocol="range",
+        generation=None if modern else i,
+        group_epoch=i if modern else None,
+        assignment_epoch=i if modern else None,
+        members=[
+            MemberDoc(f"m{i}", assignment=[(topic, 0)], modern=modern, member_epoch=i if modern else None)
+        ],
+        timeline=[TimelineSpan(state, 1_000 + i)],
+        lag=LagDoc(
+            total=lag,
+            max_seconds=lag / 10,
+            partitions=[PartitionLag(topic, 0, lag=lag, lag_seconds=lag / 10, member_id=f"m{i}")],
+        ),
+    ).to_json()
 
 
 @pytest.fixture()
@@ -106,10 +114,8 @@ def test_group_outputs_from_a_real_capture(redis_client, redis_server) -> None:
 
 def test_topics_grid_pages_on_the_server_and_the_topic_page_outputs(redis_client, redis_server) -> None:
     store = RedisStore(redis_client)
-    docs = [_doc(i, "Stable", i) for i in range(30)]
-    for i, d in enumerate(docs):  # 30 groups over 10 topics: group i reads topic t{i % 10}
-        d["lag"]["partitions"] = [{"topic": f"t{i % 10}", "partition": 0, "lag": i, "lag_seconds": i / 10}]
-        d["members"][0]["assignment"] = [[f"t{i % 10}", 0]]
+    # 30 groups over 10 topics: group i reads topic t{i % 10}
+    docs = [_doc(i, "Stable", i, topic=f"t{i % 10}") for i in range(30)]
     store.write_groups(docs, int(time.time() * 1000))
     data = DashboardData(redis_server.url)
     req = {"startRow": 2, "endRow": 5, "sortModel": [{"colId": "lag", "sort": "desc"}], "filterModel": {}}
@@ -128,6 +134,37 @@ def test_topics_grid_pages_on_the_server_and_the_topic_page_outputs(redis_client
     assert heat["data"][0]["y"] == ["g0023", "g0013", "g0003"]
     missing = topic_outputs(data, "nope", "lag", 3_600_000)
     assert "No group reads a topic named 'nope'" in str(missing[0]) and missing[1] == []
+
+
+def test_a_stored_value_that_is_not_a_document_is_a_message(redis_client, redis_server) -> None:
+    """The group and what-if pages say the stored document cannot be read; nothing crashes."""
+    store = RedisStore(redis_client)
+    good = _doc(1, "Stable", 5)
+    bad = {**good, "group": "broken", "members": [{"client_id": "no member id"}]}
+    redis_client.set(store.gk("broken", "doc"), json.dumps(bad))
+    data = DashboardData(redis_server.url)
+    out = group_outputs(data, "broken", 3_600_000)
+    assert "The stored document of group 'broken' cannot be read" in str(out[0])
+    assert "malformed document" in str(out[0]) and out[7] == [] and out[10] == []
+    results, status, *errors = compute_outputs(data, "broken", {"assignors": ["range"]}, lambda i, n: None)
+    assert "cannot be read" in status and "malformed document" in str(results) and not any(errors)
+    # the lag chart's callback, through Dash: a figure that says so
+    app = create_app(Settings(redis_url=redis_server.url), background_mode="celery")
+    body = {
+        "output": "group-lag.figure",
+        "outputs": {"id": "group-lag", "property": "figure"},
+        "inputs": [
+            {"id": "tick", "property": "n_intervals", "value": 1},
+            {"id": "group-range", "property": "value", "value": 3_600_000},
+            {"id": "group-lag-metric", "property": "value", "value": "lag"},
+            {"id": "group-lag-by", "property": "value", "value": "partition"},
+            {"id": "url", "property": "pathname", "value": "/groups/broken"},
+        ],
+        "changedPropIds": ["tick.n_intervals"],
+        "state": [],
+    }
+    resp = app.server.test_client().post("/_dash-update-component", json=body)
+    assert resp.status_code == 200 and b"malformed document" in resp.data
 
 
 def test_health_when_redis_is_unreachable() -> None:

@@ -10,6 +10,7 @@ from typing import Any
 import dash_ag_grid as dag
 from dash import Dash, Input, Output, dcc, html
 
+from coordinator_model.document.types import DocumentError, GenerationDoc, GroupDocument, TimelineSpan
 from dashboard import group_doc as gd
 from dashboard.components import (
     LAG_METRICS,
@@ -203,12 +204,12 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
     )
 
 
-def window(range_ms: int | None, doc: Mapping[str, Any], now: int) -> tuple[int | None, int, str]:
+def window(range_ms: int | None, doc: GroupDocument | None, now: int) -> tuple[int | None, int, str]:
     """(since, until, note) for a range choice. A range that would show nothing (the group has been
     quiet longer than the range) is anchored to the group's newest data instead, and the note says so."""
     if not range_ms or range_ms == ACTIVITY:
         return None, now, ""
-    latest = gd.latest_time(doc)
+    latest = gd.latest_time(doc) if doc is not None else None
     if latest is not None and latest < now - range_ms:
         return (
             latest - range_ms,
@@ -219,7 +220,7 @@ def window(range_ms: int | None, doc: Mapping[str, Any], now: int) -> tuple[int 
     return now - range_ms, now, ""
 
 
-def activity_view(bands: list[gd.Band], now: int, latest: int | None = None) -> tuple[int, int] | None:
+def activity_view(bands: list[TimelineSpan], now: int, latest: int | None = None) -> tuple[int, int] | None:
     """x range from the first state change to a little after the last evidence (``latest``: the last
     change, heartbeat or generation end); the current state's bar still runs on to now, zoom out to
     see it. None when the group has no history yet."""
@@ -241,20 +242,19 @@ def _kv(pairs: list[tuple[str, Any]]) -> html.Dl:
     return html.Dl(items, className="kv")
 
 
-def header(doc: Mapping[str, Any], row: Mapping[str, Any] | None, now: int) -> list[Any]:
-    kip = gd.is_kip848(doc)
-    lag, lag_s = gd.totals(doc)
-    pairs: list[tuple[str, Any]] = [("State", state_badge(doc.get("state"))), ("Type", doc.get("type"))]
-    if kip:
-        pairs += [("Group epoch", doc.get("group_epoch")), ("Assignment epoch", doc.get("assignment_epoch"))]
+def header(doc: GroupDocument, row: Mapping[str, Any] | None, now: int) -> list[Any]:
+    lag, lag_s = doc.lag.total, doc.lag.max_seconds
+    pairs: list[tuple[str, Any]] = [("State", state_badge(doc.state)), ("Type", doc.type)]
+    if doc.modern:
+        pairs += [("Group epoch", doc.group_epoch), ("Assignment epoch", doc.assignment_epoch)]
     else:
-        pairs += [("Generation", doc.get("generation"))]
+        pairs += [("Generation", doc.generation)]
     pairs += [
-        ("Protocol type", doc.get("protocol_type")),
-        ("Protocol", doc.get("protocol")),
-        ("Leader", doc.get("leader")),
-        ("Coordinator partition", doc.get("coordinator_partition")),
-        ("Members", len(doc.get("members") or [])),
+        ("Protocol type", doc.protocol_type),
+        ("Protocol", doc.protocol),
+        ("Leader", doc.leader),
+        ("Coordinator partition", doc.coordinator_partition),
+        ("Members", len(doc.members)),
         ("Lag offsets", f"{lag:,}" if lag is not None else None),
         ("Lag seconds", f"{lag_s:.1f}" if lag_s is not None else None),
         ("Rebalances 1 h", (row or {}).get("rebalances_1h")),
@@ -266,7 +266,7 @@ def header(doc: Mapping[str, Any], row: Mapping[str, Any] | None, now: int) -> l
             className="muted",
         )
     ]
-    denied = doc.get("denied") or {}
+    denied = doc.denied
     if denied:
         # an ACL withholds part of the group: say what is missing and why, before anything else
         what = " and ".join(
@@ -277,7 +277,7 @@ def header(doc: Mapping[str, Any], row: Mapping[str, Any] | None, now: int) -> l
             }.get(k, k)
             for k in sorted(denied)
         )
-        why = "; ".join(f"{k}: {v.get('error')}" for k, v in sorted(denied.items()))
+        why = "; ".join(f"{k}: {v.error}" for k, v in sorted(denied.items()))
         notes.append(
             html.Div(
                 f"The cluster does not allow groupscope to read {what} of this group ({why}). "
@@ -286,36 +286,31 @@ def header(doc: Mapping[str, Any], row: Mapping[str, Any] | None, now: int) -> l
                 id="group-denied",
             )
         )
-    inferred = doc.get("inferred")
-    if inferred:
-        text = ", ".join(map(str, inferred)) if isinstance(inferred, list) else str(inferred)
+    if doc.inferred:
+        text = ", ".join(doc.inferred)
         notes.append(html.Div(f"Inferred for lack of a source: {text}", className="inferred"))
-    sources = doc.get("sources")
-    if sources:
-        text = (
-            ", ".join(sources)
-            if isinstance(sources, list)
-            else ", ".join(k for k, v in dict(sources).items() if v)
-        )
-        notes.append(html.Div(f"Sources: {text}", className="muted"))
+    if doc.sources:
+        notes.append(html.Div(f"Sources: {', '.join(doc.sources)}", className="muted"))
     return [_kv(pairs), *notes]
 
 
-def kip848_card(doc: Mapping[str, Any]) -> tuple[list[Any], dict[str, str]]:
-    if not gd.is_kip848(doc):
+def kip848_card(doc: GroupDocument) -> tuple[list[Any], dict[str, str]]:
+    if not doc.modern:
         return [], {"display": "none"}
-    ms = gd.members(doc)
+    ms = doc.members
     states: dict[str, int] = {}
     for m in ms:
         states[m.state or "unknown"] = states.get(m.state or "unknown", 0) + 1
-    differ = [m for m in ms if m.target_assignment is not None and m.target_assignment != m.assignment]
+    differ = [
+        m for m in ms if m.target_assignment is not None and set(m.target_assignment) != set(m.assignment)
+    ]
     pending = sum(len(m.pending_revocation) for m in ms)
     body = [
-        html.H3("KIP-932 share group: epochs" if doc.get("type") == "share" else "KIP-848 reconciliation"),
+        html.H3("KIP-932 share group: epochs" if doc.type == "share" else "KIP-848 reconciliation"),
         _kv(
             [
-                ("Group epoch", doc.get("group_epoch")),
-                ("Assignment epoch", doc.get("assignment_epoch")),
+                ("Group epoch", doc.group_epoch),
+                ("Assignment epoch", doc.assignment_epoch),
                 ("Member states", ", ".join(f"{k}: {v}" for k, v in sorted(states.items())) or "-"),
                 ("Members off target", len(differ)),
                 ("Pending revocation", pending),
@@ -330,22 +325,20 @@ def kip848_card(doc: Mapping[str, Any]) -> tuple[list[Any], dict[str, str]]:
     return body, {}
 
 
-def heatmap(doc: Mapping[str, Any]) -> Any:
+def heatmap(doc: GroupDocument) -> Any:
     """The current assignment; for a group with no members now, the last generation's assignment
     (what the members had before the group emptied), said so in the title."""
-    ms = gd.members(doc)
-    lag = gd.partition_lag(doc)
-    if ms:
-        return assignment_heatmap(ms, lag)
-    for g in reversed(gd.generations(doc)):
-        if isinstance(g.assignment, Mapping) and any(g.assignment.values()):
-            assign = {str(m): gd.tp_list(tps) for m, tps in g.assignment.items()}
+    lag = doc.lag.partitions
+    if doc.members:
+        return assignment_heatmap(doc.members, lag)
+    for g in reversed(doc.generations):
+        if any(g.assignment.values()):
             title = f"Last assignment: generation {g.generation}, before the group emptied (colour = lag now)"
-            return assignment_heatmap([], lag, title, assignment=assign)
+            return assignment_heatmap([], lag, title, assignment=g.assignment)
     return assignment_heatmap([], lag)
 
 
-def generation_rows(gens: list[gd.Generation]) -> list[dict[str, Any]]:
+def generation_rows(gens: list[GenerationDoc]) -> list[dict[str, Any]]:
     return [
         {
             "generation": g.generation,
@@ -363,21 +356,21 @@ def generation_rows(gens: list[gd.Generation]) -> list[dict[str, Any]]:
     ]
 
 
-def partition_rows(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for r in gd.partition_lag(doc):
-        d = dict(r.__dict__)
-        d["commit_time"] = fmt_ms(r.commit_time) if r.commit_time else None
-        d["committed"] = r.committed if r.committed is not None else "no commit"
-        out.append(d)
+def partition_rows(doc: GroupDocument) -> list[dict[str, Any]]:
+    out = gd.partition_rows(doc)
+    for d in out:
+        d["commit_time"] = fmt_ms(d["commit_time"]) if d["commit_time"] else None
+        if d["committed"] is None:
+            d["committed"] = "no commit"
     return out
 
 
 def lag_series(
     points: list[Mapping[str, Any]], metric: str, by: str
 ) -> dict[str, list[tuple[int, float | None]]]:
-    """Series per partition ("topic:p") or member from the lag history points in Redis. A value in a
-    point is either a number (lag in offsets) or a mapping with lag / lag_seconds / committed."""
+    """Series per partition ("topic:p") or member from the lag history points in Redis
+    (RedisStore.write_lag_points). A value in a point is either a number (lag in offsets) or a
+    mapping with lag / lag_seconds / committed (collectors/pipeline/sink.py, lag_point)."""
     out: dict[str, list[tuple[int, float | None]]] = {}
     key = "partitions" if by == "partition" else "members"
     for p in sorted(points, key=lambda p: p.get("ts") or 0):
@@ -387,10 +380,6 @@ def lag_series(
         for name, v in (p.get(key) or {}).items():
             if isinstance(v, Mapping):
                 val = v.get(metric)
-                if val is None and metric == "committed":
-                    val = v.get("committed_offset")
-                if val is None and metric == "lag":
-                    val = v.get("lag_offsets")
             else:
                 val = v if metric == "lag" else None
             if val is not None:
@@ -469,10 +458,10 @@ def register(app: Dash, data: DashboardData, behind_s: float | None = None) -> N
         r = parse_path(pathname)
         name = r.group or ""
         try:
-            doc = data.group(name, r.cluster) or {}
+            doc = data.group(name, r.cluster)
             since, until, _ = window(range_ms, doc, now_ms())
             points = data.lag_history(name, since, until, r.cluster)
-        except Unavailable as e:
+        except (Unavailable, DocumentError) as e:
             return empty_figure("Lag over time", str(e))
         return lag_over_time_figure(top_series(lag_series(points, metric, by), by), metric, by)
 
@@ -512,6 +501,14 @@ def group_outputs(
         msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
         blank = empty_figure("", "No data")
         return msg, "", blank, blank, [], [], {"display": "none"}, [], MEMBER_COLUMNS, blank, []
+    except DocumentError as e:
+        msg = empty_state(
+            f"The stored document of group {name!r} cannot be read",
+            str(e),
+            "It is shown again once the collector writes the group anew.",
+        )
+        blank = empty_figure("", "No data")
+        return msg, "", blank, blank, [], [], {"display": "none"}, [], MEMBER_COLUMNS, blank, []
     if doc is None:
         where = "in Redis" if len(_known(data)) <= 1 else f"in cluster {cluster}"
         msg = empty_state(
@@ -521,18 +518,23 @@ def group_outputs(
         blank = empty_figure("", "No data")
         return msg, "", blank, blank, [], [], {"display": "none"}, [], MEMBER_COLUMNS, blank, []
     since, until, note = window(range_ms, doc, now)
+    # a range reads the group's history in Redis for that range; what cannot be read: the document's own
+    bands: list[TimelineSpan] | None = None
+    gens: list[GenerationDoc] | None = None
+    stale = None
     try:
-        bands_raw = data.timeline(name, since, until, cluster) if since is not None else None
-        gens_raw = data.generations(name, None, until, cluster) if since is not None else None
+        if since is not None:
+            bands = data.timeline(name, since, until, cluster)
+            gens = data.generations(name, None, until, cluster)
         stale = stale_note(data, cluster, behind_s)
-    except Unavailable:
-        bands_raw = gens_raw = stale = None
-    bands = gd.timeline({"timeline": bands_raw}) if bands_raw else gd.timeline(doc)
-    gens = gd.generations({"generations": gens_raw}) if gens_raw else gd.generations(doc)
+    except (Unavailable, DocumentError):
+        bands = gens = stale = None
+    bands = bands or doc.timeline
+    gens = gens or doc.generations
     if since is not None:
         gens = [g for g in gens if g.start is None or (g.end or g.start) >= since]
     kip_body, kip_style = kip848_card(doc)
-    columns = MEMBER_COLUMNS + (KIP848_COLUMNS if gd.is_kip848(doc) else [])
+    columns = MEMBER_COLUMNS + (KIP848_COLUMNS if doc.modern else [])
     return (
         [stale, *header(doc, row, now)] if stale is not None else header(doc, row, now),
         note,

@@ -12,7 +12,7 @@ from typing import Any
 import dash_ag_grid as dag
 from dash import Dash, Input, Output, State, dcc, html
 
-from dashboard import group_doc as gd
+from coordinator_model.document.types import DocumentError, GroupDocument
 from dashboard import whatif_engine
 from dashboard.components import cluster_label, empty_state
 from dashboard.data import DashboardData, Unavailable
@@ -179,16 +179,16 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
     )
 
 
-def current_summary(doc: dict[str, Any]) -> list[Any]:
-    ms = gd.members(doc)
+def current_summary(doc: GroupDocument) -> list[Any]:
+    ms = doc.members
     counts = partition_counts(doc)
-    lag, _ = gd.totals(doc)
+    lag, _ = doc.lag.totals()
     return [
         html.H3("Starting point: the group now"),
         html.Div(
-            f"{len(ms)} member{'' if len(ms) == 1 else 's'} · protocol {doc.get('protocol') or '-'} · "
+            f"{len(ms)} member{'' if len(ms) == 1 else 's'} · protocol {doc.protocol or '-'} · "
             f"{sum(counts.values())} partitions on {len(counts)} topic(s) "
-            f"({', '.join(f'{t}: {n}' for t, n in sorted(counts.items()))}) · lag {lag or 0:,} offsets",
+            f"({', '.join(f'{t}: {n}' for t, n in sorted(counts.items()))}) · lag {lag:,} offsets",
             id="wi-current-text",
         ),
         html.Div(
@@ -196,7 +196,8 @@ def current_summary(doc: dict[str, Any]) -> list[Any]:
                 html.Div(
                     [
                         html.B(m.member_id),
-                        f" subscribes to {', '.join(m.subscription) or '-'}; owns {len(m.assignment)}",
+                        f" subscribes to {', '.join(sorted(m.subscription)) or '-'}; "
+                        f"owns {len(m.assignment)}",
                     ],
                     className="muted",
                 )
@@ -207,10 +208,10 @@ def current_summary(doc: dict[str, Any]) -> list[Any]:
     ]
 
 
-def result_card(r: whatif_engine.AssignorResult, doc: dict[str, Any]) -> html.Div:
+def result_card(r: whatif_engine.AssignorResult, doc: GroupDocument) -> html.Div:
     if r.error:
         return html.Div([html.H3(r.assignor), html.Div(r.error, className="field-error")], className="card")
-    lag = gd.partition_lag(doc)
+    lag = doc.lag.partitions
     per_member = [(m.member, m.partitions, m.lag) for m in r.members]
     moved_rows = [
         {"partition": f"{t}-{p}", "from": a or "(unassigned)", "to": b or "(unassigned)"}
@@ -280,9 +281,11 @@ def register(app: Dash, data: DashboardData) -> None:
             doc = data.group(name, r.cluster)
         except Unavailable as e:
             return empty_state("Redis is unreachable", str(e)), [], [], []
+        except DocumentError as e:
+            return empty_state(f"The stored document of group {name!r} cannot be read", str(e)), [], [], []
         if doc is None:
             return empty_state(f"No group named {name!r} in Redis"), [], [], []
-        ids = [m.member_id for m in gd.members(doc)]
+        ids = [m.member_id for m in doc.members]
         return current_summary(doc), ids, ids, whatif_engine.default_assignors(doc)
 
     states = [
@@ -345,6 +348,9 @@ def compute_outputs(
         doc = data.group(name, cluster)
     except Unavailable as e:
         return html.Div(str(e), className="field-error"), "Redis is unreachable", *no_errors
+    except DocumentError as e:
+        status = "The group's stored document cannot be read."
+        return html.Div(str(e), className="field-error"), status, *no_errors
     if doc is None:
         return None, f"No group named {name!r}", *no_errors
     req, errors = parse_form(values, doc)
