@@ -787,7 +787,7 @@ def live(spark, kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> 
         # broker; a document still being written gets a few more seconds.
         def caught_up() -> bool:
             return all(
-                (doc := c.document_json(life.group)) is not None and int(doc.get("as_of") or 0) >= settled_at
+                (doc := c.document(life.group)) is not None and int(doc.get("as_of") or 0) >= settled_at
                 for c in collectors.values()
                 for life in lives
             )
@@ -814,7 +814,7 @@ def live(spark, kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> 
             wait_until(
                 lambda: (
                     not any(
-                        exact_diffs(life, truth[life.group], c.document_json(life.group), SOURCES[name])
+                        exact_diffs(life, truth[life.group], c.document(life.group), SOURCES[name])
                         for name, c in collectors.items()
                         for life in lives
                     )
