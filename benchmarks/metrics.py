@@ -44,7 +44,7 @@ from collectors.local_servers import RedisServer, free_port  # noqa: E402
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix  # noqa: E402
 from collectors.storage.redis_store import RedisStore  # noqa: E402
 from coordinator_model.alert_rules import parse_alert_config  # noqa: E402
-from coordinator_model.alert_rules.docview import partition_lags  # noqa: E402
+from coordinator_model.document.types import GroupDocument  # noqa: E402
 
 
 class ReferenceCollector:
@@ -112,12 +112,12 @@ class ReferenceCollector:
                 if not raw:
                     continue
                 topics: dict[str, list[float]] = {}
-                for p in partition_lags(json.loads(raw)):
+                for p in GroupDocument.from_json(json.loads(raw)).lag.partitions:
                     t = topics.setdefault(p.topic, [0.0, 0.0])
-                    t[0] += p.lag_offsets or 0
+                    t[0] += p.lag or 0
                     t[1] = max(t[1], p.lag_seconds or 0.0)
                     if self.per_partition:
-                        plag.add_metric([name, p.topic, str(p.partition)], float(p.lag_offsets or 0))
+                        plag.add_metric([name, p.topic, str(p.partition)], float(p.lag or 0))
                         plag_s.add_metric([name, p.topic, str(p.partition)], float(p.lag_seconds or 0))
                 for topic, (off, sec) in sorted(topics.items()):
                     tlag.add_metric([name, topic], off)

@@ -6,6 +6,15 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from coordinator_model.document.types import (
+    GenerationDoc,
+    GroupDocument,
+    LagDoc,
+    MemberDoc,
+    PartitionLag,
+    TimelineSpan,
+)
+
 S = 1000
 MIN = 60 * S
 T0 = 1_800_000_000_000  # an arbitrary epoch ms
@@ -25,20 +34,19 @@ def gen(
     members: int | None = None,
     reason: str | None = None,
 ) -> dict[str, Any]:
-    g: dict[str, Any] = {
-        "generation": n,
-        "start": start,
-        "end": start + 200,
-        "duration_ms": 200,
-        "members_joined": list(joined),
-        "members_left": list(left),
-        "cause": cause,
-        "reason": reason,
-        "inferred": [],
-    }
-    if members is not None:
-        g["members"] = [f"m{i}" for i in range(members)]
-    return g
+    """A generation as the engine writes it (`members`: how many after it, by default one)."""
+    return GenerationDoc(
+        generation=n,
+        start=start,
+        end=start + 200,
+        duration_ms=200,
+        members=[f"m{i}" for i in range(1 if members is None else members)],
+        members_joined=list(joined),
+        members_left=list(left),
+        cause=cause,
+        reason=reason,
+        empty=members == 0,
+    ).to_json()
 
 
 def doc(
@@ -47,33 +55,44 @@ def doc(
     timeline: list[tuple[str, int, int | None]] | None = None,
     lag: list[dict[str, Any]] | None = None,
     state: str = "Stable",
+    members: list[MemberDoc] | None = None,
 ) -> dict[str, Any]:
-    return {
-        "group": group,
-        "type": "classic",
-        "state": state,
-        "protocol_type": "consumer",
-        "protocol": "range",
-        "generation": (generations or [{}])[-1].get("generation"),
-        "members": [],
-        "timeline": [{"state": s, "start": a, "end": b} for s, a, b in (timeline or [])],
-        "generations": generations or [],
-        "lag": {"partitions": lag or []},
-    }
+    """A classic group's document as the engine writes it (GroupDocument.to_json)."""
+    rows = [PartitionLag.from_json(r) for r in lag or []]
+    known = [r.lag for r in rows if r.lag is not None]
+    seconds = [r.lag_seconds for r in rows if r.lag_seconds is not None]
+    return GroupDocument(
+        group=group,
+        type="classic",
+        state=state,
+        protocol_type="consumer",
+        protocol="range",
+        generation=(generations or [{}])[-1].get("generation"),
+        members=members or [],
+        timeline=[TimelineSpan(s, a, b) for s, a, b in (timeline or [])],
+        generations=[GenerationDoc.from_json(g) for g in generations or []],
+        lag=LagDoc(
+            total=sum(known) if known else None,
+            max_seconds=max(seconds) if seconds else None,
+            partitions=rows,
+        ),
+    ).to_json()
 
 
 def part(
-    topic: str, p: int, lag: int, seconds: float, status: str = "OK", committed: int = 1000
+    topic: str, p: int, lag: int, seconds: float, status: str | None = "OK", committed: int = 1000
 ) -> dict[str, Any]:
-    return {
-        "topic": topic,
-        "partition": p,
-        "committed_offset": committed,
-        "log_end_offset": committed + lag,
-        "lag": lag,
-        "lag_seconds": seconds,
-        "status": status,
-    }
+    """A partition's lag row as the engine writes it."""
+    return PartitionLag(
+        topic=topic,
+        partition=p,
+        committed=committed,
+        has_commit=True,
+        end_offset=committed + lag,
+        lag=lag,
+        lag_seconds=seconds,
+        status=status,
+    ).to_json()
 
 
 def storm_doc(group: str = "storm", flaps: int = 20, t0: int = T0) -> tuple[dict[str, Any], int]:

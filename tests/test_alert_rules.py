@@ -14,6 +14,7 @@ from coordinator_model.alert_rules import (
     parse_alert_config,
 )
 from coordinator_model.alert_rules import rules as R
+from coordinator_model.document.types import DocumentError, MemberDoc
 
 
 def P(rule: str, **kw) -> dict:
@@ -112,26 +113,17 @@ def test_same_client_joining_and_leaving_repeatedly_is_flapping() -> None:
 
 
 def test_static_member_instance_id_is_the_flapping_key() -> None:
-    gens = [gen(1, T0, "group_created", [{"member_id": "a", "group_instance_id": "inst-1"}])]
+    """A static member's id is "<group.instance.id>-<uuid>" (the coordinator builds it): its restarts
+    are one client, whether the member list still shows it (the last one) or not."""
+    gens = [gen(1, T0, "group_created", [mid("steady")])]
+    current = mid("inst-1")
     for i in range(1, 4):
-        gens.append(
-            gen(
-                2 * i,
-                T0 + i * 10 * S,
-                "member_left",
-                left=[{"member_id": f"x{i}", "group_instance_id": "inst-1"}],
-            )
-        )
-        gens.append(
-            gen(
-                2 * i + 1,
-                T0 + i * 10 * S + 5 * S,
-                "member_joined",
-                [{"member_id": f"y{i}", "group_instance_id": "inst-1"}],
-            )
-        )
-    r = R.member_flapping(doc("static", gens), T0 + 50 * S, P("member_flapping"))
-    assert r.finding is not None and "inst-1" in r.finding.evidence["clients"]
+        gens.append(gen(2 * i, T0 + i * 10 * S, "member_left", left=[mid("inst-1")]))
+        back = current if i == 3 else mid("inst-1")
+        gens.append(gen(2 * i + 1, T0 + i * 10 * S + 5 * S, "member_joined", [back]))
+    listed = [MemberDoc(current, group_instance_id="inst-1", client_id="consumer-inst-1-1")]
+    r = R.member_flapping(doc("static", gens, members=listed), T0 + 50 * S, P("member_flapping"))
+    assert r.finding is not None and set(r.finding.evidence["clients"]) == {"inst-1"}
 
 
 # --- members lost ----------------------------------------------------------------------------------
@@ -268,37 +260,36 @@ def test_lag_false_alarms_do_not_alert(rows: list[dict]) -> None:
 
 
 def test_lag_without_status_uses_thresholds_only() -> None:
-    row = part("t", 0, 5000, 600.0)
-    del row["status"]
+    row = part("t", 0, 5000, 600.0, status=None)  # lag from a lag history point has no status
     assert R.lag(doc("x", lag=[row]), T0, P("lag")).finding is not None
 
 
-def test_lag_tolerates_other_spellings() -> None:
-    d = {
-        "group": "x",
-        "lag": [{"topic": "t", "partition": 0, "lag_offsets": 50, "lag_ms": 120_000, "status": "err"}],
-    }
-    assert R.lag(d, T0, P("lag")).finding is not None
-    assert R.lag({"group": "x", "lag": None}, T0, P("lag")).finding is None
-    assert R.lag(
-        {"group": "x", "lag": {"partitions": {"t": [{"lag": 50, "lag_seconds": 100, "status": "STOP"}]}}},
-        T0,
-        P("lag"),
-    ).finding
+def test_lag_evidence_is_the_documents_rows() -> None:
+    row = part("t", 0, 5000, 600.0, "ERR")
+    r = R.lag(doc("x", lag=[row]), T0, P("lag"))
+    assert r.finding is not None and r.finding.evidence["partitions"] == [row]
+
+
+def test_a_value_that_is_not_a_document_is_refused_not_guessed() -> None:
+    cfg = parse_alert_config(None)
+    for bad in ({"lag": [{"topic": "t", "partition": 0, "lag": 50}]}, [], {"group": "x", "members": [{}]}):
+        with pytest.raises(DocumentError):
+            evaluate_group(bad, T0, cfg)
+    # a document without lag (no lag source yet) has nothing to say about lag
+    assert R.lag({"group": "x"}, T0, P("lag")).finding is None
 
 
 def test_lag_close_to_retention() -> None:
     hour = 3600 * 1000
-    rows = [{**part("short", 0, 9000, 0.85 * hour / 1000, "WARN"), "retention_ms": hour}]
-    r = R.lag_retention(doc("r", lag=rows), T0, P("lag_retention"))
+    rows = [part("short", 0, 9000, 0.85 * hour / 1000, "WARN")]
+    r = R.lag_retention(doc("r", lag=rows), T0, P("lag_retention", topics={"short": hour}))
     assert r.finding is not None and r.finding.evidence["partitions"][0]["retention_ms"] == hour
-    rows2 = [part("short", 0, 9000, 0.5 * hour / 1000, "WARN")]
-    assert R.lag_retention(doc("r", lag=rows2), T0, P("lag_retention")).finding is None
-    assert R.lag_retention(doc("r", lag=rows2), T0, P("lag_retention", topics={"short": hour // 2})).finding
-    gone = [{**part("t", 0, 50, 10, "ERR", committed=100), "log_start_offset": 200}]
-    assert R.lag_retention(doc("r", lag=gone), T0, P("lag_retention")).finding.evidence["partitions"][0][
-        "already_deleted"
-    ]
+    assert r.finding.evidence["partitions"][0]["fraction_of_retention"] == pytest.approx(0.85)
+    # the default retention (7 days) is far away
+    assert R.lag_retention(doc("r", lag=rows), T0, P("lag_retention")).finding is None
+    half = doc("r", lag=[part("short", 0, 9000, 0.5 * hour / 1000, "WARN")])
+    assert R.lag_retention(half, T0, P("lag_retention", topics={"short": hour})).finding is None
+    assert R.lag_retention(half, T0, P("lag_retention", topics={"short": hour // 2})).finding
 
 
 # --- configuration ----------------------------------------------------------------------------------

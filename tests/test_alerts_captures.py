@@ -94,7 +94,9 @@ def test_cli_evaluate_at_over_a_replayed_capture(redis_client, redis_server) -> 
     cap = read_capture(CAPTURES / "poll-timeout")
     lo = min(e.ts for e in cap.evidence)
     hi = max(e.ts for e in cap.evidence)
-    RedisStore(redis_client).write_groups([eng.document_json(hi) for eng in rebuild(cap.evidence).values()], hi)
+    RedisStore(redis_client).write_groups(
+        [eng.document_json(hi) for eng in rebuild(cap.evidence).values()], hi
+    )
     runner = CliRunner()
     for at, fired in ((lo + 20_000, 0), (lo + 40_000, 1), (lo + 50_000, 0)):
         res = runner.invoke(

@@ -14,8 +14,9 @@ from collectors.alerts.evaluate import Evaluator, lag_from_point
 from collectors.alerts.store import AlertStore
 from collectors.capture import read_capture
 from collectors.cli.main import cli
-from collectors.storage.redis_store import RedisStore
+from collectors.storage.redis_store import SUMMARY_KEYS, RedisStore
 from coordinator_model.alert_rules import parse_alert_config
+from coordinator_model.document.types import GroupDocument
 from coordinator_model.rebuild import rebuild
 
 pytestmark = pytest.mark.servers
@@ -126,11 +127,51 @@ def test_at_replays_lag_history(redis_client) -> None:
     assert (h["state"], h["until"]) == ("resolved", T0 + 6 * MIN)
 
 
+@pytest.mark.parametrize("summaries", [True, False])
+@pytest.mark.parametrize("value", [b'{"members": []}', b"not json", b'{"group": "storm-b", "members": [{}]}'])
+def test_a_value_that_is_not_a_document_is_counted_and_leaves_alerts_alone(
+    redis_client, summaries: bool, value: bytes
+) -> None:
+    store = RedisStore(redis_client)
+    d, end = storm_doc("storm-b")
+    store.write_group(d, end)
+    ev = Evaluator(redis_client, parse_alert_config(None), summaries=summaries)
+    assert ev.run_cycle(now_ms=T0 + 25 * S).fired == 1
+    # the document is replaced by something else, the group stamped again: not judged, not resolved
+    redis_client.set(store.gk("storm-b", "doc"), value)
+    for what in SUMMARY_KEYS:  # (its summaries would be judged instead of the value)
+        redis_client.hdel(store.sk(what), "storm-b")
+    redis_client.hset(store.k("refreshed"), "storm-b", str(end + 1))
+    r = ev.run_cycle(now_ms=T0 + 30 * S)
+    assert (r.bad_documents, r.evaluated, r.resolved) == (1, 0, 0)
+    assert [a["group"] for a in AlertStore(redis_client).active()] == ["storm-b"]
+
+
 def test_lag_from_point_shapes() -> None:
-    lag = lag_from_point({"ts": 5, "lag_seconds": 9.5, "partitions": {"a:b:0": 3, "a:b:1": 7, "bad": 1}})
-    rows = {(r["topic"], r["partition"]): r for r in lag["partitions"]}
+    point = {
+        "ts": 5,
+        "lag": 10,
+        "lag_seconds": 9.5,
+        "partitions": {
+            "a:b:0": {"lag": 3, "lag_seconds": 1.0, "committed": 40},
+            "a:b:1": {"lag": 7, "lag_seconds": 9.5, "committed": None},
+        },
+    }
+    lag = lag_from_point(point)
+    assert (lag.total, lag.max_seconds) == (10, 9.5)
+    rows = {(r.topic, r.partition): r for r in lag.partitions}
     assert set(rows) == {("a:b", 0), ("a:b", 1)}
-    assert rows[("a:b", 1)]["lag_seconds"] == 9.5 and rows[("a:b", 0)]["lag_seconds"] is None
+    assert (rows[("a:b", 0)].committed, rows[("a:b", 0)].has_commit, rows[("a:b", 0)].lag_seconds) == (
+        40,
+        True,
+        1.0,
+    )
+    assert (rows[("a:b", 1)].has_commit, rows[("a:b", 1)].status) == (False, None)
+    # the older shape: a bare lag per partition, the group's worst seconds on the largest
+    older = lag_from_point({"ts": 5, "lag_seconds": 9.5, "partitions": {"a:b:0": 3, "a:b:1": 7}})
+    rows = {(r.topic, r.partition): r for r in older.partitions}
+    assert rows[("a:b", 1)].lag_seconds == 9.5 and rows[("a:b", 0)].lag_seconds is None
+    assert rows[("a:b", 0)].lag == 3
 
 
 def test_cli_evaluate_and_list(redis_client, redis_server) -> None:
@@ -213,7 +254,8 @@ def test_document_signature_matches_the_one_read_from_redis(redis_client) -> Non
         store.write_groups(docs, T0)
         names = [d["group"] for d in docs]
         sigs, _ = ev._signatures(names)
-        assert sigs == [ev._doc_signature(json.loads(json.dumps(d))) for d in docs], scenario
+        stored = [GroupDocument.from_json(json.loads(json.dumps(d))) for d in docs]
+        assert sigs == [ev._doc_signature(d) for d in stored], scenario
 
 
 def test_overlapping_cycles_skip(redis_client, redis_server) -> None:

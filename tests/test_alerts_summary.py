@@ -37,14 +37,21 @@ from collectors.storage.summaries import (
     summarize,
 )
 from coordinator_model.alert_rules import AlertConfig, evaluate_group, parse_alert_config
-from coordinator_model.alert_rules.docview import PartitionLag, partition_lags
+from coordinator_model.document.types import (
+    GenerationDoc,
+    GroupDocument,
+    LagDoc,
+    MemberDoc,
+    PartitionLag,
+    TimelineSpan,
+)
 from coordinator_model.rebuild import rebuild
 
 # --- documents, configurations and moments ---------------------------------------------------------
 
 CAUSES = ["group_created", "member_joined", "member_left", "session_timeout", "poll_timeout", "leader_rejoin"]
 STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Reconciling", "Assigning"]
-STATUSES = [None, "", "OK", "ok", "WARN", "ERR", "STOP", "STALL", "REWIND"]
+STATUSES = [None, "OK", "WARN", "ERR", "STOP", "STALL", "REWIND", "NO_COMMIT"]
 CLIENTS = ["a", "b", "c"]
 
 times = st.integers(-5, 200).map(lambda s: T0 + s * S)
@@ -54,128 +61,100 @@ maybe_time = st.none() | times
 
 
 @st.composite
-def members(draw) -> list[dict[str, Any]]:
+def members(draw) -> list[MemberDoc]:
     out = []
-    for c in draw(st.lists(st.sampled_from(CLIENTS), max_size=4)):
-        m: dict[str, Any] = {"member_id": f"{c}-{draw(st.sampled_from(['1', '2']))}"}
-        if draw(st.booleans()):
-            m["client_id"] = c
-        if draw(st.booleans()):
-            m["group_instance_id"] = draw(st.sampled_from([None, f"inst-{c}"]))
-        out.append(m)
+    for c in draw(st.lists(st.sampled_from(CLIENTS), max_size=4, unique=True)):
+        instance = draw(st.sampled_from([None, f"inst-{c}"]))
+        member_id = f"{c}-{draw(st.sampled_from(['1', '2']))}" if draw(st.booleans()) else mid(instance or c)
+        out.append(MemberDoc(member_id, instance, draw(st.sampled_from([None, c]))))
     return out
 
 
 @st.composite
-def member_ref(draw) -> Any:
-    mid_ = f"{draw(st.sampled_from(CLIENTS))}-{draw(st.sampled_from(['1', '2', '3']))}"
-    if draw(st.integers(0, 4)) == 0:
-        return {"member_id": mid_, "client_id": draw(st.sampled_from([None, "x"]))}
-    if draw(st.integers(0, 6)) == 0:
-        return mid("z")  # a librdkafka member id: client.id-uuid4
-    return mid_
+def member_ref(draw) -> str:
+    if draw(st.integers(0, 3)) == 0:
+        return mid(draw(st.sampled_from(["z", *CLIENTS, "inst-a"])))  # a classic member id: prefix-uuid4
+    return f"{draw(st.sampled_from(CLIENTS))}-{draw(st.sampled_from(['1', '2', '3']))}"
 
 
 @st.composite
-def generation_rows(draw) -> list[Any]:
-    out: list[Any] = []
+def generation_rows(draw) -> list[GenerationDoc]:
+    out = []
     for n in range(draw(st.integers(0, 12))):
-        g: dict[str, Any] = {
-            "start": draw(maybe_time | st.just("junk")),
-            "end": draw(maybe_time),
-            "cause": draw(st.sampled_from([*CAUSES, None])),
-            "members_joined": draw(st.lists(member_ref(), max_size=2)),
-            "members_left": draw(st.lists(member_ref(), max_size=2)),
-        }
-        g["epoch" if draw(st.integers(0, 5)) == 0 else "generation"] = draw(st.sampled_from([n + 1, None, 3]))
-        shape = draw(st.integers(0, 4))
-        if shape == 1:
-            g["members"] = [f"m{i}" for i in range(draw(st.integers(0, 3)))]
-        elif shape == 2:
-            g["member_count"] = draw(st.integers(0, 3))
-        elif shape == 3:
-            g["assignment"] = {f"m{i}": [] for i in range(draw(st.integers(0, 2)))}
-        if draw(st.booleans()):
-            g["empty"] = draw(st.booleans())
-        if draw(st.booleans()):
-            g["duration_ms"] = draw(st.sampled_from(DURATIONS))
-        if draw(st.booleans()):
-            g["reason"] = draw(st.sampled_from(["Adding member", None, 7]))
-        out.append(g)
-    if draw(st.integers(0, 10)) == 0:
-        out.append("not a generation")
+        out.append(
+            GenerationDoc(
+                generation=draw(st.sampled_from([n + 1, None, 3])),
+                start=draw(maybe_time),
+                end=draw(maybe_time),
+                duration_ms=draw(st.sampled_from(DURATIONS)),
+                members=[f"m{i}" for i in range(draw(st.integers(0, 3)))],
+                members_joined=draw(st.lists(member_ref(), max_size=2)),
+                members_left=draw(st.lists(member_ref(), max_size=2)),
+                cause=draw(st.sampled_from([*CAUSES, None])),
+                reason=draw(st.sampled_from(["Adding member", None])),
+                empty=draw(st.booleans()),
+            )
+        )
     return out
 
 
 @st.composite
-def timeline_rows(draw) -> list[Any]:
-    rows: list[Any] = []
+def timeline_rows(draw) -> list[TimelineSpan]:
+    rows = []
     t = T0 - 10 * S
     for _ in range(draw(st.integers(0, 7))):
-        d = draw(st.integers(1, 90)) * S
-        rows.append({"state": draw(st.sampled_from(STATES)), "start": t, "end": t + d})
+        d = draw(st.integers(0, 90)) * S
+        rows.append(TimelineSpan(draw(st.sampled_from(STATES)), t, t + d))
         t += d
     if rows and draw(st.booleans()):
-        rows[-1]["end"] = None
-    if rows and draw(st.integers(0, 5)) == 0:
-        rows[draw(st.integers(0, len(rows) - 1))]["end"] = None  # an open span that is not the last
-    if rows and draw(st.integers(0, 6)) == 0:
-        rows[draw(st.integers(0, len(rows) - 1))]["start"] = None
-    if draw(st.integers(0, 6)) == 0:
-        rows.reverse()
+        rows[-1].end = None
     return rows
 
 
 @st.composite
-def partition_rows(draw) -> list[dict[str, Any]]:
+def partition_rows(draw) -> list[PartitionLag]:
     rows = []
     for p in range(draw(st.integers(0, 6))):
         lag = draw(st.sampled_from([0, 0, 1, 2, 5, 15, 5000, None, -1]))
-        r = part(
-            draw(st.sampled_from(["t", "u"])),
-            p,
-            lag if lag is not None else 0,
-            draw(st.sampled_from([0.0, 0.5, 30.0, 59.9, 60.0, 400.0, 3e5, 7e5, float("inf")])),
-            draw(st.sampled_from(STATUSES)),
+        committed = draw(st.sampled_from([None, 1000]))
+        rows.append(
+            PartitionLag(
+                topic=draw(st.sampled_from(["t", "u"])),
+                partition=p,
+                committed=committed,
+                has_commit=committed is not None,
+                end_offset=None if lag is None else 1000 + lag,
+                lag=lag,
+                lag_seconds=draw(
+                    st.sampled_from([None, 0.0, 0.5, 30.0, 59.9, 60.0, 400.0, 3e5, 7e5, float("inf")])
+                ),
+                status=draw(st.sampled_from(STATUSES)),
+                member_id=draw(st.sampled_from([None, "m-1"])),
+            )
         )
-        r["lag"] = lag
-        if draw(st.integers(0, 3)) == 0:
-            r["lag_seconds"] = None
-        if draw(st.integers(0, 4)) == 0:
-            r["retention_ms"] = draw(st.sampled_from([1000, 0, -1, 3_600_000]))
-        if draw(st.integers(0, 4)) == 0:
-            r["log_start_offset"] = draw(st.sampled_from([0, 999, 5000]))
-        if draw(st.integers(0, 2)) == 0:  # the model's own spelling (committed, end_offset)
-            r["committed"] = r.pop("committed_offset")
-            r["end_offset"] = r.pop("log_end_offset")
-            r["member_id"] = draw(st.sampled_from([None, "m-1", 5]))
-        if draw(st.integers(0, 6)) == 0:  # a value of another type than the model writes
-            key = draw(st.sampled_from(["lag", "lag_seconds", "status", "topic", "partition", "committed"]))
-            r[key] = draw(st.sampled_from([None, "7", 7, 7.5, True, [], {"offsets": 3}]))
-        if draw(st.integers(0, 8)) == 0:
-            r.pop(draw(st.sampled_from(sorted(r))))
-        rows.append(r)
-    if draw(st.integers(0, 10)) == 0:
-        rows.append("not a row")
     return rows
 
 
 @st.composite
 def documents(draw) -> dict[str, Any]:
-    gens = draw(generation_rows())
-    doc: dict[str, Any] = {
-        "group": "g",
-        "type": "classic",
-        "state": draw(st.sampled_from([*STATES, None, "Unknown"])),
-        "generation": draw(st.none() | st.integers(0, 9)),
-        "members": draw(members()),
-        "timeline": draw(timeline_rows()),
-        "generations": gens,
-        "lag": {"partitions": draw(partition_rows())},
-    }
+    """A document as the engine writes it, with odd values where the engine could write them."""
+    doc = GroupDocument(
+        group="g",
+        type="classic",
+        state=draw(st.sampled_from([*STATES, None])),
+        generation=draw(st.none() | st.integers(0, 9)),
+        members=draw(members()),
+        timeline=draw(timeline_rows()),
+        generations=draw(generation_rows()),
+        lag=LagDoc(partitions=draw(partition_rows())),
+    )
     if draw(st.integers(0, 5)) == 0:
-        doc["group_epoch"] = draw(st.integers(0, 9))
-    return json.loads(json.dumps(doc))  # as Redis holds it
+        doc.group_epoch = draw(st.integers(0, 9))
+    return json.loads(json.dumps(doc.to_json()))  # as Redis holds it
+
+
+def _digest(doc: dict[str, Any]) -> str:
+    return _history_digest(GroupDocument.from_json(doc))
 
 
 @st.composite
@@ -223,53 +202,43 @@ def configs(draw) -> AlertConfig:
     return parse_alert_config(data)
 
 
-def _reshape(doc: dict[str, Any], shape: str) -> None:
-    """The lag section in another shape the rules' reader accepts (older documents)."""
-    rows = doc["lag"]["partitions"]
-    if shape == "list":
-        doc["lag"] = rows
-    elif shape == "by_topic":
-        doc["lag"] = {"partitions": {"t": [r for r in rows if isinstance(r, dict)]}}
-
-
-SHAPES = st.sampled_from(["partitions", "partitions", "list", "by_topic"])
 ROW = {"state": "Stable", "members": 2, "generation": None, "group_epoch": 4, "lag": 7, "lag_seconds": 1.5}
 
 
-@settings(max_examples=300, deadline=None)
-@given(documents(), SHAPES)
-def test_lag_rows_are_partition_lags(doc, shape) -> None:
-    """The sink's reader of partition rows gives exactly the rules' reader's rows, whatever the
-    spelling (the model's, others, odd types) and the shape of the lag section."""
-    _reshape(doc, shape)
-    want = [tuple(getattr(p, f) for f in PartitionLag.__dataclass_fields__) for p in partition_lags(doc)]
-    assert lag_rows(doc) == want
+def _rows(doc: dict[str, Any]) -> list[PartitionLag]:
+    return GroupDocument.from_json(doc).lag.partitions
 
 
 @settings(max_examples=300, deadline=None)
-@given(documents(), SHAPES)
-def test_the_sinks_pass_over_rows_reads_what_the_rules_read(doc, shape) -> None:
-    """summarize's single pass over the rows gives the lag facts computed from the rules' own rows,
+@given(documents())
+def test_lag_rows_are_the_documents_rows(doc) -> None:
+    """The sink's reader of partition rows gives exactly the document's rows (and nothing for the
+    two values the document does not carry, retention.ms and the log start offset)."""
+    want = [
+        (r.topic, r.partition, r.committed, r.end_offset, r.lag, r.lag_seconds, r.status, r.member_id)
+        for r in _rows(doc)
+    ]
+    assert lag_rows(doc) == [(*w, None, None) for w in want]
+
+
+@settings(max_examples=300, deadline=None)
+@given(documents())
+def test_the_sinks_pass_over_rows_reads_what_the_rules_read(doc) -> None:
+    """summarize's single pass over the rows gives the lag facts computed from the document's rows,
     and the metric values the scrape computes from a document."""
-    _reshape(doc, shape)
     try:
-        s = summarize(doc, ROW, _history_digest(doc))
+        s = summarize(doc, ROW, _digest(doc))
     except TypeError:
         return  # an integer past 64 bits: not summarised
-    lagging = [r for r in partition_lags(doc) if r.lag_offsets is None or r.lag_offsets > 0]
+    lagging = [r for r in _rows(doc) if r.lag is None or r.lag > 0]
     secs = [r.lag_seconds for r in lagging if r.lag_seconds is not None and r.lag_seconds == r.lag_seconds]
-    retentions = [r.retention_ms for r in lagging if r.retention_ms is not None and r.retention_ms > 0]
-    lost = any(
-        None not in (r.committed_offset, r.log_start_offset) and r.committed_offset < r.log_start_offset
-        for r in lagging
-    )
     facts = decode_facts(s.facts_text())
     assert facts is not None
     assert (facts.lagging, facts.worst_seconds, facts.shortest_retention, facts.lost) == (
         len(lagging),
         max(secs) if secs else None,
-        min(retentions) if retentions else None,
-        lost,
+        None,
+        False,
     )
     values, _ = metric_values(ROW, lag_rows(doc))
     assert s.metrics == metric_lines("g", values)
@@ -278,7 +247,7 @@ def test_the_sinks_pass_over_rows_reads_what_the_rules_read(doc, shape) -> None:
 def _summaries(doc: dict[str, Any], old=None):
     # (no fleet row: the metric values are not what this compares, and fleet_row refuses the odd
     # generation starts the rules' reader tolerates)
-    return summarize(doc, {}, _history_digest(doc), old)
+    return summarize(doc, {}, _digest(doc), old)
 
 
 def _packed(doc: dict[str, Any], config: AlertConfig, now: int, head: str | None = None, old=None):
@@ -319,7 +288,7 @@ def test_a_lag_refresh_keeps_the_head_and_the_quiet_check_holds(doc, data, confi
     except TypeError:
         return  # not summarised: read whole (test_the_summaries_give_what_the_document_gives)
     again = copy.deepcopy(doc)
-    again["lag"] = {"partitions": data.draw(partition_rows())}
+    again["lag"] = json.loads(json.dumps(LagDoc(partitions=data.draw(partition_rows())).to_json()))
     second = _summaries(again, first.facts)
     assert second.head is None and second.facts.key == first.facts.key
     expected = evaluate_group(again, now, config)
@@ -359,7 +328,8 @@ def _replay_both(redis_client, evidence, steps: list[int], *, partial: bool = Fa
     compared = 0
     for at in steps:
         docs = [
-            eng.document_json(at) for eng in rebuild(evidence, at_ms=max(a for a in steps if a <= at)).values()
+            eng.document_json(at)
+            for eng in rebuild(evidence, at_ms=max(a for a in steps if a <= at)).values()
         ]
         docs = json.loads(json.dumps(docs))
         if partial:
@@ -499,12 +469,12 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
                 if not raw:
                     continue
                 topics: dict[str, list[float]] = {}
-                for p in partition_lags(json.loads(raw)):
+                for p in _rows(json.loads(raw)):
                     t = topics.setdefault(p.topic, [0.0, 0.0])
-                    t[0] += p.lag_offsets or 0
+                    t[0] += p.lag or 0
                     t[1] = max(t[1], p.lag_seconds or 0.0)
                     if per_partition:
-                        plag.add_metric([name, p.topic, str(p.partition)], float(p.lag_offsets or 0))
+                        plag.add_metric([name, p.topic, str(p.partition)], float(p.lag or 0))
                         plag_s.add_metric([name, p.topic, str(p.partition)], float(p.lag_seconds or 0))
                 for topic, (off, sec) in sorted(topics.items()):
                     tlag.add_metric([name, topic], off)
@@ -659,7 +629,7 @@ def test_summaries_are_written_with_the_document_and_go_with_the_group(redis_cli
     fields = _summary_fields(redis_client, "g")
     assert all(fields.values())
     facts = decode_facts(fields["facts"])
-    assert facts is not None and facts.key == summarize(d, {}, _history_digest(d)).facts.key
+    assert facts is not None and facts.key == summarize(d, {}, _digest(d)).facts.key
     # a refresh that moves only lag keeps the head (the key is the same) and rewrites the rest
     redis_client.hset("gs:summary:rules", "g", b"[1,kept]")
     moved = steady_doc("g", lag=[part("t", 0, 9, 2.0)])

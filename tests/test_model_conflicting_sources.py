@@ -149,7 +149,10 @@ def _summary(engines: dict[str, GroupEngine]) -> dict:
         g: (
             eng.type,
             sorted(eng.members),
-            [(x["generation"], x["cause"], tuple(x["members_left"])) for x in eng.document_json()["generations"]],
+            [
+                (x["generation"], x["cause"], tuple(x["members_left"]))
+                for x in eng.document_json()["generations"]
+            ],
         )
         for g, eng in engines.items()
     }

@@ -10,6 +10,15 @@ from click.testing import CliRunner
 
 from collectors.cli.main import cli
 from coordinator_model.assignors import AssignorError
+from coordinator_model.document.types import (
+    DocumentError,
+    GenerationDoc,
+    GroupDocument,
+    LagDoc,
+    MemberDoc,
+    OffsetDoc,
+    PartitionLag,
+)
 from coordinator_model.whatif import run_whatif, whatif_input_from_group_document
 
 # Two members on t0 (3 partitions) and t1 (3 partitions), each owning half, with lag per partition.
@@ -275,63 +284,70 @@ def test_lag_as_a_list_of_entries() -> None:
     assert r["after"]["total_lag"] == 165
 
 
-MODEL_DOC = {
-    "group": "orders",
-    "type": "classic",
-    "state": "Stable",
-    "protocol_type": "consumer",
-    "protocol": "cooperative-sticky",
-    "generation": 7,
-    "members": [
-        {
-            "member_id": "a-1",
-            "group_instance_id": None,
-            "client_id": "a",
-            "client_host": "/10.0.0.1",
-            "session_timeout_ms": 10000,
-            "rebalance_timeout_ms": 60000,
-            "subscription": ["orders"],
-            "assignment": [["orders", 0], ["orders", 1]],
-        },
-        {
-            "member_id": "b-1",
-            "group_instance_id": "b-static",
-            "client_id": "b",
-            "client_host": "/10.0.0.2",
-            "session_timeout_ms": 10000,
-            "rebalance_timeout_ms": 60000,
-            "subscription": ["orders"],
-            "assignment": [["orders", 2]],
-        },
+MODEL_DOC = GroupDocument(
+    group="orders",
+    type="classic",
+    state="Stable",
+    protocol_type="consumer",
+    protocol="cooperative-sticky",
+    generation=7,
+    members=[
+        MemberDoc(
+            "a-1",
+            client_id="a",
+            client_host="/10.0.0.1",
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=60000,
+            subscription=["orders"],
+            assignment=[("orders", 0), ("orders", 1)],
+        ),
+        MemberDoc(
+            "b-1",
+            group_instance_id="b-static",
+            client_id="b",
+            client_host="/10.0.0.2",
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=60000,
+            subscription=["orders"],
+            assignment=[("orders", 2)],
+        ),
     ],
-    "offsets": [{"topic": "orders", "partition": p, "offset": 5} for p in range(4)],
-    "lag": [{"topic": "orders", "partition": p, "lag": 10 * p, "lag_seconds": 1.5} for p in range(4)],
-    "generations": [
-        {
-            "generation": 6,
-            "start": 1000,
-            "end": 4000,
-            "duration_ms": 3000,
-            "members_joined": [],
-            "members_left": ["c-1"],
-            "cause": "session_timeout",
-            "gap_ms": 11000,
-        },
-        {
-            "generation": 7,
-            "start": 5000,
-            "end": 5200,
-            "duration_ms": 200,
-            "members_joined": ["b-1"],
-            "members_left": [],
-            "cause": "member_joined",
-        },
+    offsets=[OffsetDoc("orders", p, 5) for p in range(4)],
+    lag=LagDoc(
+        total=60,
+        max_seconds=1.5,
+        partitions=[
+            PartitionLag("orders", p, committed=5, has_commit=True, lag=10 * p, lag_seconds=1.5)
+            for p in range(4)
+        ],
+    ),
+    generations=[
+        GenerationDoc(
+            6,
+            1000,
+            end=4000,
+            duration_ms=3000,
+            members=["a-1"],
+            members_left=["c-1"],
+            cause="session_timeout",
+            gap_ms=11000,
+        ),
+        GenerationDoc(
+            7,
+            5000,
+            end=5200,
+            duration_ms=200,
+            members=["a-1", "b-1"],
+            members_joined=["b-1"],
+            cause="member_joined",
+        ),
     ],
-}
+).to_json()
 
 
 def test_adapter_turns_a_model_document_into_whatif_input() -> None:
     inp = whatif_input_from_group_document(MODEL_DOC)
+    assert inp == whatif_input_from_group_document(GroupDocument.from_json(MODEL_DOC))
     assert inp["assignor"] == "cooperative-sticky"
     assert inp["partitions"] == {"orders": 4}  # partition 3 seen only in offsets and lag
     assert inp["lag"] == {"orders": {"0": 0, "1": 10, "2": 20, "3": 30}}
@@ -372,8 +388,8 @@ def test_adapter_on_an_empty_group_uses_its_last_protocol_and_topics() -> None:
         "protocol": None,
         "members": [],
         "generations": [
-            {"generation": 7, "protocol": "roundrobin", "cause": "member_joined"},
-            {"generation": 8, "protocol": None, "cause": "member_left"},
+            GenerationDoc(7, 100, protocol="roundrobin", cause="member_joined").to_json(),
+            GenerationDoc(8, 200, protocol=None, cause="member_left", empty=True).to_json(),
         ],
     }
     inp = whatif_input_from_group_document(doc)
@@ -386,19 +402,22 @@ def test_adapter_on_an_empty_group_uses_its_last_protocol_and_topics() -> None:
     }
 
 
-def test_adapter_is_defensive() -> None:
-    inp = whatif_input_from_group_document({})
+def test_adapter_on_sparse_documents() -> None:
+    # a group known only by name (no source said more yet) is a valid, empty what-if
+    inp = whatif_input_from_group_document(GroupDocument("new"))
     assert inp["members"] == [] and inp["partitions"] == {} and inp["assignor"] == "range"
-    run_whatif(inp)  # an empty group is a valid what-if
-    odd = {
-        "members": [{"member_id": "x", "subscription": {"topics": ["t"]}, "assignment": "junk"}, "junk"],
-        "lag": {"t": {"0": {"lag": 4}, "1": 7, "bad": 3}},
-        "generations": "none",
-        "protocol": "weird",
-        "type": "consumer",
-    }
-    inp = whatif_input_from_group_document(odd, partitions={"t": 3})
-    assert inp["partitions"] == {"t": 3}
+    run_whatif(inp)
+    # unknown lag is left out; partition counts given win over those seen; an unknown assignor is range
+    doc = GroupDocument(
+        "g",
+        protocol="weird",
+        members=[MemberDoc("x", subscription=["t"])],
+        lag=LagDoc(
+            partitions=[PartitionLag("t", 0, lag=4), PartitionLag("t", 1, lag=7), PartitionLag("t", 2)]
+        ),
+    )
+    inp = whatif_input_from_group_document(doc, partitions={"t": 3})
+    assert inp["partitions"] == {"t": 3} and inp["assignor"] == "range"
     assert inp["lag"] == {"t": {"0": 4, "1": 7}}
     assert inp["members"][0]["owned"] == []
     assert run_whatif({**inp, "assignors": ["uniform"]})["assignors"]["uniform"]["assignment"]["x"] == [
@@ -407,10 +426,17 @@ def test_adapter_is_defensive() -> None:
         ["t", 2],
     ]
     # a KIP-848 group's range is the broker's assignor; an unknown subscribed topic gets 0 partitions
-    inp = whatif_input_from_group_document(
-        {"type": "consumer", "protocol": "range", "members": [{"member_id": "m", "subscription": ["u"]}]}
+    modern = GroupDocument(
+        "k", type="consumer", protocol="range", members=[MemberDoc("m", subscription=["u"])]
     )
+    inp = whatif_input_from_group_document(modern.to_json())
     assert inp["assignor"] == "server-range" and inp["partitions"] == {"u": 0}
+
+
+def test_adapter_refuses_what_is_not_a_document() -> None:
+    for bad in ({}, {"members": [{"member_id": "x"}]}, {"group": "g", "lag": [{"topic": "t"}]}):
+        with pytest.raises(DocumentError):
+            whatif_input_from_group_document(bad)
 
 
 def test_whatif_cli_output_is_json_even_with_odd_topic_names() -> None:

@@ -57,6 +57,7 @@ from collectors.storage.summaries import (
 )
 from coordinator_model.alert_rules import AlertConfig, Evaluation, Finding, evaluate_group
 from coordinator_model.alert_rules.docview import GONE_STATES
+from coordinator_model.document.types import DocumentError, GroupDocument, LagDoc, PartitionLag
 
 log = logging.getLogger(__name__)
 
@@ -82,6 +83,7 @@ class CycleResult:
     active: int = 0
     trimmed: int = 0  # resolved alerts dropped from the history (older than the retention)
     skipped_quiet: int = 0  # changed groups whose verdict could not change: document not read
+    bad_documents: int = 0  # groups whose stored value is not a group document: not judged
     duration_s: float = 0.0
     cpu_s: float = 0.0  # this process's CPU time: the cost without other load on the machine
     skipped_locked: bool = False
@@ -113,35 +115,47 @@ def _trim_evidence(evidence: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def lag_from_point(point: dict[str, Any]) -> dict[str, Any]:
-    """A lag-history point (docs/redis-schema.md) as a document `lag` section.
-
-    A point carries offsets per partition and the group's worst seconds; per-partition seconds are
-    not kept in history, so the worst seconds go to the partition with the largest lag."""
-    rows: list[dict[str, Any]] = []
-    parts = point.get("partitions") or {}
-    items = parts.items() if isinstance(parts, dict) else []
-    for key, value in items:
-        topic, _, part = str(key).rpartition(":")
-        if not topic or not part.lstrip("-").isdigit():
-            continue
+def lag_from_point(point: dict[str, Any]) -> LagDoc:
+    """A lag-history point (docs/redis-schema.md: `{"ts", "lag", "lag_seconds", "partitions":
+    {"topic:p": {"lag", "lag_seconds", "committed"}}}`, or in the older shape a bare lag in offsets
+    per partition) as a document's lag. A point has no status. Without seconds per partition (the
+    older shape) the group's worst seconds go to the partition with the largest lag."""
+    rows: list[PartitionLag] = []
+    for key, value in (point.get("partitions") or {}).items():
+        topic, _, part = key.rpartition(":")
         if isinstance(value, dict):
-            rows.append({"topic": topic, "partition": int(part), **value})
+            committed = value.get("committed")
+            row = PartitionLag(
+                topic,
+                int(part),
+                committed=committed,
+                has_commit=committed is not None,
+                lag=value.get("lag"),
+                lag_seconds=value.get("lag_seconds"),
+            )
         else:
-            rows.append({"topic": topic, "partition": int(part), "lag": value, "lag_seconds": None})
-    if rows and all(r.get("lag_seconds") is None for r in rows):
-        worst = max(rows, key=lambda r: r.get("lag") or 0)
-        worst["lag_seconds"] = point.get("lag_seconds")
-    return {"partitions": rows, "as_of": point.get("ts")}
+            row = PartitionLag(topic, int(part), lag=value)
+        rows.append(row)
+    if rows and all(r.lag_seconds is None for r in rows):
+        max(rows, key=lambda r: r.lag or 0).lag_seconds = point.get("lag_seconds")
+    return LagDoc(total=point.get("lag"), max_seconds=point.get("lag_seconds"), partitions=rows)
 
 
 @dataclass
 class _Input:
-    """What one group is judged from: its summaries (facts and rule head), or its document."""
+    """What one group is judged from: its summaries (facts and rule head), or its document (`bad`:
+    the value stored as its document is not one)."""
 
     facts: Facts | None = None
     head: bytes | None = None
-    doc: dict[str, Any] | None = None
+    doc: GroupDocument | None = None
+    bad: DocumentError | None = None
+
+
+def _doc_input(doc: GroupDocument | DocumentError | None, facts: Facts | None = None) -> _Input:
+    if isinstance(doc, DocumentError):
+        return _Input(facts=facts, bad=doc)
+    return _Input(facts=facts, doc=doc)
 
 
 class Evaluator:
@@ -201,24 +215,22 @@ class Evaluator:
         return sigs, rows
 
     @staticmethod
-    def _doc_signature(doc: dict[str, Any]) -> str:
+    def _doc_signature(doc: GroupDocument) -> str:
         """The signature `_signatures` computes from Redis, computed from the document itself (the
         fleet row and the generation row are derived from it by collectors/storage/redis_store.py). Were the
         two ever to differ, the group would only be re-read more often, never judged less."""
-        timeline = doc.get("timeline") or []
-        last_change = timeline[-1].get("start") if timeline and isinstance(timeline[-1], dict) else None
-        gen = doc.get("generation") if doc.get("generation") is not None else doc.get("group_epoch")
+        gen = doc.generation if doc.generation is not None else doc.group_epoch
         gen_raw = b""
-        for g in reversed(doc.get("generations") or []):
-            if isinstance(g, dict) and g.get("generation") == gen and g.get("start") is not None:
-                gen_raw = json.dumps(g, separators=(",", ":"), sort_keys=True, default=str).encode()
+        for g in reversed(doc.generations):
+            if g.generation == gen and g.start is not None:
+                gen_raw = json.dumps(g.to_json(), separators=(",", ":"), sort_keys=True, default=str).encode()
                 break
         head = (
-            str(doc.get("state") or "Unknown"),
-            doc.get("generation"),
-            doc.get("group_epoch"),
-            last_change,
-            len(doc.get("members") or []),
+            doc.state or "Unknown",
+            doc.generation,
+            doc.group_epoch,
+            doc.last_change(),
+            len(doc.members),
         )
         return f"{head}|{zlib.crc32(gen_raw)}"
 
@@ -353,11 +365,11 @@ class Evaluator:
         ):
             result.trimmed = self.alerts.trim(now - self.history_retention_ms)
 
-    def _inputs(self, groups: list[str], now: int, historic: bool) -> list[_Input]:
+    def _inputs(self, groups: list[str], now: int, historic: bool, result: CycleResult) -> list[_Input]:
         """Each group's summaries, or its document when it has none (written by an older collector),
         when the cycle replays a past moment, or when summaries are off."""
         if historic or not self.use_summaries:
-            return [_Input(doc=d) for d in self._docs(groups, now, historic)]
+            return [_doc_input(d) for d in self._docs(groups, now, historic, result)]
         pipe = self.r.pipeline(transaction=False)
         pipe.hmget(self.data.sk("facts"), groups)
         pipe.hmget(self.data.sk("rules"), groups)
@@ -366,17 +378,20 @@ class Evaluator:
             _Input(f, head) if (f := decode_facts(raw)) is not None and head_readable(head) else _Input()
             for raw, head in zip(facts, heads, strict=True)
         ]
-        self._fill_docs(groups, inputs, [i for i, x in enumerate(inputs) if x.facts is None], now)
+        self._fill_docs(groups, inputs, [i for i, x in enumerate(inputs) if x.facts is None], now, result)
         return inputs
 
-    def _fill_docs(self, groups: list[str], inputs: list[_Input], which: list[int], now: int) -> None:
+    def _fill_docs(
+        self, groups: list[str], inputs: list[_Input], which: list[int], now: int, result: CycleResult
+    ) -> None:
         """Read the documents of inputs[i] for i in `which` (keeping their facts: the signature)."""
         if which:
-            for i, d in zip(which, self._docs([groups[i] for i in which], now, False), strict=True):
-                inputs[i] = _Input(facts=inputs[i].facts, doc=d)
+            docs = self._docs([groups[i] for i in which], now, False, result)
+            for i, d in zip(which, docs, strict=True):
+                inputs[i] = _doc_input(d, inputs[i].facts)
 
     def _evaluations(
-        self, groups: list[str], inputs: list[_Input], now: int
+        self, groups: list[str], inputs: list[_Input], now: int, result: CycleResult
     ) -> list[Evaluation | BaseException | None]:
         """Each group's evaluation (None: nothing to judge, the group is gone; an exception: its
         evaluation failed). From the summaries where they suffice, else from the document: groups
@@ -385,7 +400,9 @@ class Evaluator:
         need_doc: list[int] = []
         for i, (g, x) in enumerate(zip(groups, inputs, strict=True)):
             try:
-                if x.doc is not None:
+                if x.bad is not None:
+                    out[i] = x.bad
+                elif x.doc is not None:
                     out[i] = evaluate_group(x.doc, now, self.config)
                 elif x.facts is not None and x.head is not None:
                     ev = self.packed.evaluate(g, x.facts, x.head, now)
@@ -394,33 +411,46 @@ class Evaluator:
                     out[i] = ev
             except Exception as e:  # one malformed document must not stop the fleet's evaluation
                 out[i] = e
-        self._fill_docs(groups, inputs, need_doc, now)
+        self._fill_docs(groups, inputs, need_doc, now, result)
         for i in need_doc:
-            doc = inputs[i].doc
+            x = inputs[i]
             try:
-                out[i] = evaluate_group(doc, now, self.config) if doc is not None else None
+                if x.bad is not None:
+                    out[i] = x.bad
+                else:
+                    out[i] = evaluate_group(x.doc, now, self.config) if x.doc is not None else None
             except Exception as e:
                 out[i] = e
         return out
 
-    def _docs(self, groups: list[str], now: int, historic: bool) -> list[dict[str, Any] | None]:
+    def _docs(
+        self, groups: list[str], now: int, historic: bool, result: CycleResult
+    ) -> list[GroupDocument | DocumentError | None]:
+        """The groups' documents (None: absent). A value that is not a group document (not JSON,
+        or DocumentError) is counted in `result.bad_documents`; the group is not judged and its
+        alerts are left as they are."""
         # One MGET per chunk: a thousand GETs in a pipeline cost more in redis-py than the JSON.
         raws = self.r.mget([self.data.gk(g, "doc") for g in groups])
-        docs: list[dict[str, Any] | None] = []
-        for g, raw in zip(groups, raws, strict=True):
-            try:
-                doc = json.loads(raw) if raw else None
-            except ValueError:
-                log.warning("group %s: document in Redis is not JSON; skipped", g)
-                doc = None
-            if doc is not None:
-                doc.setdefault("group", g)
+        docs: list[GroupDocument | DocumentError | None] = []
+        for raw in raws:
+            doc: GroupDocument | DocumentError | None = None
+            if raw:
+                try:
+                    doc = GroupDocument.from_json(json.loads(raw))
+                except DocumentError as e:
+                    doc = e
+                except ValueError as e:  # not JSON (or not UTF-8)
+                    doc = DocumentError(f"not JSON: {e}")
+            if isinstance(doc, DocumentError):
+                result.bad_documents += 1
             docs.append(doc)
         if historic:
             self._lag_as_of(groups, docs, now)
         return docs
 
-    def _lag_as_of(self, groups: list[str], docs: list[dict[str, Any] | None], at_ms: int) -> None:
+    def _lag_as_of(
+        self, groups: list[str], docs: list[GroupDocument | DocumentError | None], at_ms: int
+    ) -> None:
         """Replace each document's lag by the history point in force at at_ms when the document is
         newer than at_ms (its latest lag point is after at_ms)."""
         pipe = self.r.pipeline(transaction=False)
@@ -432,10 +462,11 @@ class Evaluator:
         fetch: list[tuple[int, str]] = []
         for i in range(len(groups)):
             newest, at = res[2 * i], res[2 * i + 1]
-            if docs[i] is None or not newest or newest[0][1] <= at_ms:
+            doc = docs[i]
+            if not isinstance(doc, GroupDocument) or not newest or newest[0][1] <= at_ms:
                 continue  # no history, or the document is not newer than at_ms: its lag stands
             if not at:
-                docs[i]["lag"] = {"partitions": []}  # type: ignore[index]  # nothing known yet then
+                doc.lag = LagDoc()  # nothing known yet then
                 continue
             fetch.append((i, at[0].decode()))
         if not fetch:
@@ -444,8 +475,9 @@ class Evaluator:
         for i, field_id in fetch:
             pipe.hget(self.data.gk(groups[i], "lag"), field_id)
         for (i, _), raw in zip(fetch, pipe.execute(), strict=True):
-            if raw and docs[i] is not None:
-                docs[i]["lag"] = lag_from_point(json.loads(raw))  # type: ignore[index]
+            doc = docs[i]
+            if raw and isinstance(doc, GroupDocument):
+                doc.lag = lag_from_point(json.loads(raw))
 
     def _chunk(
         self,
@@ -456,8 +488,8 @@ class Evaluator:
         historic: bool,
         result: CycleResult,
     ) -> None:
-        inputs = self._inputs(groups, now, historic)
-        evaluations = self._evaluations(groups, inputs, now)
+        inputs = self._inputs(groups, now, historic, result)
+        evaluations = self._evaluations(groups, inputs, now, result)
         fires: list[Finding] = []
         rechecks: dict[str, int] = {}
         no_recheck: list[str] = []
@@ -466,6 +498,9 @@ class Evaluator:
             current = active.get(g, {})
             findings: dict[str, Finding] = {}
             recheck = None
+            if isinstance(ev, DocumentError):
+                log.warning("group %s: not judged, its alerts are left as they are: %s", g, ev)
+                continue
             if isinstance(ev, BaseException):
                 log.error("group %s: rule evaluation failed; its alerts are left as they are", g, exc_info=ev)
                 continue
@@ -573,7 +608,16 @@ class FleetResult:
         return sum(int(getattr(c, what)) for c in self.cycles.values())
 
     def summary(self) -> dict[str, Any]:
-        totals = ("groups_total", "evaluated", "fired", "resolved", "updated", "active", "skipped_quiet")
+        totals = (
+            "groups_total",
+            "evaluated",
+            "fired",
+            "resolved",
+            "updated",
+            "active",
+            "skipped_quiet",
+            "bad_documents",
+        )
         return {
             "now_ms": self.now_ms,
             **{k: self.total(k) for k in totals},

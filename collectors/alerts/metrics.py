@@ -66,7 +66,8 @@ from collectors.alerts.store import AlertStore
 from collectors.config import DEFAULT_CLUSTER
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.redis_store import RedisStore
-from collectors.storage.summaries import GROUP_FAMILIES, esc, lag_rows, metric_lines, metric_values, num
+from collectors.storage.summaries import GROUP_FAMILIES, LagRow, esc, metric_lines, metric_values, num
+from coordinator_model.document.types import DocumentError, GroupDocument
 
 log = logging.getLogger(__name__)
 
@@ -293,12 +294,10 @@ class MetricsSource:
             pipe.mget([data.gk(name, "doc") for name in chunk])
             rows, docs = pipe.execute()
             for name, raw_row, raw_doc in zip(chunk, rows, docs, strict=True):
-                row, doc = _loads(raw_row), _loads(raw_doc)
+                row = _loads(raw_row)
                 if not isinstance(row, dict):
                     continue  # gone since the fleet was listed, or unreadable
-                values, parts = metric_values(
-                    row, lag_rows(doc) if isinstance(doc, dict) else [], per_partition=partitions
-                )
+                values, parts = metric_values(row, _lag_rows(name, raw_doc), per_partition=partitions)
                 yield name, values, parts
 
     def text(self, scrapes: list[Scrape] | Scrape, names: Iterable[str] | None = None) -> bytes:
@@ -410,6 +409,37 @@ class MetricsSource:
                 f'groupscope_scrape_errors{{cluster="{esc(c)}"}} 1.0\n' for c in self.unreadable()
             )
             return body.encode()
+
+
+def _lag_rows(group: str, raw: bytes | None) -> list[LagRow]:
+    """The lag rows of a group's stored document, as `metric_values` reads them (none when it has no
+    document, or the value is not one)."""
+    value = _loads(raw)
+    if value is None:
+        return []
+    try:
+        doc = GroupDocument.from_json(value)
+    except DocumentError as e:
+        log.warning("group %s: the value in Redis is not a group document (%s); no lag shown", group, e)
+        return []
+    rows: list[LagRow] = []
+    for r in doc.lag.partitions:
+        # the last two: retention.ms and the log start offset, which the document does not carry
+        rows.append(
+            (
+                r.topic,
+                r.partition,
+                r.committed,
+                r.end_offset,
+                r.lag,
+                r.lag_seconds,
+                r.status,
+                r.member_id,
+                None,
+                None,
+            )
+        )
+    return rows
 
 
 def _loads(raw: bytes | None) -> Any:

@@ -1,54 +1,60 @@
-"""Tolerant reading of the per-group document (the JSON of `groupscope model --json`, one group).
+"""The rules' view of one group document (coordinator_model/document/types.py).
 
-The rules only read documents; they never trust that a key is present, because a group rebuilt from
-a subset of the sources (no broker log, no Admin API) has fewer fields, and older documents in Redis
-may predate a field. Every accessor here returns a safe default instead of raising.
+The document is read once, with `GroupDocument.from_json` (evaluate_group reads it before any rule
+runs); a value that is not a document raises DocumentError there, which the caller reports as a
+bad document. The rules read its typed fields:
+the timeline (`TimelineSpan`), the lag rows (`PartitionLag`) and the group totals (`doc.lag.total`,
+`doc.lag.totals()`). What is derived here is what the document does not say itself: the generations
+within the rules' look-back, in start order, each member they name with the key that survives a
+restart (`member_key`), and the state at a given moment (`state_at`).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-# librdkafka and the Java client both build member ids as "<client.id>-<uuid4>".
+from coordinator_model.document.types import (
+    REBALANCING_STATES,
+    DocumentError,
+    GenerationDoc,
+    GroupDocument,
+    PartitionLag,
+    TimelineSpan,
+)
+
+__all__ = [
+    "GONE_STATES",
+    "REBALANCING_STATES",
+    "DocumentError",
+    "Generation",
+    "GroupView",
+    "MemberRef",
+    "PartitionLag",
+    "StateSpan",
+    "document_of",
+    "generations",
+    "member_key",
+    "partition_lags",
+    "state_at",
+    "view_of",
+]
+
+# A classic member's id as the coordinator builds it: "<group.instance.id or client.id>-<uuid4>".
 _UUID_SUFFIX = re.compile(r"-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$", re.IGNORECASE)
 
-REBALANCING_STATES = frozenset({"PreparingRebalance", "CompletingRebalance", "Assigning", "Reconciling"})
 GONE_STATES = frozenset({"Empty", "Dead"})
 
-
-def as_ms(value: Any) -> int | None:
-    """An epoch-millisecond value, or None for anything that is not a number."""
-    if type(value) is int:  # the common case first: this runs for every row of 50,000 groups
-        return value
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return int(value)
-    if isinstance(value, str):
-        try:
-            return int(float(value))
-        except ValueError:
-            return None
-    return None
+# A span of the timeline as the rules read it (state, start, end): the document's own type. The rule
+# head of collectors/storage/summaries.py builds them from its stored lists under this name.
+StateSpan = TimelineSpan
 
 
-def as_int(value: Any) -> int | None:
-    return as_ms(value)
-
-
-def as_float(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return None
-    return None
+def document_of(doc: GroupDocument | Mapping[str, Any]) -> GroupDocument:
+    """The document itself, or read from its JSON form (DocumentError when it is not one)."""
+    return doc if isinstance(doc, GroupDocument) else GroupDocument.from_json(doc)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,48 +66,28 @@ class MemberRef:
 
 
 def member_key(member_id: str, instance_id: str | None = None, client_id: str | None = None) -> str:
+    """The key of a member across restarts. A classic member's id is "<group.instance.id>-<uuid>"
+    for a static member, else "<client.id>-<uuid>" (the coordinator builds it): its prefix names the
+    client for a member that has left as well as for one the member list still shows. Other ids (a
+    KIP-848 member's) say nothing: the member list's instance or client id, else the id itself."""
+    stripped = _UUID_SUFFIX.sub("", member_id)
+    if stripped != member_id:
+        return f"client:{stripped}"
     if instance_id:
         return f"instance:{instance_id}"
     if client_id:
         return f"client:{client_id}"
-    stripped = _UUID_SUFFIX.sub("", member_id)
-    return f"client:{stripped}" if stripped != member_id else f"member:{member_id}"
-
-
-def _known_members(doc: dict[str, Any]) -> dict[str, tuple[str | None, str | None]]:
-    """member id -> (group.instance.id, client.id) from every place the document names members."""
-    known: dict[str, tuple[str | None, str | None]] = {}
-    for m in doc.get("members") or []:
-        if isinstance(m, dict) and m.get("member_id"):
-            known[str(m["member_id"])] = (m.get("group_instance_id"), m.get("client_id"))
-    return known
-
-
-def member_refs(items: Any, known: dict[str, tuple[str | None, str | None]]) -> list[MemberRef]:
-    """Members named by a generation's members_joined / members_left: ids or member objects."""
-    refs: list[MemberRef] = []
-    if not isinstance(items, list):
-        return refs
-    for item in items:
-        if isinstance(item, str):
-            inst, client = known.get(item, (None, None))
-            refs.append(MemberRef(item, member_key(item, inst, client)))
-        elif isinstance(item, dict):
-            mid = item.get("member_id") or item.get("id") or ""
-            inst, client = known.get(str(mid), (None, None))
-            refs.append(
-                MemberRef(
-                    str(mid),
-                    member_key(
-                        str(mid), item.get("group_instance_id") or inst, item.get("client_id") or client
-                    ),
-                )
-            )
-    return refs
+    return f"member:{member_id}"
 
 
 @dataclass(frozen=True, slots=True)
 class Generation:
+    """A generation (or KIP-848 epoch) as the rules read it: the members it names, keyed.
+
+    `raw` holds the two values of the stored generation the rules read beyond these, "duration_ms"
+    (evidence) and "empty" (the rebalance that emptied the group); the rule head of
+    collectors/storage/summaries.py builds Generations positionally with that mapping."""
+
     generation: int | None
     start: int
     end: int | None
@@ -109,8 +95,12 @@ class Generation:
     reason: str | None
     joined: tuple[MemberRef, ...]
     left: tuple[MemberRef, ...]
-    member_count: int | None  # members after the rebalance, when the document says
-    raw: dict[str, Any]
+    member_count: int | None  # members after the rebalance
+    raw: Mapping[str, Any]
+
+    @property
+    def empty(self) -> bool:
+        return bool(self.raw.get("empty"))
 
     def evidence(self) -> dict[str, Any]:
         """What an alert keeps of the generation: enough to see why it counted."""
@@ -126,58 +116,55 @@ class Generation:
         }
 
 
-def generations(doc: dict[str, Any], since: int | None = None) -> list[Generation]:
+def _refs(ids: list[str], known: dict[str, tuple[str | None, str | None]]) -> tuple[MemberRef, ...]:
+    out = []
+    for mid in ids:
+        inst, client = known.get(mid, (None, None))
+        out.append(MemberRef(mid, member_key(mid, inst, client)))
+    return tuple(out)
+
+
+def _generation(g: GenerationDoc, start: int, known: dict[str, tuple[str | None, str | None]]) -> Generation:
+    return Generation(
+        generation=g.generation,
+        start=start,
+        end=g.end,
+        cause=g.cause or "unknown",
+        reason=g.reason,
+        joined=_refs(g.members_joined, known),
+        left=_refs(g.members_left, known),
+        member_count=len(g.members),
+        raw={"duration_ms": g.duration_ms, "empty": g.empty},
+    )
+
+
+def generations(doc: GroupDocument | Mapping[str, Any], since: int | None = None) -> list[Generation]:
     """The document's generations (or KIP-848 epochs) with a start time, oldest first; with `since`,
-    only those that started after it (the rules never look further back than their windows)."""
-    known = _known_members(doc)
-    out: list[Generation] = []
-    for g in doc.get("generations") or []:
-        if not isinstance(g, dict):
-            continue
-        start = as_ms(g.get("start"))
-        if start is None or (since is not None and start <= since):
-            continue
-        members = g.get("members")
-        count = len(members) if isinstance(members, list) else as_int(g.get("member_count"))
-        if count is None and isinstance(g.get("assignment"), dict):
-            count = len(g["assignment"])
-        out.append(
-            Generation(
-                generation=as_int(g.get("generation", g.get("epoch"))),
-                start=start,
-                end=as_ms(g.get("end")),
-                cause=str(g.get("cause") or "unknown"),
-                reason=g.get("reason") if isinstance(g.get("reason"), str) else None,
-                joined=tuple(member_refs(g.get("members_joined"), known)),
-                left=tuple(member_refs(g.get("members_left"), known)),
-                member_count=count,
-                raw=g,
-            )
-        )
+    only those that started after it (the rules never look further back than their windows), each
+    member they name keyed by `member_key` (with the ids the member list gives it, if it lists it)."""
+    d = document_of(doc)
+    known = {m.member_id: (m.group_instance_id, m.client_id) for m in d.members}
+    out = [
+        _generation(g, g.start, known)
+        for g in d.generations
+        if g.start is not None and (since is None or g.start > since)
+    ]
     out.sort(key=lambda g: (g.start, g.generation or 0))
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class StateSpan:
-    state: str
-    start: int | None
-    end: int | None
-
-
-def timeline(doc: dict[str, Any]) -> list[StateSpan]:
-    spans = []
-    for t in doc.get("timeline") or []:
-        if isinstance(t, dict) and isinstance(t.get("state"), str):
-            spans.append(StateSpan(t["state"], as_ms(t.get("start")), as_ms(t.get("end"))))
-    spans.sort(key=lambda s: s.start if s.start is not None else -1)
-    return spans
+def partition_lags(doc: GroupDocument | Mapping[str, Any]) -> list[PartitionLag]:
+    """The document's lag rows (`lag.partitions`). A value that is not a document has none (the
+    summaries' reader, collectors/storage/summaries.py, asks this of anything it cannot read)."""
+    try:
+        return document_of(doc).lag.partitions
+    except DocumentError:
+        return []
 
 
 def state_at(view: GroupView, now_ms: int) -> tuple[str | None, int]:
     """The group's state at now_ms and the index of its span in the timeline (-1 when the timeline
     does not cover now_ms and the document's current state is used)."""
-    doc = view.doc
     spans = view.timeline
     for i in range(len(spans) - 1, -1, -1):
         s = spans[i]
@@ -188,183 +175,34 @@ def state_at(view: GroupView, now_ms: int) -> tuple[str | None, int]:
         return spans[-1].state, len(spans) - 1
     if spans and spans[0].start is not None and now_ms < spans[0].start:
         return None, -1  # before the group existed
-    state = doc.get("state")
-    return (state if isinstance(state, str) else None), -1
-
-
-@dataclass(frozen=True, slots=True)
-class PartitionLag:
-    topic: str
-    partition: int
-    committed_offset: int | None
-    log_end_offset: int | None
-    lag_offsets: int | None
-    lag_seconds: float | None
-    status: str | None
-    member_id: str | None
-    retention_ms: int | None
-    log_start_offset: int | None
-
-    def evidence(self) -> dict[str, Any]:
-        return {
-            "topic": self.topic,
-            "partition": self.partition,
-            "committed_offset": self.committed_offset,
-            "log_end_offset": self.log_end_offset,
-            "lag": self.lag_offsets,
-            "lag_seconds": self.lag_seconds,
-            "status": self.status,
-            "member_id": self.member_id,
-        }
-
-
-def _first(d: dict[str, Any], *keys: str) -> Any:
-    for k in keys:
-        if k in d and d[k] is not None:
-            return d[k]
-    return None
-
-
-def _partition_rows(lag: Any) -> list[dict[str, Any]]:
-    if isinstance(lag, list):
-        return [r for r in lag if isinstance(r, dict)]
-    if not isinstance(lag, dict):
-        return []
-    rows = _first(lag, "partitions", "per_partition", "by_partition")
-    if isinstance(rows, list):
-        return [r for r in rows if isinstance(r, dict)]
-    if isinstance(rows, dict):
-        # {"topic": [row, ...]} or {"topic": {"0": row}}
-        out: list[dict[str, Any]] = []
-        for topic, value in rows.items():
-            items = value.items() if isinstance(value, dict) else enumerate(value or [])
-            for p, row in items:
-                if isinstance(row, dict):
-                    out.append({"topic": topic, "partition": row.get("partition", p), **row})
-        return out
-    return []
-
-
-_ENGINE_ROW = ("committed", "end_offset", "lag", "lag_seconds", "status")
-_NUM = (int, float)
-
-
-def _engine_row(r: dict[str, Any]) -> PartitionLag | None:
-    """The coordinator model's own spelling (coordinator_model/engine.py), read without guessing:
-    this path runs for every partition of 50,000 groups each cold cycle."""
-    topic, partition, lag, secs, status = (
-        r.get("topic"),
-        r.get("partition"),
-        r["lag"],
-        r["lag_seconds"],
-        r["status"],
-    )
-    committed, end = r["committed"], r["end_offset"]
-    if (
-        type(topic) is not str
-        or type(partition) is not int
-        or (lag is not None and type(lag) is not int)
-        or (secs is not None and type(secs) not in _NUM)
-        or (status is not None and type(status) is not str)
-        or (committed is not None and type(committed) is not int)
-        or (end is not None and type(end) is not int)
-    ):
-        return None
-    owner = r.get("member_id")
-    return PartitionLag(
-        topic=topic,
-        partition=partition,
-        committed_offset=committed,
-        log_end_offset=end,
-        lag_offsets=lag,
-        lag_seconds=float(secs) if secs is not None else None,
-        status=status.upper() if status else None,
-        member_id=owner if type(owner) is str else None,
-        retention_ms=as_int(r.get("retention_ms")),
-        log_start_offset=as_int(r.get("log_start_offset")),
-    )
-
-
-def partition_lags(doc: dict[str, Any]) -> list[PartitionLag]:
-    """Per-partition lag rows, whatever the exact spelling the model uses."""
-    out: list[PartitionLag] = []
-    for r in _partition_rows(doc.get("lag")):
-        if all(k in r for k in _ENGINE_ROW):
-            fast = _engine_row(r)
-            if fast is not None:
-                out.append(fast)
-                continue
-        topic = r.get("topic")
-        partition = as_int(r.get("partition"))
-        if not isinstance(topic, str) or partition is None:
-            continue
-        lag_block = r.get("lag") if isinstance(r.get("lag"), dict) else {}
-        status = _first(r, "status", "lag_status") or lag_block.get("status")
-        if isinstance(status, dict):
-            status = status.get("status")
-        lag_offsets = as_int(_first(r, "lag_offsets", "lag_messages", "offset_lag"))
-        if lag_offsets is None:
-            if lag_block:
-                lag_offsets = as_int(_first(lag_block, "offsets", "messages"))
-            else:
-                lag_offsets = as_int(r.get("lag"))
-        lag_seconds = as_float(_first(r, "lag_seconds", "lag_s", "time_lag_s"))
-        if lag_seconds is None and as_float(r.get("lag_ms")) is not None:
-            lag_seconds = as_float(r.get("lag_ms")) / 1000.0  # type: ignore[operator]
-        if lag_seconds is None:
-            lag_seconds = as_float(lag_block.get("seconds"))
-        owner = _first(r, "member_id", "owner")
-        out.append(
-            PartitionLag(
-                topic=topic,
-                partition=partition,
-                committed_offset=as_int(_first(r, "committed_offset", "committed", "offset")),
-                log_end_offset=as_int(_first(r, "log_end_offset", "end_offset", "high_watermark")),
-                lag_offsets=lag_offsets,
-                lag_seconds=lag_seconds,
-                status=str(status).upper() if isinstance(status, str) else None,
-                member_id=owner if isinstance(owner, str) else None,
-                retention_ms=as_int(_first(r, "retention_ms", "topic_retention_ms")),
-                log_start_offset=as_int(_first(r, "log_start_offset", "low_watermark")),
-            )
-        )
-    return out
-
-
-def group_lag_totals(doc: dict[str, Any]) -> tuple[int | None, float | None]:
-    """Group totals (offsets, worst seconds): from the document when it has them, else summed."""
-    lag = doc.get("lag")
-    if isinstance(lag, dict):
-        totals = _first(lag, "totals", "total", "group")
-        if isinstance(totals, dict):
-            off = as_int(_first(totals, "lag_offsets", "lag", "offsets", "lag_messages"))
-            sec = as_float(_first(totals, "lag_seconds", "max_lag_seconds", "seconds", "lag_s"))
-            if off is not None or sec is not None:
-                return off, sec
-    rows = partition_lags(doc)
-    if not rows:
-        return None, None
-    offs = [r.lag_offsets for r in rows if r.lag_offsets is not None]
-    secs = [r.lag_seconds for r in rows if r.lag_seconds is not None]
-    return (sum(offs) if offs else None), (max(secs) if secs else None)
+    return view.doc.state, -1
 
 
 class GroupView:
-    """One document parsed once for all the rules: generations (only those within the rules' longest
-    look-back, `since`), timeline and per-partition lag, each computed on first use."""
+    """One document for all the rules: its generations within the rules' longest look-back (`since`),
+    derived on first use; its timeline and lag rows as the document has them. A document in its
+    JSON form is read (GroupDocument.from_json) the first time a rule asks for it: the summaries'
+    view (collectors/storage/summaries.py) gives the rules their timeline and generations itself
+    and most groups never need the rest."""
 
-    __slots__ = ("_gens", "_lags", "_timeline", "doc", "since")
+    __slots__ = ("_doc", "_gens", "_json", "_lags", "_timeline", "since")
 
-    def __init__(self, doc: dict[str, Any], since: int | None = None) -> None:
-        self.doc = doc
+    def __init__(self, doc: GroupDocument | Mapping[str, Any], since: int | None = None) -> None:
+        self._doc, self._json = (doc, None) if isinstance(doc, GroupDocument) else (None, doc)
         self.since = since
         self._gens: list[Generation] | None = None
         self._timeline: list[StateSpan] | None = None
         self._lags: list[PartitionLag] | None = None
 
     @property
+    def doc(self) -> GroupDocument:
+        if self._doc is None:
+            self._doc = GroupDocument.from_json(self._json)
+        return self._doc
+
+    @property
     def group(self) -> str:
-        return str(self.doc.get("group"))
+        return self.doc.group
 
     @property
     def generations(self) -> list[Generation]:
@@ -375,15 +213,30 @@ class GroupView:
     @property
     def timeline(self) -> list[StateSpan]:
         if self._timeline is None:
-            self._timeline = timeline(self.doc)
+            self._timeline = self.doc.timeline
         return self._timeline
 
     @property
     def lags(self) -> list[PartitionLag]:
         if self._lags is None:
-            self._lags = partition_lags(self.doc)
+            self._lags = self.doc.lag.partitions
         return self._lags
 
 
-def view_of(doc: dict[str, Any] | GroupView) -> GroupView:
+def view_of(doc: GroupDocument | Mapping[str, Any] | GroupView) -> GroupView:
     return doc if isinstance(doc, GroupView) else GroupView(doc)
+
+
+# --- still imported by collectors/storage/summaries.py, which reads the raw rows for its facts -------
+
+# The keys of a lag row as the engine writes them (PartitionLag.to_json).
+_ENGINE_ROW = ("committed", "end_offset", "lag", "lag_seconds", "status")
+
+
+def as_int(value: Any) -> int | None:
+    """An integer, or None for anything that is not a number."""
+    if type(value) is int:
+        return value
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)

@@ -9,7 +9,7 @@ so the evaluator re-runs a quiet group only then instead of every cycle.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,12 +19,15 @@ from coordinator_model.alert_rules.docview import (
     REBALANCING_STATES,
     Generation,
     GroupView,
-    PartitionLag,
+    document_of,
     state_at,
     view_of,
 )
+from coordinator_model.document.types import GroupDocument, PartitionLag
 
-Doc = dict[str, Any] | GroupView
+# A rule reads a GroupView; a document (or its JSON form, read with GroupDocument.from_json) is
+# wrapped in one.
+Doc = GroupDocument | Mapping[str, Any] | GroupView
 
 
 @dataclass(frozen=True)
@@ -124,7 +127,7 @@ def rebalance_storm(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
     window_start = now_ms - window
     gens = _gens_until(v, now_ms)
     # The rebalance that empties the group is a shutdown, not a storm.
-    relevant = [g for g in gens if g.cause not in ignore and g.member_count != 0 and not g.raw.get("empty")]
+    relevant = [g for g in gens if g.cause not in ignore and g.member_count != 0 and not g.empty]
     counted, recheck = _unexplained(gens, relevant, window_start, now_ms, int(p["settle_s"] * 1000))
     if counted:
         recheck = _min(recheck, counted[0].start + window + 1)
@@ -292,7 +295,7 @@ def group_empty(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
     for_ms = int(p["for_s"] * 1000)
     if now_ms - begin < for_ms:
         return RuleResult(None, begin + for_ms)
-    waiting = sum(r.lag_offsets or 0 for r in v.lags if (r.lag_offsets or 0) > 1)
+    waiting = sum(r.lag or 0 for r in v.lags if (r.lag or 0) > 1)
     if waiting < p["min_lag"]:
         return RuleResult()  # consumed to the end: nothing waits for a consumer
     resolve_after = p.get("resolve_after_s")
@@ -319,15 +322,15 @@ def group_empty(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
 
 
 def _lag_breaches(row: PartitionLag, p: dict[str, Any]) -> bool:
-    if row.lag_offsets is not None and row.lag_offsets <= p["ignore_lag_at_most"]:
+    if row.lag is not None and row.lag <= p["ignore_lag_at_most"]:
         return False
     checks = []
     if p.get("min_offsets") is not None:
-        checks.append(row.lag_offsets is not None and row.lag_offsets >= p["min_offsets"])
+        checks.append(row.lag is not None and row.lag >= p["min_offsets"])
     if p.get("min_seconds") is not None:
         checks.append(row.lag_seconds is not None and row.lag_seconds >= p["min_seconds"])
     if not checks:
-        return row.lag_offsets is not None and row.lag_offsets > 0
+        return row.lag is not None and row.lag > 0
     return all(checks) if p["match"] == "all" else any(checks)
 
 
@@ -335,16 +338,17 @@ def lag(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
     v = view_of(doc)
     statuses = {s.upper() for s in p["statuses"]}
     rows = v.lags
-    # Without a Burrow-style status at all (an old document), thresholds alone decide.
+    # Without a Burrow-style status at all (lag taken from a lag history point), thresholds alone
+    # decide.
     have_status = any(r.status for r in rows)
     hits = [r for r in rows if (not have_status or r.status in statuses) and _lag_breaches(r, p)]
     if not hits:
         return RuleResult()
     critical = {s.upper() for s in p["critical_statuses"]}
     severity = "critical" if any(r.status in critical for r in hits) else p["severity"]
-    total = sum(r.lag_offsets or 0 for r in hits)
+    total = sum(r.lag or 0 for r in hits)
     worst = max((r.lag_seconds or 0.0) for r in hits)
-    hits.sort(key=lambda r: (-(r.lag_seconds or 0.0), -(r.lag_offsets or 0)))
+    hits.sort(key=lambda r: (-(r.lag_seconds or 0.0), -(r.lag or 0)))
     finding = Finding(
         group=v.group,
         rule="lag",
@@ -352,7 +356,7 @@ def lag(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
         summary=f"{len(hits)} partition(s) lagging: {total} messages, up to {worst:.0f} s",
         since=now_ms,
         evidence={
-            "partitions": [r.evidence() for r in hits[:100]],
+            "partitions": [r.to_json() for r in hits[:100]],
             "partitions_total": len(hits),
             "lag": total,
             "max_lag_seconds": worst,
@@ -363,25 +367,19 @@ def lag(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
 
 
 def lag_retention(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    """Lag in seconds past `fraction` of the topic's retention: the configured one (`topics`), else
+    `default_retention_ms` (the document does not carry topics' retention.ms)."""
     v = view_of(doc)
+    topics = p.get("topics") or {}
     hits = []
     for r in v.lags:
-        if r.lag_offsets is not None and r.lag_offsets <= p["ignore_lag_at_most"]:
+        if r.lag_seconds is None or (r.lag is not None and r.lag <= p["ignore_lag_at_most"]):
             continue
-        retention = r.retention_ms or (p.get("topics") or {}).get(r.topic) or p["default_retention_ms"]
-        lost = (
-            r.log_start_offset is not None
-            and r.committed_offset is not None
-            and r.committed_offset < r.log_start_offset
-        )
-        near = (
-            r.lag_seconds is not None and retention > 0 and r.lag_seconds * 1000 >= p["fraction"] * retention
-        )
-        if near or lost:
-            ev = r.evidence()
+        retention = topics.get(r.topic) or p["default_retention_ms"]
+        if retention > 0 and r.lag_seconds * 1000 >= p["fraction"] * retention:
+            ev = r.to_json()
             ev["retention_ms"] = retention
-            ev["fraction_of_retention"] = (r.lag_seconds or 0) * 1000 / retention if retention > 0 else None
-            ev["already_deleted"] = lost
+            ev["fraction_of_retention"] = r.lag_seconds * 1000 / retention
             hits.append(ev)
     if not hits:
         return RuleResult()
@@ -407,18 +405,19 @@ RULES: dict[str, Callable[[Doc, int, dict[str, Any]], RuleResult]] = {
 }
 
 
-def evaluate_group(doc: dict[str, Any], now_ms: int, config: AlertConfig) -> Evaluation:
-    """Every enabled rule over one group document."""
-    group = str(doc.get("group") or "")
-    ev = Evaluation(group=group, now_ms=now_ms)
-    rules = config.rules_for(group)
+def evaluate_group(doc: GroupDocument | Mapping[str, Any], now_ms: int, config: AlertConfig) -> Evaluation:
+    """Every enabled rule over one group document (its JSON form is read with
+    GroupDocument.from_json: DocumentError when it is not a document)."""
+    d = document_of(doc)
+    ev = Evaluation(group=d.group, now_ms=now_ms)
+    rules = config.rules_for(d.group)
     if not rules:
         return ev
     # No rule looks at generations older than its window (plus the storm's settle time).
     lookback_s = max(
         (float(p.get("window_s") or 0) + float(p.get("settle_s") or 0) for p in rules.values()), default=0.0
     )
-    view = GroupView(doc, since=now_ms - int(lookback_s * 1000) - 1)
+    view = GroupView(d, since=now_ms - int(lookback_s * 1000) - 1)
     for name, params in rules.items():
         result = RULES[name](view, now_ms, params)
         if result.finding is not None:

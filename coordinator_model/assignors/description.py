@@ -1,5 +1,8 @@
-"""Group descriptions as JSON-shaped dicts (the `groupscope assign` / `whatif` FILE format) to GroupSpec.
-Every problem becomes an AssignorError with a one-line message."""
+"""Group descriptions as JSON-shaped dicts (the `groupscope assign` / `whatif` FILE format,
+docs/assign-format.md) to GroupSpec. Every problem becomes an AssignorError with a one-line message.
+
+This is the input format, not the model's group document: a document becomes one through
+coordinator_model.whatif.whatif_input_from_group_document, which reads it as a GroupDocument."""
 
 from __future__ import annotations
 
@@ -58,8 +61,6 @@ def parse_owned(raw: Any, member_id: str) -> tuple[TopicPartition, ...]:
         raise AssignorError(f'member {member_id!r}: "owned" must be a list of [topic, partition]')
     owned: list[TopicPartition] = []
     for item in raw:
-        if isinstance(item, dict):
-            item = [item.get("topic"), item.get("partition")]
         if not isinstance(item, list | tuple) or len(item) != 2 or not isinstance(item[0], str):
             raise AssignorError(f"member {member_id!r}: owned entry {item!r} is not [topic, partition]")
         p = _int(item[1], f"member {member_id!r}: owned partition")
@@ -75,7 +76,7 @@ def parse_member(raw: Any) -> MemberSpec:
     mid = raw.get("member_id")
     if not isinstance(mid, str) or not mid:
         raise AssignorError(f"member entry without a string member_id: {raw!r}"[:200])
-    topics = raw.get("topics", raw.get("subscription", []))
+    topics = raw.get("topics")
     if topics is None:
         topics = []
     if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):

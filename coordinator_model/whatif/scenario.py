@@ -1,4 +1,5 @@
-"""The what-if input: a group as the coordinator model sees it, parsed into typed records."""
+"""The what-if input (docs/assign-format.md), parsed into typed records. A group document becomes
+this input through coordinator_model.whatif.whatif_input_from_group_document."""
 
 from __future__ import annotations
 
@@ -66,7 +67,8 @@ def _number_or_none(value: Any) -> float | None:
 
 
 def parse_lag(raw: Any) -> dict[tuple[str, int], float]:
-    """{"t0": [lag p0, p1, ...]}, {"t0": {"0": lag}}, or a list of {topic, partition, lag}."""
+    """{"t0": [lag p0, p1, ...]}, {"t0": {"0": lag}}, or a list of {topic, partition, lag}
+    (docs/assign-format.md); a lag that is not a number (null: unknown) is left out."""
     lag: dict[tuple[str, int], float] = {}
     if raw is None:
         return lag
@@ -74,7 +76,7 @@ def parse_lag(raw: Any) -> dict[tuple[str, int], float]:
         for entry in raw:
             if not isinstance(entry, dict) or "topic" not in entry or "partition" not in entry:
                 raise AssignorError(f"lag entry {entry!r} needs topic, partition and lag"[:200])
-            value = _lag_value(entry)
+            value = _number_or_none(entry.get("lag"))
             if value is not None:
                 lag[(str(entry["topic"]), int(entry["partition"]))] = value
         return lag
@@ -85,20 +87,13 @@ def parse_lag(raw: Any) -> dict[tuple[str, int], float]:
         if items is None:
             raise AssignorError(f"lag of topic {topic!r} must be a list or an object")
         for p, v in items:
-            value = _lag_value(v) if isinstance(v, dict) else _number_or_none(v)
+            value = _number_or_none(v)
             if value is None:
                 continue
             if value < 0:
                 raise AssignorError(f"lag of {topic}-{p} is negative ({v})")
             lag[(str(topic), int(p))] = value
     return lag
-
-
-def _lag_value(entry: dict[str, Any]) -> float | None:
-    for key in ("lag", "lag_offsets", "offset_lag", "lag_messages", "records_lag"):
-        if key in entry:
-            return _number_or_none(entry[key])
-    return None
 
 
 def parse_rebalances(raw: Any) -> list[RecordedRebalance]:
