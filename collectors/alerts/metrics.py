@@ -66,8 +66,8 @@ from collectors.alerts.store import AlertStore
 from collectors.config import DEFAULT_CLUSTER
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.redis_store import RedisStore
-from collectors.storage.summaries import GROUP_FAMILIES, LagRow, esc, metric_lines, metric_values, num
-from coordinator_model.document.types import DocumentError, GroupDocument
+from collectors.storage.summaries import GROUP_FAMILIES, esc, metric_lines, metric_values, num
+from coordinator_model.document.types import DocumentError, GroupDocument, PartitionLag
 
 log = logging.getLogger(__name__)
 
@@ -411,35 +411,17 @@ class MetricsSource:
             return body.encode()
 
 
-def _lag_rows(group: str, raw: bytes | None) -> list[LagRow]:
-    """The lag rows of a group's stored document, as `metric_values` reads them (none when it has no
-    document, or the value is not one)."""
+def _lag_rows(group: str, raw: bytes | None) -> list[PartitionLag]:
+    """The lag rows of a group's stored document (none when it has no document, or the value is not
+    one)."""
     value = _loads(raw)
     if value is None:
         return []
     try:
-        doc = GroupDocument.from_json(value)
+        return GroupDocument.from_json(value).lag.partitions
     except DocumentError as e:
         log.warning("group %s: the value in Redis is not a group document (%s); no lag shown", group, e)
         return []
-    rows: list[LagRow] = []
-    for r in doc.lag.partitions:
-        # the last two: retention.ms and the log start offset, which the document does not carry
-        rows.append(
-            (
-                r.topic,
-                r.partition,
-                r.committed,
-                r.end_offset,
-                r.lag,
-                r.lag_seconds,
-                r.status,
-                r.member_id,
-                None,
-                None,
-            )
-        )
-    return rows
 
 
 def _loads(raw: bytes | None) -> Any:

@@ -407,7 +407,7 @@ class RedisStore:
         """Queue the group's summaries into `out`; its rule head only when the head's key changed
         since `known[name]`, the facts last written (in this batch, or stored)."""
         try:
-            s = _summary.summarize(doc.to_json(), row, digest, known[name])  # TODO typed
+            s = _summary.summarize(doc, row, digest, known[name])
             facts = s.facts_text()
         except Exception as e:  # a document the summaries cannot describe: its readers use the document
             # A value JSON or orjson cannot hold exactly is expected now and then; anything else is a bug.

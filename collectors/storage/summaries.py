@@ -48,23 +48,19 @@ import orjson
 
 from coordinator_model.alert_rules import RULES, AlertConfig, Evaluation
 from coordinator_model.alert_rules.docview import (
-    _ENGINE_ROW,
     REBALANCING_STATES,
     Generation,
     GroupView,
     MemberRef,
-    PartitionLag,
     StateSpan,
-    as_int,
-    generations,
-    partition_lags,
     state_at,
 )
+from coordinator_model.document import GroupDocument, PartitionLag
 
 # Bumped whenever the layout of the rule input or the facts changes. It is part of the head's key,
 # so a new collector rewrites every head; an evaluator reads only the version it knows and falls
 # back to the document for any other (a collector and a worker of different versions in an upgrade).
-RULES_VERSION = 1
+RULES_VERSION = 2  # 2: facts without retention and log start (documents carry neither)
 
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -93,8 +89,6 @@ class Facts(NamedTuple):
     newest_generation: int | None  # start of the newest generation the rules read
     lagging: int  # lag rows a rule could count: lag unknown or above 0
     worst_seconds: float | None  # their worst lag in seconds
-    shortest_retention: int | None  # the shortest positive retention.ms they carry
-    lost: bool  # one of them has its committed offset below the log start
 
 
 @dataclass(frozen=True)
@@ -109,21 +103,12 @@ class Summaries:
         return _checked(list(self.facts))
 
 
-def head_key(doc: Mapping[str, Any], history_digest: str) -> str:
+def head_key(doc: GroupDocument, history_digest: str) -> str:
     """Digest of everything the head is built from: the timeline and generations (through the
     store's history digest of them), the state, and the members' ids, instance ids and client ids
     (generations name members by id; their keys come from the member list)."""
-    members = [
-        [m.get("member_id"), m.get("group_instance_id"), m.get("client_id")]
-        for m in doc.get("members") or []
-        if isinstance(m, Mapping) and m.get("member_id")
-    ]
-    state = doc.get("state")
-    text = json.dumps(
-        [RULES_VERSION, history_digest, state if isinstance(state, str) else None, members],
-        separators=(",", ":"),
-        default=str,
-    )
+    members = [[m.member_id, m.group_instance_id, m.client_id] for m in doc.members]
+    text = json.dumps([RULES_VERSION, history_digest, doc.state, members], separators=(",", ":"), default=str)
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
@@ -144,14 +129,13 @@ def _gen_row(g: Generation) -> list[Any]:
     ]
 
 
-def rule_head(doc: dict[str, Any]) -> tuple[str, list[Any]]:
-    """The head of the rule input ([version, state, timeline, generations], parsed by docview), and
-    the facts that follow from it: [settle, settled, states, newest generation]."""
-    state = doc.get("state")
-    state = state if isinstance(state, str) else None  # state_at reads nothing else of it
+def rule_head(doc: GroupDocument) -> tuple[str, list[Any]]:
+    """The head of the rule input ([version, state, timeline, generations], as docview reads them),
+    and the facts that follow from it: [settle, settled, states, newest generation]."""
+    state = doc.state
     view = GroupView(doc)
     spans = view.timeline
-    gens = generations(doc)
+    gens = view.generations
     # state_at returns a timeline state or the document's. Once now has passed every start and end
     # of the timeline (`settle`) it always returns the same one, the one it gives at that moment: no
     # span ending before now matches any more, and the latest open span (or else the last) wins.
@@ -166,185 +150,42 @@ def rule_head(doc: dict[str, Any]) -> tuple[str, list[Any]]:
     return head, [settle, settled, states, newest]
 
 
-# A partition row as partition_lags reads it: the fields of PartitionLag, in order.
-LagRow = tuple[
-    str, int, int | None, int | None, int | None, float | None, str | None, str | None, int | None, int | None
-]
-
-_ENGINE_KEYS = frozenset(_ENGINE_ROW)
-_ROW_NAMES = (
-    "topic",
-    "partition",
-    "committed",
-    "end_offset",
-    "lag",
-    "lag_seconds",
-    "status",
-    "member_id",
-    "retention_ms",
-    "log_start_offset",
-)
-_NUM = (int, float)
-
-
-def lag_rows(doc: Mapping[str, Any]) -> list[LagRow]:
-    """The document's partition rows exactly as docview.partition_lags reads them (as tuples of the
-    PartitionLag fields), without building its objects: building them was most of the sink's cost
-    for a group of 100 partitions. A row in the model's own spelling is read here with the checks
-    of docview._engine_row; any other row, and any other shape of the lag section, by
-    partition_lags itself (tests/test_alerts_summary.py holds the two equal)."""
-    lag = doc.get("lag")
-    rows = lag.get("partitions") if isinstance(lag, dict) else None
-    if not isinstance(rows, list):
-        return [_fields(p) for p in partition_lags(doc)]  # (other shapes: old documents)
-    out: list[LagRow] = []
-    for r in rows:
-        if not isinstance(r, dict):
-            continue
-        if r.keys() >= _ENGINE_KEYS:
-            topic, partition, lag_, secs, status = (
-                r.get("topic"),
-                r.get("partition"),
-                r["lag"],
-                r["lag_seconds"],
-                r["status"],
-            )
-            committed, end = r["committed"], r["end_offset"]
-            if not (
-                type(topic) is not str
-                or type(partition) is not int
-                or (lag_ is not None and type(lag_) is not int)
-                or (secs is not None and type(secs) not in _NUM)
-                or (status is not None and type(status) is not str)
-                or (committed is not None and type(committed) is not int)
-                or (end is not None and type(end) is not int)
-            ):
-                owner = r.get("member_id")
-                out.append(
-                    (
-                        topic,
-                        partition,
-                        committed,
-                        end,
-                        lag_,
-                        float(secs) if secs is not None else None,
-                        status.upper() if status else None,
-                        owner if type(owner) is str else None,
-                        as_int(r.get("retention_ms")),
-                        as_int(r.get("log_start_offset")),
-                    )
-                )
-                continue
-        out.extend(_fields(p) for p in partition_lags({"lag": [r]}))
-    return out
-
-
-def _fields(p: PartitionLag) -> LagRow:
-    return (
-        p.topic,
-        p.partition,
-        p.committed_offset,
-        p.log_end_offset,
-        p.lag_offsets,
-        p.lag_seconds,
-        p.status,
-        p.member_id,
-        p.retention_ms,
-        p.log_start_offset,
-    )
-
-
 def summarize(
-    doc: Mapping[str, Any], row: Mapping[str, Any], history_digest: str, old: Facts | None = None
+    doc: GroupDocument, row: Mapping[str, Any], history_digest: str, old: Facts | None = None
 ) -> Summaries:
     """Every summary of one document. `row` is its fleet row (FleetRow.to_json()), `history_digest`
     the store's digest of its timeline and generations, `old` the group's stored facts: when their
     key is this document's, the stored head stands and is not rebuilt."""
-    d = doc if isinstance(doc, dict) else dict(doc)
-    key = head_key(d, history_digest)
+    key = head_key(doc, history_digest)
     head: str | None = None
     if old is not None and old.key == key:
         from_head = [old.settle, old.settled, old.states, old.newest_generation]
     else:
-        head, from_head = rule_head(d)
-    facts, topics = _scan_lag(d)
-    lines = metric_lines(str(d.get("group")), _values(row, topics))
+        head, from_head = rule_head(doc)
+    facts, topics = _scan_lag(doc.lag.partitions)
+    lines = metric_lines(doc.group, _values(row, topics))
     return Summaries(head=head, facts=Facts(key, *from_head, *facts), metrics=lines)
 
 
-def _scan_lag(doc: dict[str, Any]) -> tuple[list[Any], dict[str, list[float]]]:
-    """One pass over the partition rows, as docview.partition_lags reads them: the lag facts
-    ([lagging, worst seconds, shortest retention, lost], over the rows a rule could count: lag
-    unknown or above 0) and the per-topic [lag, worst seconds] the metrics show. `lag_rows` and
-    `metric_values` give the same (tests/test_alerts_summary.py); this pass builds nothing per row,
-    which on groups of 100 partitions halved what the summaries cost the sink."""
-    lag_section = doc.get("lag")
-    raw = lag_section.get("partitions") if isinstance(lag_section, dict) else None
-    if not isinstance(raw, list):
-        raw = [dict(zip(_ROW_NAMES, r, strict=True)) for r in lag_rows(doc)]  # other shapes: old documents
+def _scan_lag(rows: list[PartitionLag]) -> tuple[list[Any], dict[str, list[float]]]:
+    """One pass over the partition rows: the lag facts ([lagging, worst seconds], over the rows a
+    rule could count: lag unknown or above 0) and the per-topic [lag, worst seconds] the metrics
+    show, as `metric_values` computes them (tests/test_alerts_summary.py)."""
     topics: dict[str, list[float]] = {}
-    facts: list[Any] = [0, None, None, False]  # lagging, worst seconds, shortest retention, lost
-
-    def add(topic: str, lag: Any, secs: Any, committed: Any, retention: Any, log_start: Any) -> None:
-        t = topics.get(topic)
+    lagging, worst = 0, None
+    for r in rows:
+        lag, secs = r.lag, r.lag_seconds
+        t = topics.get(r.topic)
         if t is None:
-            t = topics[topic] = [0.0, 0.0]
+            t = topics[r.topic] = [0.0, 0.0]
         t[0] += lag or 0
         if (secs or 0.0) > t[1]:  # max(t[1], secs or 0.0), as metric_values
             t[1] = secs or 0.0
         if lag is None or lag > 0:
-            facts[0] += 1
-            if secs is not None and not math.isnan(secs) and (facts[1] is None or secs > facts[1]):
-                facts[1] = secs
-            if retention is not None and retention > 0 and (facts[2] is None or retention < facts[2]):
-                facts[2] = retention
-            if committed is not None and log_start is not None and committed < log_start:
-                facts[3] = True
-
-    for r in raw:
-        if not isinstance(r, dict):
-            continue
-        if r.keys() >= _ENGINE_KEYS:
-            topic, partition, lag, secs, status = (
-                r.get("topic"),
-                r.get("partition"),
-                r["lag"],
-                r["lag_seconds"],
-                r["status"],
-            )
-            committed, end = r["committed"], r["end_offset"]
-            if not (
-                type(topic) is not str
-                or type(partition) is not int
-                or (lag is not None and type(lag) is not int)
-                or (secs is not None and type(secs) not in _NUM)
-                or (status is not None and type(status) is not str)
-                or (committed is not None and type(committed) is not int)
-                or (end is not None and type(end) is not int)
-            ):
-                if secs is not None:
-                    secs = float(secs)
-                if lag is not None and lag <= 0:  # the common row: only the topic's figures move
-                    t = topics.get(topic)
-                    if t is None:
-                        t = topics[topic] = [0.0, 0.0]
-                    t[0] += lag
-                    if (secs or 0.0) > t[1]:
-                        t[1] = secs or 0.0
-                    continue
-                retention, log_start = r.get("retention_ms"), r.get("log_start_offset")
-                add(
-                    topic,
-                    lag,
-                    secs,
-                    committed,
-                    None if retention is None else as_int(retention),
-                    None if log_start is None else as_int(log_start),
-                )
-                continue
-        for p in partition_lags({"lag": [r]}):
-            add(p.topic, p.lag_offsets, p.lag_seconds, p.committed_offset, p.retention_ms, p.log_start_offset)
-    return facts, topics
+            lagging += 1
+            if secs is not None and not math.isnan(secs) and (worst is None or secs > worst):
+                worst = secs
+    return [lagging, worst], topics
 
 
 def _values(row: Mapping[str, Any], topics: dict[str, list[float]]) -> list[Any]:
@@ -361,15 +202,16 @@ def _values(row: Mapping[str, Any], topics: dict[str, list[float]]) -> list[Any]
 
 
 def metric_values(
-    row: Mapping[str, Any], rows: list[LagRow], per_partition: bool = True
+    row: Mapping[str, Any], rows: list[PartitionLag], per_partition: bool = True
 ) -> tuple[list[Any], list[list[Any]]]:
     """A group's metric values, as the scrape derived them from its fleet row (FleetRow.to_json())
-    and its document's partition rows (`lag_rows`): ([state, members, generation or epoch (None: no
+    and its document's partition rows (`doc.lag.partitions`): ([state, members, generation or epoch (None: no
     series), rebalances_1h, lag, lag_seconds, [[topic, lag, worst seconds], ...] by topic],
     per-partition [[topic, partition, lag, lag_seconds], ...] when asked)."""
     topics: dict[str, list[float]] = {}
     parts: list[list[Any]] = []
-    for topic, partition, _, _, lag, secs, *_ in rows:
+    for r in rows:
+        topic, partition, lag, secs = r.topic, r.partition, r.lag, r.lag_seconds
         t = topics.get(topic)
         if t is None:
             t = topics[topic] = [0.0, 0.0]
@@ -574,24 +416,15 @@ class Silence:
             for s in (p.get("states") or [])
             if isinstance(s, str)
         }
-        fractions = [
-            float(p["fraction"])
-            for p in param_sets(config, "lag_retention")
-            if p.get("enabled", True) and isinstance(p.get("fraction"), int | float)
-        ]
-        self.min_fraction = min(fractions) if fractions else float("inf")
 
     def lag(self, f: Facts) -> bool:
         """`lag` and `lag_retention` count no row: none has lag above 0 (both skip lag <=
-        ignore_lag_at_most >= 0), or none reaches the seconds any of them needs and none is lost."""
+        ignore_lag_at_most >= 0), or none reaches the seconds any of them needs."""
         if not f.lagging:
             return True
-        if f.lost or self.quiet_seconds <= 0:
+        if self.quiet_seconds <= 0:
             return False
-        bound = self.quiet_seconds
-        if f.shortest_retention is not None:  # a row's own retention.ms comes before the configured
-            bound = min(bound, self.min_fraction * f.shortest_retention / 1000.0)
-        return f.worst_seconds is None or f.worst_seconds < bound
+        return f.worst_seconds is None or f.worst_seconds < self.quiet_seconds
 
     def _state(self, f: Facts, now: int) -> list[str | None] | list[str]:
         return [f.settled] if f.settle is None or now >= f.settle else f.states

@@ -37,7 +37,6 @@ __all__ = [
     "document_of",
     "generations",
     "member_key",
-    "partition_lags",
     "state_at",
     "view_of",
 ]
@@ -153,15 +152,6 @@ def generations(doc: GroupDocument | Mapping[str, Any], since: int | None = None
     return out
 
 
-def partition_lags(doc: GroupDocument | Mapping[str, Any]) -> list[PartitionLag]:
-    """The document's lag rows (`lag.partitions`). A value that is not a document has none (the
-    summaries' reader, collectors/storage/summaries.py, asks this of anything it cannot read)."""
-    try:
-        return document_of(doc).lag.partitions
-    except DocumentError:
-        return []
-
-
 def state_at(view: GroupView, now_ms: int) -> tuple[str | None, int]:
     """The group's state at now_ms and the index of its span in the timeline (-1 when the timeline
     does not cover now_ms and the document's current state is used)."""
@@ -225,18 +215,3 @@ class GroupView:
 
 def view_of(doc: GroupDocument | Mapping[str, Any] | GroupView) -> GroupView:
     return doc if isinstance(doc, GroupView) else GroupView(doc)
-
-
-# --- still imported by collectors/storage/summaries.py, which reads the raw rows for its facts -------
-
-# The keys of a lag row as the engine writes them (PartitionLag.to_json).
-_ENGINE_ROW = ("committed", "end_offset", "lag", "lag_seconds", "status")
-
-
-def as_int(value: Any) -> int | None:
-    """An integer, or None for anything that is not a number."""
-    if type(value) is int:
-        return value
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return int(value)
