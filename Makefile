@@ -50,7 +50,7 @@ venv: $(STAMP)
 
 # Apache Kafka's jars (the embedded broker and kafka-dump-log), once per version (GROUPSCOPE_KAFKA_VERSION).
 kafka-jars: venv
-	@$(BIN)/python -m collectors.embedded_kafka >/dev/null
+	@$(BIN)/python -m collectors.demo.servers.kafka >/dev/null
 
 $(STAMP): pyproject.toml
 	@[ -x $(BIN)/python ] || $(PYTHON) -m venv $(VENV)

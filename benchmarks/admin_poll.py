@@ -22,7 +22,7 @@ from types import SimpleNamespace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collectors.embedded_kafka import KafkaBroker
+from collectors.demo.servers.kafka import KafkaBroker
 from collectors.pipeline.admin_poller import AdminPoller
 
 

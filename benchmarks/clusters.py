@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/clusters.py     # 2 brokers, 1,000 groups x 20 partitions each
     .venv/bin/python benchmarks/clusters.py --groups 2000 --partitions 50
 
-It starts two embedded brokers (collectors/embedded_kafka) and a redis-server, and writes the same
+It starts two embedded brokers (collectors/demo/servers/kafka) and a redis-server, and writes the same
 shape of backlog on each with real commits (AlterConsumerGroupOffsets). Then:
 - baseline: one `groupscope collect --cluster east` alone, until every group of east is in Redis
   with its last commit: time, peak RSS of its process tree, RSS once idle;
@@ -27,8 +27,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.pipeline import PeakMemory, _complete, produce_backlog, stop_process_group, tree_rss_mb
-from collectors.embedded_kafka import KafkaBroker
-from collectors.local_servers import RedisServer
+from collectors.demo.servers.kafka import KafkaBroker
+from collectors.demo.servers.processes import RedisServer
 from collectors.storage.clusters import cluster_prefix
 
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.dashboard_data import small_fleet_doc, synthetic_group
 from collectors.config import Settings
-from collectors.local_servers import RedisServer, free_port
+from collectors.demo.servers.processes import RedisServer, free_port
 from collectors.storage.redis_store import RedisStore
 from dashboard.app import create_app
 from dashboard.pages import group as group_page
@@ -266,7 +266,7 @@ def browser_load(app: Any, group_path: str) -> None:
 
     from werkzeug.serving import make_server
 
-    from collectors.headless_chromium import headless_chromium
+    from collectors.demo.servers.chromium import headless_chromium
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     port = free_port()

@@ -5,7 +5,7 @@
 
 What it does, in order:
 
-1. starts its own Apache Kafka broker (collectors/embedded_kafka, the harness's settings: lowered
+1. starts its own Apache Kafka broker (collectors/demo/servers/kafka, the harness's settings: lowered
    group.min.session.timeout.ms / group.consumer.min.session.timeout.ms /
    group.consumer.min.heartbeat.interval.ms, so the lives' 3 s sessions are allowed; without the
    harness's SASL, TLS and ACLs, which the lives do not use), a redis-server, both on free loopback
@@ -61,8 +61,8 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import test_live_kafka as tlk  # noqa: E402
 from pipeline import _children, _complete, produce_backlog  # noqa: E402
 
-from collectors.embedded_kafka import KafkaBroker  # noqa: E402
-from collectors.local_servers import RedisServer  # noqa: E402
+from collectors.demo.servers.kafka import KafkaBroker  # noqa: E402
+from collectors.demo.servers.processes import RedisServer  # noqa: E402
 
 THRESHOLDS = {"sampled states": 0.95, "causes": 0.90, "members": 1.0, "assignments": 1.0, "epochs": 1.0}
 AGREE_S = 20.0  # after the documents are as of the end, as long as the test's fixture gives them to agree

@@ -12,7 +12,7 @@ admin topic deleted, as on a first start) until every group is in Redis with its
 time to the first group; the peak RSS of the collector's whole process tree (driver, JVM, Python
 workers). The ratio printed is catch-up time / plain-read time (issue target: at most 3).
 
-Without --bootstrap-servers / --redis it starts its own Apache Kafka broker (collectors/embedded_kafka)
+Without --bootstrap-servers / --redis it starts its own Apache Kafka broker (collectors/demo/servers/kafka)
 and redis-server. Kafka refuses a produce to `__consumer_offsets`, so the backlog is made of real
 commits: AlterConsumerGroupOffsets requests, one group and up to 100 partitions each, many in flight,
 written by the broker's own group coordinator (the groups have no members, as Burrow's benchmarks'
@@ -36,8 +36,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from collectors.embedded_kafka import KafkaBroker
-from collectors.local_servers import RedisServer
+from collectors.demo.servers.kafka import KafkaBroker
+from collectors.demo.servers.processes import RedisServer
 
 TOPIC = "__consumer_offsets"
 STATE_STORES = {

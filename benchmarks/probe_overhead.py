@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from collectors.embedded_kafka import KafkaBroker
+from collectors.demo.servers.kafka import KafkaBroker
 from collectors.probe import MemberIdentity, ProbedConsumer, ProbeEvent, TelemetryEmitter
 
 N = 20_000

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from collectors.embedded_kafka import KafkaBroker
-from collectors.embedded_kafka.tls import make_test_tls
+from collectors.demo.servers.kafka import KafkaBroker
+from collectors.demo.servers.kafka.tls import make_test_tls
+from collectors.demo.servers.processes import RedisServer
 from collectors.kafka_acls import Acl, bindings, needed
-from collectors.local_servers import RedisServer
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CAPTURES = FIXTURES / "real-kafka-4.0"

@@ -272,7 +272,7 @@ def test_a_cluster_down_at_start_is_waited_for_under_all_clusters(redis_client, 
     """--all-clusters does not start a cluster's query while the cluster answers nothing (it would run
     without its offsets topic until restarted): check_topics says why in the cluster's source status
     and raises, and the query's supervisor tries again later."""
-    from collectors.local_servers import free_port
+    from collectors.demo.servers.processes import free_port
     from collectors.pipeline.admin_poller import ClusterUnreachable, check_topics
     from collectors.pipeline.job import PipelineConfig
 
@@ -297,7 +297,7 @@ def test_a_read_task_tells_a_cluster_that_went_away(kafka_broker) -> None:
     one cluster's outage does not fail its query (tests/test_clusters_live.py kills a broker)."""
     from confluent_kafka import Consumer
 
-    from collectors.local_servers import free_port
+    from collectors.demo.servers.processes import free_port
     from collectors.pipeline.kafka_source import cluster_answers
 
     up = Consumer({"bootstrap.servers": kafka_broker.bootstrap_servers, "group.id": "gs-test-unused"})

@@ -19,7 +19,7 @@ from click.testing import CliRunner
 from confluent_kafka.admin import AdminClient
 
 from collectors.cli.main import cli
-from collectors.embedded_kafka import KafkaBroker
+from collectors.demo.servers.kafka import KafkaBroker
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 from dashboard.app import health_outputs

@@ -21,8 +21,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka_json import record_matches
 
 from collectors.cli.decode_cmd import decode_lines
-from collectors.embedded_kafka.dump_log import dump_offsets
-from collectors.embedded_kafka.jars import major
+from collectors.demo.servers.kafka.dump_log import dump_offsets
+from collectors.demo.servers.kafka.jars import major
 
 pytestmark = [pytest.mark.servers, pytest.mark.at_end]
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from browser.dashboard_driver import chromium, grid_cells, serve_in_thread, shoot, text, wait_for
 from browser.dashboard_fill import CAPTURES, GROUPSCOPE, fill
 
-from collectors.local_servers import RedisServer, free_port, wait_for_port
+from collectors.demo.servers.processes import RedisServer, free_port, wait_for_port
 from dashboard.urls import group_url, topic_url, whatif_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.servers]

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from browser.dashboard_driver import chromium, grid_cells, serve_in_thread, shoot, text, wait_for
 from browser.dashboard_fill import CAPTURES, model_docs, started_ms
 
-from collectors.local_servers import RedisServer
+from collectors.demo.servers.processes import RedisServer
 from dashboard.urls import group_url
 
 pytestmark = [pytest.mark.browser, pytest.mark.servers]

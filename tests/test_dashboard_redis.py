@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from browser.dashboard_fill import CAPTURES, model_docs
 
 from collectors.config import Settings
-from collectors.local_servers import free_port
+from collectors.demo.servers.processes import free_port
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.document.types import GroupDocument, LagDoc, MemberDoc, PartitionLag, TimelineSpan
 from dashboard.app import create_app

@@ -30,9 +30,9 @@ from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
 from collectors.demo.scenarios import SCENARIOS
+from collectors.demo.servers.chromium import headless_chromium
+from collectors.demo.servers.processes import free_port
 from collectors.demo.supervisor import DEMO_ID_ENV, leftover_pids
-from collectors.headless_chromium import headless_chromium
-from collectors.local_servers import free_port
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.broker_log import BrokerLogEvent, parse_broker_log_line
 from coordinator_model.errors import EvidenceError

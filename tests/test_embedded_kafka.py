@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from collectors.embedded_kafka import KafkaBroker
-from collectors.embedded_kafka.broker import java_binary
-from collectors.embedded_kafka.jars import classpath
-from collectors.local_servers import free_port
+from collectors.demo.servers.kafka import KafkaBroker
+from collectors.demo.servers.kafka.broker import java_binary
+from collectors.demo.servers.kafka.jars import classpath
+from collectors.demo.servers.processes import free_port
 
 
 def test_a_cluster_id_that_begins_with_a_dash_is_formatted(tmp_path: Path) -> None:

@@ -218,7 +218,7 @@ def test_arbitrary_bytes_fail_cleanly(raw, case):
 
 
 def _kafka_json(name: str) -> dict | None:
-    from collectors.embedded_kafka.jars import jars_dir, kafka_version
+    from collectors.demo.servers.kafka.jars import jars_dir, kafka_version
 
     jar = jars_dir() / f"kafka-clients-{kafka_version()}.jar"
     if not jar.exists():

@@ -30,8 +30,8 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from collectors.embedded_kafka import KafkaBroker
-from collectors.local_servers import RedisServer
+from collectors.demo.servers.kafka import KafkaBroker
+from collectors.demo.servers.processes import RedisServer
 from collectors.pipeline.job import PipelineConfig, run_pipeline
 from collectors.pipeline.route import decode_one
 from collectors.storage.redis_store import RedisStore

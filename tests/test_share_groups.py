@@ -79,8 +79,8 @@ def share_groups_tool(bootstrap: str, group: str) -> dict[str, Any]:
     """Kafka's own kafka-share-groups.sh (ShareGroupCommand, from the broker's jars) on the group:
     `--describe --state --verbose` (state, group epoch, assignment epoch, member count) and
     `--describe --members --verbose` (each member's host, client id, member epoch, partitions)."""
-    from collectors.embedded_kafka.broker import java_binary
-    from collectors.embedded_kafka.jars import classpath
+    from collectors.demo.servers.kafka.broker import java_binary
+    from collectors.demo.servers.kafka.jars import classpath
 
     def rows(what: str) -> list[list[str]]:
         out = subprocess.run(

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from conftest import CAPTURES
 
 from collectors.cli.main import cli
-from collectors.local_servers import free_port, wait_for_port
+from collectors.demo.servers.processes import free_port, wait_for_port
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]
 

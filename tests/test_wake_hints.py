@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 
-from collectors.local_servers import free_port
+from collectors.demo.servers.processes import free_port
 from collectors.pipeline import wake_hints
 from collectors.pipeline.route import _route_rows
 from collectors.pipeline.wake_hints import WakeHints

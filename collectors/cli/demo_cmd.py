@@ -1,7 +1,7 @@
 """`groupscope demo` (what `make demo` runs): a live cluster with real rebalances on one machine.
 
 With no arguments it starts its own Redis and Apache Kafka broker (the embedded KRaft broker of
-collectors/embedded_kafka, the one the tests use), creates the topics, runs the scenario workload
+collectors/demo/servers/kafka, the one the tests use), creates the topics, runs the scenario workload
 (collectors/demo/scenarios.py: real producer and probed consumer processes), and starts the collector,
 the Celery worker and the dashboard as child processes. The collector reads the broker's
 `__consumer_offsets`, the probes' heartbeat topic, the Admin API and the broker's group-coordinator
@@ -135,9 +135,9 @@ def demo(
     uses that Redis instead of starting one.
     """
     from collectors.demo.scenarios import Workload
+    from collectors.demo.servers.kafka import JarsError, KafkaBroker
+    from collectors.demo.servers.processes import RedisServer, ServerError, free_port
     from collectors.demo.supervisor import DEMO_ID_ENV, Supervisor
-    from collectors.embedded_kafka import JarsError, KafkaBroker
-    from collectors.local_servers import RedisServer, ServerError, free_port
 
     settings = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url)
     if duration is not None and duration <= 0:

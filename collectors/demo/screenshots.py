@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from collectors.headless_chromium import headless_chromium
+from collectors.demo.servers.chromium import headless_chromium
 
 
 def browser() -> tuple[Any, str]:

@@ -62,7 +62,7 @@ def serve_in_thread(redis_url: str, **settings: Any) -> tuple[str, Any]:
     from werkzeug.serving import make_server
 
     from collectors.config import Settings
-    from collectors.local_servers import free_port
+    from collectors.demo.servers.processes import free_port
     from dashboard.app import create_app
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
@@ -79,7 +79,7 @@ def chromium(width: int, height: int) -> Iterator[Any]:
     """A headless Chromium of that window size for a module's browser tests, closed after them."""
     import shutil
 
-    from collectors.headless_chromium import headless_chromium
+    from collectors.demo.servers.chromium import headless_chromium
 
     driver, profile = headless_chromium(width, height)
     driver.set_page_load_timeout(30)

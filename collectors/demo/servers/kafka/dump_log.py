@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from collectors.embedded_kafka.broker import java_binary
-from collectors.embedded_kafka.jars import classpath, ensure_jars, kafka_version
+from collectors.demo.servers.kafka.broker import java_binary
+from collectors.demo.servers.kafka.jars import classpath, ensure_jars, kafka_version
 
 _OFFSET = re.compile(r"^\| offset: (\d+) ")
 

@@ -11,8 +11,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from collectors.embedded_kafka.broker import TlsFiles
-from collectors.local_servers import ServerError
+from collectors.demo.servers.kafka.broker import TlsFiles
+from collectors.demo.servers.processes import ServerError
 
 
 def _openssl(*args: str, cwd: Path) -> None:

@@ -27,8 +27,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from collectors.embedded_kafka.jars import classpath, kafka_version, major
-from collectors.local_servers import ServerError, _Proc, free_port, wait_for_port
+from collectors.demo.servers.kafka.jars import classpath, kafka_version, major
+from collectors.demo.servers.processes import ServerError, _Proc, free_port, wait_for_port
 
 COORDINATOR_LOGGERS = ("org.apache.kafka.coordinator.group", "kafka.coordinator.group")
 # "Finished loading of metadata from __consumer_offsets-7 ..." (4.x); 3.x: "Finished loading offsets

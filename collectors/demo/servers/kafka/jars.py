@@ -90,7 +90,7 @@ def classpath(version: str | None = None) -> str:
 
 
 def main() -> None:
-    """Fetch the jars and print their folder (`python -m collectors.embedded_kafka`)."""
+    """Fetch the jars and print their folder (`python -m collectors.demo.servers.kafka`)."""
     print(ensure_jars())
 
 

@@ -1,5 +1,5 @@
 """Local servers for the test harness and the demo, each on a free loopback port: a real redis-server
-here, and a real Apache Kafka broker in `collectors.embedded_kafka` (built on `_Proc` below).
+here, and a real Apache Kafka broker in `collectors.demo.servers.kafka` (built on `_Proc` below).
 
 These are thin process wrappers: start, wait until the port answers, stop (SIGTERM, then SIGKILL).
 They never run against a user's cluster; `groupscope demo --bootstrap-servers/--redis` skips them.
