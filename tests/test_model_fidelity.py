@@ -228,3 +228,67 @@ def test_the_last_member_leaving_makes_the_group_empty_with_a_cause_and_a_start(
     g = _gen2(evs)
     assert g["cause"] == "member_left" and g["members_left"] == ["a-1"]
     assert g["start"] == T0 + 10_000 and "start" in g["inferred"]
+
+
+@pytest.mark.parametrize(("quiet_ms", "cause"), [(1_500, "member_left"), (6_100, "session_timeout")])
+def test_without_a_commit_pace_a_member_gone_one_session_after_its_last_sign_of_life_expired(
+    quiet_ms: int, cause: str
+) -> None:
+    """b commits once as it gets its partition and then has nothing new to commit: no pace to judge
+    by. Removed one session timeout (6 s) after that commit it was expired (a crash: the live SIGKILL
+    scenario); removed at another moment it closed (LeaveGroup)."""
+    a, b = ("a-1", [("t", 0)]), ("b-1", [("t", 1)])
+    evs = [_record(T0, 1, _members(a, b)), *_commits([("t", 1)], T0 + 100, T0 + 100, 1000)]
+    evs.append(_record(T0 + 100 + quiet_ms, 2, _members(a)))
+    g = _gen2(evs)
+    assert g["cause"] == cause and g["members_left"] == ["b-1"]
+    if cause == "session_timeout":
+        assert g["member_id"] == "b-1" and g["gap_ms"] == quiet_ms and "cause" in g["inferred"]
+
+
+def test_a_member_that_never_committed_is_judged_by_the_rebalance_that_gave_it_partitions() -> None:
+    """b joined (generation 2) and never committed; removed one session timeout after that
+    rebalance settled, it expired."""
+    a = ("a-1", [("t", 0), ("t", 1)])
+    evs = [
+        _record(T0, 1, _members(a)),
+        _record(T0 + 1000, 2, _members(("a-1", [("t", 0)]), ("b-1", [("t", 1)]))),
+    ]
+    evs.append(_record(T0 + 1000 + 6_050, 3, _members(("a-1", [("t", 0), ("t", 1)]))))
+    eng = GroupEngine("g")
+    eng.apply_many(evs)
+    g3 = next(g for g in eng.document_json()["generations"] if g["generation"] == 3)
+    assert g3["cause"] == "session_timeout" and g3["members_left"] == ["b-1"]
+
+
+def _coop_record(ts: int, gen: int, leader: str, owned: dict[str, list[int]]) -> GroupMetadataSnapshot:
+    members = tuple(
+        MemberSnapshot(mid, None, "c", "/h", 6000, 10000, ("t",), tuple(("t", p) for p in parts))
+        for mid, parts in owned.items()
+    )
+    return GroupMetadataSnapshot(ts, "g", False, "consumer", gen, "cooperative-sticky", leader, ts, members)
+
+
+@pytest.mark.parametrize(
+    ("gave_up", "cause"),
+    [("b-1", "metadata_change"), ("a-1", "leader_rejoin")],
+)
+def test_a_cooperative_follow_up_is_caused_by_the_member_that_gave_partitions_up(
+    gave_up: str, cause: str
+) -> None:
+    """c joins (generation 3); generation 3's assignment takes a partition away from `gave_up`, which
+    revokes it and rejoins: generation 4 follows with nobody joining or leaving. Kafka logs the
+    leader's rejoin as `leader_rejoin` and a follower's as "Updating metadata" (`metadata_change`)."""
+    gen2 = {"a-1": [0, 1], "b-1": [2, 3]}
+    gen3 = {k: [p for p in v if not (k == gave_up and p == v[0])] for k, v in gen2.items()} | {"c-1": []}
+    gen4 = gen3 | {"c-1": [gen2[gave_up][0]]}
+    evs = [
+        _coop_record(T0, 1, "a-1", {"a-1": [0, 1, 2, 3]}),
+        _coop_record(T0 + 1000, 2, "a-1", gen2),
+        _coop_record(T0 + 5000, 3, "a-1", gen3),
+        _coop_record(T0 + 5400, 4, "a-1", gen4),
+    ]
+    eng = GroupEngine("g")
+    eng.apply_many(evs)
+    g4 = next(g for g in eng.document_json()["generations"] if g["generation"] == 4)
+    assert g4["cause"] == cause and "cause" in g4["inferred"]

@@ -22,6 +22,10 @@ POLL_LEAVE_SLACK_MS = 2_000  # a poll_stall event is emitted up to about a secon
 POLL_STALL_WINDOW_MS = 30_000  # a LeaveGroup this soon after a poll_stall is the poll interval expiring
 # a member quiet for twice its commit interval plus this, before its rebalance settled, had stopped
 QUIET_SLACK_MS = 1_500
+# A member with no commit pace to judge by whose last sign of life came this close to one session
+# timeout before its group's next rebalance was expired (SESSION_MATCH of the session, plus the
+# slack the remaining members take to rejoin and settle that rebalance).
+SESSION_MATCH = 0.1
 
 
 class ClassicRebalances:
@@ -175,8 +179,9 @@ class ClassicRebalances:
             elif g.joined:
                 g.cause = "member_joined"
             elif (self.protocol and "cooperative" in self.protocol) or self.incremental:
-                # cooperative protocols rebalance twice: the leader rejoins to hand out revoked partitions
-                g.cause = "leader_rejoin"
+                # cooperative protocols rebalance twice: a member that gave up partitions rejoins to
+                # have them handed out
+                g.cause = self.follow_up_cause(g)
         if g.cause == "member_left" and g.left and "heartbeats" not in self.engine.sources:
             self.cause_from_commits(g)
         if g.cause == "member_left" and g.left and all(self.went_silent(mid) for mid in g.left):
@@ -234,13 +239,25 @@ class ClassicRebalances:
         for mid in g.left:
             m = self.engine.members.get(mid) or self.engine.departed_members.get(mid)
             seen = self.engine.offsets.last_commit(m.assignment) if m is not None else None
-            if m is None or seen is None:
+            joined = self.joined_at(mid, g) if m is not None else None
+            if m is None or (seen is None and joined is None):
                 verdicts.append((None, mid, 0))
                 continue
-            last, cadence = seen
-            gap = ref - last
+            last, cadence = seen if seen is not None else (None, None)
             st, rt = m.session_timeout_ms or 0, m.rebalance_timeout_ms or 0
-            if cadence is None or gap < 2 * cadence + QUIET_SLACK_MS:
+            if last is None or cadence is None:
+                # No pace to judge by (its partitions had nothing new to commit). Its last sign of
+                # life, a commit or the rebalance that gave it its partitions, one session timeout
+                # before the rebalance that removed it is the signature of an expiry (a crash); a
+                # member that closes sends LeaveGroup at any moment.
+                quiet = ref - max(t for t in (last, joined) if t is not None)
+                if st and (1 - SESSION_MATCH) * st <= quiet <= (1 + SESSION_MATCH) * st + QUIET_SLACK_MS:
+                    verdicts.append(("session_timeout", mid, quiet))
+                else:
+                    verdicts.append(("member_left", mid, last) if last is not None else (None, mid, 0))
+                continue
+            gap = ref - last
+            if gap < 2 * cadence + QUIET_SLACK_MS:
                 verdicts.append(("member_left", mid, last))  # committing at its pace until it went
             elif rt and gap >= 0.8 * rt and gap >= (st + rt) / 2:
                 verdicts.append(("poll_timeout", mid, gap))
@@ -257,6 +274,33 @@ class ClassicRebalances:
         elif not only_poll and "start" in g.inferred and "member_left" in how:
             # a member that closes commits a last time, then sends LeaveGroup
             self.move_start(g, min(t for v, _, t in verdicts if v == "member_left"))
+
+    def joined_at(self, member_id: str, g: Generation) -> int | None:
+        """When the rebalance that last gave `member_id` its partitions before `g` settled."""
+        before = self.members_before(g.generation or 0)
+        if before is None or member_id not in before.members:
+            return None
+        return before.stable if before.stable is not None else before.stabilized
+
+    def follow_up_cause(self, g: Generation) -> str:
+        """Why a cooperative group rebalanced again with nobody joining or leaving: a member whose
+        owned partitions the previous generation took away revoked them and rejoined. Kafka calls it
+        `leader_rejoin` when that member is the leader, `metadata_change` for a follower (its
+        subscription's owned partitions changed). When only followers gave partitions up, one of
+        them rejoined; otherwise (the leader did, or who did is unknown) the leader is assumed."""
+        prev = self.generations.get((g.generation or 0) - 1)
+        before = self.generations.get((g.generation or 0) - 2)
+        if prev is None or before is None or not prev.assignment or not before.assignment:
+            return "leader_rejoin"
+        revoked = [
+            mid
+            for mid, owned in before.assignment.items()
+            if mid in prev.assignment and set(owned) - set(prev.assignment[mid])
+        ]
+        leader = prev.leader or g.leader
+        if revoked and leader is not None and leader not in revoked:
+            return "metadata_change"
+        return "leader_rejoin"
 
     def move_start(self, g: Generation, ts: int) -> None:
         """An inferred rebalance start moved to `ts`, strictly between the state it followed and the
