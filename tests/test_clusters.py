@@ -273,8 +273,8 @@ def test_a_cluster_down_at_start_is_waited_for_under_all_clusters(redis_client, 
     without its offsets topic until restarted): check_topics says why in the cluster's source status
     and raises, and the query's supervisor tries again later."""
     from collectors.demo.servers.processes import free_port
-    from collectors.pipeline.admin_poller import ClusterUnreachable, check_topics
     from collectors.pipeline.job import PipelineConfig
+    from collectors.pipeline.topic_check import ClusterUnreachable, check_topics
 
     cfg = PipelineConfig(
         redis_url=redis_server.url,

@@ -49,7 +49,7 @@ import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from collectors.pipeline.admin_poller import STATE_NAMES, end_offset_lines
+from collectors.pipeline.admin_lines import STATE_NAMES, end_offset_lines
 from collectors.pipeline.job import PipelineConfig, run_pipeline
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.broker_log import BrokerLogEvent, cause_of_reason, parse_broker_log_line

@@ -22,8 +22,9 @@ from conftest import SASL_USERS
 
 from collectors.config import load_settings
 from collectors.kafka_clients import failure_log
-from collectors.pipeline.admin_poller import AdminPoller, check_topics
+from collectors.pipeline.admin_poller import AdminPoller
 from collectors.pipeline.job import PipelineConfig, run_pipeline
+from collectors.pipeline.topic_check import check_topics
 from collectors.storage.redis_store import RedisStore
 
 pytestmark = [pytest.mark.servers, pytest.mark.slow]

@@ -12,7 +12,8 @@ from typing import Any
 from collectors.kafka_protocol import GroupError, codec
 from collectors.kafka_protocol.client import share_broker_block
 from collectors.kafka_protocol.messages import SHARE_GROUP_DESCRIBE
-from collectors.pipeline.admin_poller import AdminPoller, share_describe_json
+from collectors.pipeline.admin_lines import share_describe_json
+from collectors.pipeline.admin_poller import AdminPoller
 from coordinator_model.evidence import DescribeSnapshot, from_describe_json
 from coordinator_model.rebuild import rebuild
 

@@ -249,7 +249,7 @@ def test_the_admin_api_describe_through_the_pipeline_to_the_cli_and_the_dashboar
     sys.path.insert(0, str(Path(__file__).parent))
     from browser.dashboard_driver import chromium, grid_cells, serve_in_thread, shoot, text, wait_for
 
-    from collectors.pipeline.admin_poller import end_offset_lines
+    from collectors.pipeline.admin_lines import end_offset_lines
     from collectors.pipeline.job import PipelineConfig, run_pipeline
     from dashboard.urls import group_url
 

@@ -1,12 +1,9 @@
-"""Driver-side helpers of the live pipeline: the topic check at start and the Admin API poller, which
-turns what it sees into evidence records on a Kafka topic, so its output goes through the same
-checkpointed stream as everything else (ordered, replayable). Groups in motion are described more
-often between polls (admin_hot.py); the broker-log shipper is broker_log_shipper.py.
+"""The Admin API poller, on the driver of the live pipeline: it turns what it sees into evidence
+records on a Kafka topic, so its output goes through the same checkpointed stream as everything else
+(ordered, replayable). Groups in motion are described more often between polls (admin_hot.py); the
+lines it writes are admin_lines.py's; the topic check at start is topic_check.py, the broker-log
+shipper broker_log_shipper.py.
 
-- `check_topics`: which source topics can be read. When `__consumer_offsets` is not readable (no
-  permission on a managed cluster, a Kafka-protocol broker without one), it says so once, in the log
-  and in Redis (`gs:sources`), and the pipeline runs on the other sources; one not created yet is
-  subscribed to all the same.
 - `AdminPoller`: every `admin_poll_interval_s` (default 5 s) lists the groups, describes them, reads
   their committed offsets and the log-end offsets of every partition they commit to or are assigned,
   and produces describe / committed / end-offset JSON lines (the shape of a capture's describe.jsonl;
@@ -41,261 +38,31 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from collectors.kafka_clients import (
-    ErrorWatch,
-    client_config,
-    describe_auth_failure,
-    describe_tls_failure,
-    failure_log,
-)
+from collectors.kafka_clients import ErrorWatch, client_config, failure_log
 
 if TYPE_CHECKING:
     from collectors.kafka_protocol import KafkaProtocolClient
 
 from collectors.pipeline.admin_changes import ChangeFilter, as_resend
 from collectors.pipeline.admin_hot import HotGroups
-from collectors.pipeline.broker_log_shipper import BROKER_LOG_TOPIC
+from collectors.pipeline.admin_lines import (
+    AUTHORIZATION_FAILED,
+    denial,
+    denied_line,
+    describe_json,
+    enum_name,
+    share_describe_json,
+)
 from collectors.pipeline.loop import Loop
+from collectors.pipeline.topic_check import connect_failure
 
 log = logging.getLogger("groupscope.admin")
 # A group's describe is sent at every poll for this long after it changed (admin_changes.py: "hot").
 DESCRIBE_HOT_MS = 30_000
 
-STATE_NAMES = {
-    "UNKNOWN": "Unknown",
-    "PREPARING_REBALANCING": "PreparingRebalance",
-    "COMPLETING_REBALANCING": "CompletingRebalance",
-    "STABLE": "Stable",
-    "DEAD": "Dead",
-    "EMPTY": "Empty",
-    "ASSIGNING": "Assigning",
-    "RECONCILING": "Reconciling",
-}
-
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
-
-
-def _enum_name(v: Any) -> str:
-    return str(getattr(v, "name", v) or "")
-
-
-class ClusterUnreachable(RuntimeError):
-    """The cluster answered no metadata request at start, and the pipeline is to wait for it
-    (`PipelineConfig.wait_for_cluster`) rather than start without its offsets topic."""
-
-
-def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[str], bool]:
-    """(topics to subscribe, whether __consumer_offsets is readable). Creates the internal topics.
-    A cluster that does not answer: its source status says so, then ClusterUnreachable when
-    `cfg.wait_for_cluster`, else the topics it can subscribe to without knowing them."""
-    from confluent_kafka import KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
-
-    watch = ErrorWatch()
-    admin = AdminClient(client_config(cfg.kafka, watch))
-    now = _now_ms()
-    internal = [cfg.admin_topic] if cfg.admin_enabled else []
-    log_topic = cfg.broker_log_topic
-    if cfg.broker_log_files and not log_topic:
-        internal.append(BROKER_LOG_TOPIC)
-        log_topic = BROKER_LOG_TOPIC
-    md = None
-    delay = 0.5
-    for attempt in range(4):
-        try:
-            md = admin.list_topics(timeout=timeout_s)
-            break
-        except KafkaException as e:
-            admin.poll(0)  # serve the client's error callback and log lines
-            why = connect_failure(cfg.kafka, watch, e)
-            failure_log.warning("%s (attempt %d)", why, attempt + 1, extra={"reason": why})
-            if watch.auth_failed or watch.tls_failed:
-                break  # credentials do not heal in seconds: the poller and the source retry later
-            time.sleep(delay)
-            delay *= 2
-    if md is None:
-        why = connect_failure(cfg.kafka, watch, None)
-        store.set_source_status("kafka", False, why, now)
-        if getattr(cfg, "wait_for_cluster", False):
-            raise ClusterUnreachable(why)
-        # Subscribe anyway: the source reads missing topics as empty and picks them up later.
-        topics = [cfg.heartbeat_topic, *internal] + ([cfg.broker_log_topic] if cfg.broker_log_topic else [])
-        return sorted(set(topics)), False
-    store.set_source_status("kafka", True, f"{len(md.brokers)} broker(s)", now)
-    missing = [t for t in internal if t not in md.topics]
-    if missing:
-        futs = admin.create_topics([NewTopic(t, 8 if t == cfg.admin_topic else 1, 1) for t in missing])
-        for t, f in futs.items():
-            try:
-                f.result(timeout_s)
-            except Exception as e:  # exists already (race) or not allowed: the source copes
-                log.info("create topic %s: %s", t, e)
-    # __consumer_offsets: readable only if it exists and its offsets can be listed.
-    ok, detail = True, "readable"
-    tm = md.topics.get(cfg.offsets_topic)
-    if tm is None:
-        # Kafka creates it at the first group request: a new cluster has none yet. Subscribe anyway
-        # (the source reads a missing topic as empty and picks it up once it exists).
-        ok, detail = True, f"topic {cfg.offsets_topic} not created yet (no group has used the cluster)"
-    elif tm.error is not None:
-        ok, detail = False, f"topic {cfg.offsets_topic}: {tm.error.str()}"
-    else:
-        try:
-            p0 = min(tm.partitions)
-            admin.list_offsets({TopicPartition(cfg.offsets_topic, p0): OffsetSpec.latest()})[
-                TopicPartition(cfg.offsets_topic, p0)
-            ].result(timeout_s)
-        except Exception as e:
-            ok, detail = False, f"cannot read {cfg.offsets_topic}: {e}"
-        else:
-            # Describe on a topic is enough to list its offsets; reading it takes Read, which
-            # managed clusters and least-privilege ACLs withhold (docs/security.md)
-            allowed = read_allowed(admin, cfg.offsets_topic, timeout_s)
-            if allowed is False:
-                ok, detail = False, f"not authorized to read {cfg.offsets_topic} (no Read ACL)"
-    if not ok:
-        log.warning(
-            "%s; running on the other sources (heartbeats, broker log, Admin API)", detail
-        )  # said once, at start
-    store.set_source_status(cfg.offsets_topic, ok, detail, now)
-    store.set_source_status(
-        "heartbeats",
-        cfg.heartbeat_topic in md.topics,
-        "topic present"
-        if cfg.heartbeat_topic in md.topics
-        else f"topic {cfg.heartbeat_topic} not yet created",
-        now,
-    )
-    if log_topic:
-        store.set_source_status("broker_log", True, f"topic {log_topic}", now)
-    topics = ([cfg.offsets_topic] if ok else []) + [cfg.heartbeat_topic, *internal]
-    if cfg.broker_log_topic:
-        topics.append(cfg.broker_log_topic)
-    return sorted(set(topics)), ok
-
-
-# GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED: an ACL withholds the answer
-AUTHORIZATION_FAILED = (30, 29)
-
-
-def denial(exc: BaseException) -> str | None:
-    """Why the broker refused a group's describe, when an ACL did (else None: another error)."""
-    from confluent_kafka import KafkaError, KafkaException
-
-    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
-    if isinstance(err, KafkaError) and err.code() in AUTHORIZATION_FAILED:
-        return f"{err.name()}: {err.str()}"
-    return None
-
-
-def denied_line(ts: int, group: str, what: str, why: str) -> dict[str, Any]:
-    """The Admin topic's line of a refusal (coordinator_model.evidence.AdminDenied); `why` empty: the
-    refusal is over."""
-    return {"ts": ts, "group": group, "denied": what, "error": why}
-
-
-def read_allowed(admin: Any, topic: str, timeout_s: float) -> bool | None:
-    """Whether this principal may Read `topic` (DescribeTopics' authorized operations); None when
-    the broker does not say (too old, or the answer failed): the source finds out by reading."""
-    from confluent_kafka import TopicCollection
-    from confluent_kafka.admin import AclOperation
-
-    try:
-        desc = admin.describe_topics(TopicCollection([topic]), include_authorized_operations=True)[topic]
-        ops = desc.result(timeout_s).authorized_operations
-    except Exception as e:
-        log.debug("describe topic %s: %s", topic, e)
-        return None
-    if ops is None:
-        return None
-    return AclOperation.READ in ops or AclOperation.ALL in ops
-
-
-def connect_failure(conf: Any, watch: ErrorWatch, exc: Exception | None) -> str:
-    """Why the cluster cannot be used, in one sentence without secrets: a failed login or TLS
-    handshake said as such, anything else as unreachable."""
-    if watch.auth_failed:
-        return describe_auth_failure(conf, watch.last.str() if watch.last is not None else "")
-    if watch.tls_failed:
-        return describe_tls_failure(conf, watch.last.str() if watch.last is not None else "")
-    detail = f": {exc}" if exc is not None else ""
-    return f"broker unreachable at {conf.get('bootstrap.servers', '?')}{detail}; retrying"
-
-
-def end_offset_lines(obj: dict[str, Any]) -> list[dict[str, Any]]:
-    """An admin topic line's log-end offsets in a capture's end_offsets.jsonl shape, one line per
-    partition (the poller sends a group's as one line); [] for any other line."""
-    if "end_offsets" in obj:
-        return [
-            {"ts": obj["ts"], "topic": t, "partition": p, "end_offset": off, "group": obj.get("group")}
-            for t, p, off in obj["end_offsets"]
-        ]
-    return [obj] if "end_offset" in obj else []
-
-
-def describe_json(d: Any, ts: int) -> dict[str, Any]:
-    """A confluent-kafka ConsumerGroupDescription in the shape of a capture's describe.jsonl line."""
-    coord = getattr(d, "coordinator", None)
-    gtype = _enum_name(getattr(d, "type", None)).lower() or "classic"
-    members = []
-    for m in d.members or []:
-        assignment = getattr(m, "assignment", None)
-        tps = getattr(assignment, "topic_partitions", None) or []
-        target = getattr(m, "target_assignment", None)
-        ttps = getattr(target, "topic_partitions", None) if target is not None else None
-        if gtype != "consumer":
-            ttps = None  # classic members have no target assignment; a non-empty one reads as KIP-848
-        members.append(
-            {
-                "member_id": m.member_id,
-                "group_instance_id": getattr(m, "group_instance_id", None),
-                "client_id": m.client_id,
-                "host": m.host,
-                "assignment": sorted([tp.topic, tp.partition] for tp in tps),
-                "target_assignment": sorted([tp.topic, tp.partition] for tp in ttps)
-                if ttps is not None
-                else None,
-            }
-        )
-    return {
-        "ts": ts,
-        "group": d.group_id,
-        "type": "consumer" if gtype == "consumer" else "classic",
-        "state": STATE_NAMES.get(_enum_name(d.state), _enum_name(d.state).title()),
-        "assignor": d.partition_assignor or "",
-        "coordinator": {"id": coord.id, "host": coord.host, "port": coord.port} if coord else None,
-        "simple": bool(d.is_simple_consumer_group),
-        "members": members,
-    }
-
-
-def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str, Any]:
-    """A share group's describe.jsonl line from its ShareGroupDescribe "broker" block
-    (collectors.kafka_protocol `share_broker_block`): type "share", the members as the block has them
-    (no instance id, no target assignment: a share group's members take their partitions at once)."""
-    return {
-        "ts": ts,
-        "group": group,
-        "type": "share",
-        "state": block["state"],
-        "assignor": block["assignor"],
-        "coordinator": None,
-        "simple": False,
-        "members": [
-            {
-                "member_id": m["member_id"],
-                "group_instance_id": None,
-                "client_id": m["client_id"],
-                "host": m["client_host"],
-                "assignment": m["assignment"],
-                "target_assignment": None,
-            }
-            for m in block["members"]
-        ],
-        "broker": block,
-    }
 
 
 def _bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
@@ -490,12 +257,12 @@ class AdminPoller(Loop):
         # share groups (KIP-932) are not consumer groups to DescribeConsumerGroups (nor to OffsetFetch:
         # they commit no offsets): ShareGroupDescribe describes them (`_describe_share`)
         is_share = {
-            g.group_id: _enum_name(getattr(g, "type", None)).lower() == "share"
+            g.group_id: enum_name(getattr(g, "type", None)).lower() == "share"
             for g in listing.valid
             if g.group_id
         }
         groups = sorted(g for g, share in is_share.items() if not share)
-        listed_states = {g.group_id: _enum_name(g.state) for g in listing.valid if g.group_id}
+        listed_states = {g.group_id: enum_name(g.state) for g in listing.valid if g.group_id}
         # librdkafka (2.16) lists no share groups: ListGroups v5 with TypesFilter ["share"] does
         share_states = self._list_share_groups(timeout_s)
         share_groups = sorted({g for g, share in is_share.items() if share} | set(share_states))

@@ -53,7 +53,7 @@ class PipelineConfig:
     admin_hot_interval_s: float = 0.3  # groups in motion are described this often (admin_hot.py)
     admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on again after this long
     admin_enabled: bool = True
-    # At start, a cluster that does not answer: raise admin_poller.ClusterUnreachable (a supervisor
+    # At start, a cluster that does not answer: raise topic_check.ClusterUnreachable (a supervisor
     # tries again later) rather than run without its offsets topic until the next restart.
     wait_for_cluster: bool = False
     trigger_interval_s: float = 1.0
@@ -270,8 +270,9 @@ def run_pipeline(
     on_started: Any = None,
 ) -> RunResult:
     """Run the pipeline until the replay is done, `duration_s` passes, or `stop_event` is set."""
-    from collectors.pipeline.admin_poller import AdminPoller, check_topics
+    from collectors.pipeline.admin_poller import AdminPoller
     from collectors.pipeline.broker_log_shipper import BrokerLogShipper
+    from collectors.pipeline.topic_check import check_topics
 
     t0 = time.monotonic()
     store = RedisStore.from_url(cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms)

@@ -1,0 +1,117 @@
+"""The lines the Admin poller writes to its topic, in the shapes of a capture's files
+(describe.jsonl, end_offsets.jsonl; coordinator_model.evidence reads them): a group's describe, a
+share group's, its log-end offsets, and a refusal by the broker's ACLs.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+STATE_NAMES = {
+    "UNKNOWN": "Unknown",
+    "PREPARING_REBALANCING": "PreparingRebalance",
+    "COMPLETING_REBALANCING": "CompletingRebalance",
+    "STABLE": "Stable",
+    "DEAD": "Dead",
+    "EMPTY": "Empty",
+    "ASSIGNING": "Assigning",
+    "RECONCILING": "Reconciling",
+}
+
+
+def enum_name(v: Any) -> str:
+    return str(getattr(v, "name", v) or "")
+
+
+# GROUP_AUTHORIZATION_FAILED, TOPIC_AUTHORIZATION_FAILED: an ACL withholds the answer
+AUTHORIZATION_FAILED = (30, 29)
+
+
+def denial(exc: BaseException) -> str | None:
+    """Why the broker refused a group's describe, when an ACL did (else None: another error)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    err = exc.args[0] if isinstance(exc, KafkaException) and exc.args else None
+    if isinstance(err, KafkaError) and err.code() in AUTHORIZATION_FAILED:
+        return f"{err.name()}: {err.str()}"
+    return None
+
+
+def denied_line(ts: int, group: str, what: str, why: str) -> dict[str, Any]:
+    """The Admin topic's line of a refusal (coordinator_model.evidence.AdminDenied); `why` empty: the
+    refusal is over."""
+    return {"ts": ts, "group": group, "denied": what, "error": why}
+
+
+def end_offset_lines(obj: dict[str, Any]) -> list[dict[str, Any]]:
+    """An admin topic line's log-end offsets in a capture's end_offsets.jsonl shape, one line per
+    partition (the poller sends a group's as one line); [] for any other line."""
+    if "end_offsets" in obj:
+        return [
+            {"ts": obj["ts"], "topic": t, "partition": p, "end_offset": off, "group": obj.get("group")}
+            for t, p, off in obj["end_offsets"]
+        ]
+    return [obj] if "end_offset" in obj else []
+
+
+def describe_json(d: Any, ts: int) -> dict[str, Any]:
+    """A confluent-kafka ConsumerGroupDescription in the shape of a capture's describe.jsonl line."""
+    coord = getattr(d, "coordinator", None)
+    gtype = enum_name(getattr(d, "type", None)).lower() or "classic"
+    members = []
+    for m in d.members or []:
+        assignment = getattr(m, "assignment", None)
+        tps = getattr(assignment, "topic_partitions", None) or []
+        target = getattr(m, "target_assignment", None)
+        ttps = getattr(target, "topic_partitions", None) if target is not None else None
+        if gtype != "consumer":
+            ttps = None  # classic members have no target assignment; a non-empty one reads as KIP-848
+        members.append(
+            {
+                "member_id": m.member_id,
+                "group_instance_id": getattr(m, "group_instance_id", None),
+                "client_id": m.client_id,
+                "host": m.host,
+                "assignment": sorted([tp.topic, tp.partition] for tp in tps),
+                "target_assignment": sorted([tp.topic, tp.partition] for tp in ttps)
+                if ttps is not None
+                else None,
+            }
+        )
+    return {
+        "ts": ts,
+        "group": d.group_id,
+        "type": "consumer" if gtype == "consumer" else "classic",
+        "state": STATE_NAMES.get(enum_name(d.state), enum_name(d.state).title()),
+        "assignor": d.partition_assignor or "",
+        "coordinator": {"id": coord.id, "host": coord.host, "port": coord.port} if coord else None,
+        "simple": bool(d.is_simple_consumer_group),
+        "members": members,
+    }
+
+
+def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str, Any]:
+    """A share group's describe.jsonl line from its ShareGroupDescribe "broker" block
+    (collectors.kafka_protocol `share_broker_block`): type "share", the members as the block has them
+    (no instance id, no target assignment: a share group's members take their partitions at once)."""
+    return {
+        "ts": ts,
+        "group": group,
+        "type": "share",
+        "state": block["state"],
+        "assignor": block["assignor"],
+        "coordinator": None,
+        "simple": False,
+        "members": [
+            {
+                "member_id": m["member_id"],
+                "group_instance_id": None,
+                "client_id": m["client_id"],
+                "host": m["client_host"],
+                "assignment": m["assignment"],
+                "target_assignment": None,
+            }
+            for m in block["members"]
+        ],
+        "broker": block,
+    }
