@@ -195,21 +195,8 @@ def run_lives(
     steer = tlk.Lives(bootstrap, tmp)
     t0 = time.monotonic()
 
-    def play(life: tlk.Life, script: Any) -> None:
-        try:
-            script(steer, life)
-        except BaseException as e:  # reported with the life's name below
-            life.error = e
-
-    threads = [threading.Thread(target=play, args=pair, name=pair[0].key) for pair in plan]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(300)
+    tlk.play_lives(steer, plan)
     collector.check()
-    for life in lives:
-        if life.error is not None:
-            raise RuntimeError(f"life {life.key} ({life.title}) did not go as planned: {life.error}")
     lives_s = time.monotonic() - t0
 
     for life in lives:  # the last batch: live members consume it, committing up to their store limit

@@ -533,6 +533,26 @@ def make_lives(run: str) -> list[tuple[Life, Callable[[Lives, Life], None]]]:
 
 
 # ---- the run ----------------------------------------------------------------------------------------
+def play_lives(steer: Lives, plan: list[tuple[Life, Callable[[Lives, Life], None]]]) -> None:
+    """Every life's script in a thread of its own, side by side; AssertionError naming the first
+    life that did not go as planned."""
+
+    def play(life: Life, script: Callable[[Lives, Life], None]) -> None:
+        try:
+            script(steer, life)
+        except BaseException as e:  # reported with the life's name below
+            life.error = e
+
+    threads = [threading.Thread(target=play, args=pair, name=pair[0].key) for pair in plan]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(300)
+    for life, _ in plan:
+        if life.error is not None:
+            raise AssertionError(f"life {life.key} ({life.title}) did not go as planned: {life.error}")
+
+
 @dataclass
 class Truth:
     """What the broker says about one group at the end."""
@@ -734,20 +754,7 @@ def live(spark, kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> 
         wait_until(lambda: all(c.started() for c in collectors.values()), 240, "the collectors to start")
         seconds["collectors up"] = time.monotonic() - t0
 
-        def play(life: Life, script: Callable[[Lives, Life], None]) -> None:
-            try:
-                script(steer, life)
-            except BaseException as e:  # reported with the life's name below
-                life.error = e
-
-        threads = [threading.Thread(target=play, args=pair, name=pair[0].key) for pair in plan]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
-        for life in lives:
-            if life.error is not None:
-                raise AssertionError(f"life {life.key} ({life.title}) did not go as planned: {life.error}")
+        play_lives(steer, plan)
         seconds["lives"] = time.monotonic() - t0
 
         # the last batch: live members consume it, committing up to their store limit
