@@ -19,6 +19,7 @@ from coordinator_model.broker_log import BrokerLogEvent, parse_broker_log_line
 from coordinator_model.errors import EvidenceError
 
 __all__ = [
+    "SHARE_START_OFFSETS",
     "AdminDenied",
     "BrokerLogEvent",
     "CommittedSnapshot",
@@ -244,12 +245,19 @@ class DescribeSnapshot:
 
 @dataclass(slots=True, frozen=True)
 class CommittedSnapshot:
-    """ListConsumerGroupOffsets: every committed offset of the group at `ts`."""
+    """ListConsumerGroupOffsets: every committed offset of the group at `ts`. Or, `source`
+    SHARE_START_OFFSETS, a KIP-932 share group's progress: its share-partition start offsets
+    (DescribeShareGroupOffsets), the offset below which every record is acknowledged (or archived):
+    the same evidence to the offsets store, so the lag is the log-end offset minus it; the source
+    tells the document where the share group's lag is from."""
 
     ts: int
     group: str
     offsets: tuple[tuple[str, int, int], ...]  # (topic, partition, offset)
-    source = "describe"
+    source: str = "describe"
+
+
+SHARE_START_OFFSETS = "share_start_offsets"  # a "committed" line's source: see CommittedSnapshot
 
 
 @dataclass(slots=True, frozen=True)
@@ -519,7 +527,8 @@ def _topic_ids(broker: dict | None) -> tuple[tuple[str, str], ...]:
 
 
 def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot | AdminDenied:
-    """One describe.jsonl line: a group description, {'ts', 'group', 'committed': [[t, p, o], ...]},
+    """One describe.jsonl line: a group description, {'ts', 'group', 'committed': [[t, p, o], ...]}
+    (with 'source': 'share_start_offsets' for a share group's start offsets),
     or {'ts', 'group', 'denied': 'describe' | 'offsets' | 'end_offsets', 'error': why}."""
     if not isinstance(obj, dict):
         raise EvidenceError(f"describe line must be a JSON object, got {type(obj).__name__}")
@@ -536,6 +545,8 @@ def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot | Admi
             raise EvidenceError(
                 f"committed: expected [[topic, partition, offset], ...] in {obj!r}"[:300]
             ) from exc
+        if obj.get("source") == SHARE_START_OFFSETS:
+            return CommittedSnapshot(ts, group, offsets, SHARE_START_OFFSETS)
         return CommittedSnapshot(ts, group, offsets)
     broker = obj.get("broker") if isinstance(obj.get("broker"), dict) else None
     broker_members = {

@@ -49,6 +49,7 @@ class ShareRun:
     mid_ms: int  # a moment both members were in the group, each with its partitions
     marks: dict[str, int] = field(default_factory=dict)
     during: Any = None  # what the `during` callback of run_share_group returned
+    after: Any = None  # what its `after` callback returned
 
 
 def read_group_records(bootstrap: str, group: str, timeout_s: float = 5.0) -> list[dict[str, Any]]:
@@ -106,12 +107,28 @@ def _assigned(bootstrap: str, group: str) -> dict[str, int]:
     return held
 
 
+def produce_backlog(bootstrap: str, topic: str, per_partition: Callable[[int], int]) -> None:
+    """`per_partition(p)` more records to each partition of `topic` (a backlog nobody consumes when
+    the share group is empty: its share-partition start offsets stay, its lag grows by as many)."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for p in range(PARTITIONS):
+        for i in range(per_partition(p)):
+            producer.produce(topic, value=b"late%d" % i, partition=p)
+    producer.flush(30)
+
+
 def run_share_group(
-    bootstrap: str, group: str, topic: str, during: Callable[[], Any] | None = None
+    bootstrap: str,
+    group: str,
+    topic: str,
+    during: Callable[[], Any] | None = None,
+    after: Callable[[], Any] | None = None,
 ) -> ShareRun:
     """sc-1 joins and takes every partition; sc-2 joins and they share them; sc-2 leaves, then sc-1.
     `during` is called while both members share the partitions (after `mid_ms`), the group steady
-    (both members keep polling meanwhile); what it returns is the run's `during`."""
+    (both members keep polling meanwhile); what it returns is the run's `during`. `after` is called
+    once the group is empty (before its records are read back); what it returns is the run's
+    `after`."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         f.result(30)
@@ -139,4 +156,5 @@ def run_share_group(
     one.halt.set()
     one.join(30)
     _until(lambda: not _assigned(bootstrap, group), 60, "an empty group")
-    return ShareRun(read_group_records(bootstrap, group), mid, marks, seen)
+    later = after() if after is not None else None
+    return ShareRun(read_group_records(bootstrap, group), mid, marks, seen, later)

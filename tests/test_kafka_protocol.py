@@ -50,6 +50,7 @@ from collectors.kafka_protocol.errors import ProtocolDecodeError
 from collectors.kafka_protocol.messages import (
     ALL_APIS,
     API_VERSIONS,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
     FIND_COORDINATOR,
     OFFSET_FETCH,
     Api,
@@ -631,12 +632,15 @@ NOT_COORDINATOR, LOADING, GROUP_AUTHORIZATION_FAILED = 16, 14, 30
 
 
 class FakeBroker:
-    """A loopback listener that speaks just ApiVersions, FindCoordinator and OffsetFetch, answering
+    """A loopback listener that speaks just ApiVersions, FindCoordinator, OffsetFetch and
+    DescribeShareGroupOffsets, answering
     from `handler(broker, api, body)` (None closes the connection): the client's real socket path
     against coordinators that move, load or go away, which one real broker cannot be made to do on
     cue. Requests are decoded and answers encoded with the codec under test's own schemas."""
 
-    APIS: ClassVar[dict[int, Api]] = {a.key: a for a in (API_VERSIONS, FIND_COORDINATOR, OFFSET_FETCH)}
+    APIS: ClassVar[dict[int, Api]] = {
+        a.key: a for a in (API_VERSIONS, FIND_COORDINATOR, OFFSET_FETCH, DESCRIBE_SHARE_GROUP_OFFSETS)
+    }
 
     def __init__(self, node_id: int, handler: Any, offset_fetch_max: int = 9) -> None:
         self.node_id, self.handler, self.offset_fetch_max = node_id, handler, offset_fetch_max
@@ -674,7 +678,7 @@ class FakeBroker:
                 version, cid, _, body = codec.decode_request(api, frame)
                 self.requests.append((api.name, version, body))
                 if api is API_VERSIONS:
-                    keys = [(18, 0, 4), (10, 0, 6), (9, 1, self.offset_fetch_max)]
+                    keys = [(18, 0, 4), (10, 0, 6), (9, 1, self.offset_fetch_max), (90, 0, 1)]
                     answer: dict | None = {
                         "error_code": 0,
                         "api_keys": [
@@ -763,7 +767,9 @@ class FakeCluster:
                 self.loading[g] -= 1
             elif g in self.errors:
                 code = self.errors[g]
-            groups.append({"group_id": g, "topics": [] if code else topics, "error_code": code})
+            groups.append(
+                {"group_id": g, "topics": [] if code else topics, "error_code": code, "error_message": None}
+            )
         return {"throttle_time_ms": 0, "groups": groups}
 
 
@@ -819,6 +825,68 @@ def test_fetch_committed_follows_coordinator_moves_and_loading(fake_cluster):
     _, version, body = next(r for r in c.brokers[1].requests if r[0] == "OffsetFetch")
     assert version == 9 and body["require_stable"] is False
     assert body["groups"][0] == {"group_id": "denied", "member_id": None, "member_epoch": -1, "topics": None}
+
+
+def _share_partition(p: int, start: int, lag: int = -1, error: int = 0) -> dict:
+    return {
+        "partition_index": p,
+        "start_offset": start,
+        "leader_epoch": 0,
+        "lag": lag,
+        "error_code": error,
+        "error_message": None,
+    }
+
+
+def test_describe_share_group_offsets_per_coordinator_with_retries(fake_cluster):
+    """DescribeShareGroupOffsets (API key 90) takes the OffsetFetch path: one FindCoordinator, many
+    groups a request to each coordinator (v1, the highest both speak), Topics null for all of a
+    group's topics or the topics asked for; moved and loading groups asked again; -1 start offsets
+    kept (the poller leaves them out of the group's progress), partitions with an error left out."""
+    c = fake_cluster
+    tid = "bhmqV4K2TEe9s1FkC9wc5w"
+    c.owner = {"sg": 1, "moved": 2, "loading": 1, "denied": 2}
+    c.stale = {"moved": 1}
+    c.loading = {"loading": 1}
+    c.errors = {"denied": GROUP_AUTHORIZATION_FAILED}
+    c.offsets = {
+        "sg": [
+            {
+                "topic_name": "orders",
+                "topic_id": tid,
+                "partitions": [
+                    _share_partition(1, 17, 3),
+                    _share_partition(0, -1),
+                    _share_partition(2, 0, 0, 29),
+                ],
+            }
+        ],
+        "moved": [{"topic_name": "a", "topic_id": tid, "partitions": [_share_partition(0, 5, 0)]}],
+        "loading": [{"topic_name": "b", "topic_id": tid, "partitions": [_share_partition(3, 9, 1)]}],
+    }
+    with KafkaProtocolClient(c.conf, timeout_s=10) as client:
+        got = client.describe_share_group_offsets(["sg", "moved", "loading", "denied"])
+        asked = client.describe_share_group_offsets({"sg": {"orders": [1, 0, 1]}, "moved": None})
+    assert got == {
+        "sg": [("orders", 0, -1, -1), ("orders", 1, 17, 3)],
+        "moved": [("a", 0, 5, 0)],
+        "loading": [("b", 3, 9, 1)],
+        "denied": GroupError(GROUP_AUTHORIZATION_FAILED, None),
+    }
+    assert asked == {"sg": got["sg"], "moved": got["moved"]}
+    share = [
+        (b.node_id, v, body)
+        for b in c.brokers.values()
+        for name, v, body in b.requests
+        if name == "DescribeShareGroupOffsets"
+    ]
+    assert {v for _, v, _ in share} == {1}
+    first = {n: [g["group_id"] for g in body["groups"]] for n, _, body in share[:1]}
+    assert first == {1: ["loading", "moved", "sg"]}  # "moved" still thought on broker 1 at first
+    assert all(g["topics"] is None for g in share[0][2]["groups"])
+    by_group = {g["group_id"]: g["topics"] for _, _, body in share for g in body["groups"]}
+    assert by_group["sg"] == [{"topic_name": "orders", "partitions": [0, 1]}]
+    assert by_group["moved"] is None
 
 
 def test_fetch_committed_gives_up_at_the_deadline_per_group(fake_cluster):

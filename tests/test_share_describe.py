@@ -1,8 +1,10 @@
 """KIP-932 share groups read from the Admin API: the broker's ShareGroupDescribe (API key 77,
 collectors.kafka_protocol) as the Admin poller's describe line of type "share", that line as
 evidence, and the share group's model (coordinator_model/share/) rebuilt from it: state, group and
-assignment epochs, members with their member epochs and partitions. Without servers; the same on a
-real broker, judged by Kafka's own kafka-share-groups.sh, is in test_share_groups.py."""
+assignment epochs, members with their member epochs and partitions. Their progress: the broker's
+DescribeShareGroupOffsets (API key 90) as the poller's "committed" line marked "share_start_offsets",
+and the document's lag from it (log-end offset minus share-partition start offset). Without servers;
+the same on a real broker, judged by Kafka's own kafka-share-groups.sh, is in test_share_groups.py."""
 
 from __future__ import annotations
 
@@ -10,11 +12,17 @@ from types import SimpleNamespace
 from typing import Any
 
 from collectors.kafka_protocol import GroupError, codec
-from collectors.kafka_protocol.client import share_broker_block
-from collectors.kafka_protocol.messages import SHARE_GROUP_DESCRIBE
-from collectors.pipeline.admin_lines import share_describe_json
+from collectors.kafka_protocol.client import share_broker_block, start_offsets
+from collectors.kafka_protocol.messages import DESCRIBE_SHARE_GROUP_OFFSETS, SHARE_GROUP_DESCRIBE
+from collectors.pipeline.admin_lines import end_offset_lines, share_describe_json, share_offsets_line
 from collectors.pipeline.admin_poller import AdminPoller
-from coordinator_model.evidence import DescribeSnapshot, from_describe_json
+from coordinator_model.evidence import (
+    SHARE_START_OFFSETS,
+    CommittedSnapshot,
+    DescribeSnapshot,
+    from_describe_json,
+    from_end_offset_json,
+)
 from coordinator_model.rebuild import rebuild
 
 T = 1_700_000_000_000
@@ -194,11 +202,13 @@ class FakeAdmin:
 
 
 class FakeProtocol:
-    def __init__(self, blocks: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, blocks: dict[str, dict[str, Any]], starts: dict[str, Any] | None = None) -> None:
         self.blocks = blocks
+        self.starts = starts or {}  # group -> [(topic, partition, start offset, lag)] or GroupError
         self.listed = 0
         self.described: list[list[str]] = []
         self.committed_asked: list[str] = []
+        self.starts_asked: list[list[str]] = []
 
     def list_share_groups(self, deadline: Any) -> tuple[dict[str, str], list[int]]:
         self.listed += 1
@@ -211,6 +221,10 @@ class FakeProtocol:
     def fetch_committed(self, groups: list[str], deadline: Any) -> dict[str, Any]:
         self.committed_asked.extend(groups)
         return {}
+
+    def describe_share_group_offsets(self, groups: list[str], deadline: Any) -> dict[str, Any]:
+        self.starts_asked.append(list(groups))
+        return {g: self.starts.get(g, []) for g in groups}
 
     def close(self) -> None: ...
 
@@ -231,10 +245,12 @@ class Sink:
         return 0
 
 
-def poller_with(blocks: dict[str, dict[str, Any]]) -> tuple[AdminPoller, FakeProtocol]:
+def poller_with(
+    blocks: dict[str, dict[str, Any]], starts: dict[str, Any] | None = None, offsets_readable: bool = False
+) -> tuple[AdminPoller, FakeProtocol]:
     cfg = SimpleNamespace(kafka={"bootstrap.servers": "b:9092"}, admin_topic="gs-admin", admin_resend_s=60.0)
-    poller = AdminPoller(cfg, store=None)
-    fake = FakeProtocol(blocks)
+    poller = AdminPoller(cfg, store=None, offsets_readable=offsets_readable)
+    fake = FakeProtocol(blocks, starts)
     poller._protocol, poller._protocol_conf = fake, dict(cfg.kafka)  # type: ignore[assignment]
     return poller, fake
 
@@ -248,7 +264,8 @@ def test_the_poller_describes_share_groups_and_fetches_no_offsets_for_them() -> 
     assert len(describes) == 1 and describes[0]["type"] == "share" and describes[0]["broker"] == block
     assert fake.described == [["sg"]] and admin.described == []  # not asked of DescribeConsumerGroups
     assert fake.committed_asked == []  # a share group commits no offsets: no OffsetFetch
-    assert not any("committed" in x for x in sink.lines)
+    assert fake.starts_asked == [["sg"]]  # its progress: DescribeShareGroupOffsets (none here yet)
+    assert [x["committed"] for x in sink.lines if "committed" in x] == [[]]
     ends = [x for x in sink.lines if "end_offsets" in x]
     assert ends == [
         {
@@ -264,21 +281,192 @@ def test_the_poller_describes_share_groups_and_fetches_no_offsets_for_them() -> 
     poller.hot.saw("sg", "Stable", changed=True, now_ms=int(__import__("time").time() * 1000))
     assert poller.poll_hot(admin, sink) == 1
     assert fake.described == [["sg"], ["sg"]] and admin.described == []
+    # every full poll; not a hot poll (no log-end offsets there to place the broker's lag against)
+    assert fake.starts_asked == [["sg"], ["sg"]]
 
 
 def test_a_refused_share_describe_is_a_denied_line_and_a_vanished_group_nothing() -> None:
     refused = GroupError(30, "Not authorized").as_block()
     gone = GroupError(69, "Group gone not found.").as_block()
-    poller, _fake = poller_with({"locked": refused, "gone": gone})
+    starts = {"locked": GroupError(30, "Not authorized"), "gone": GroupError(69, "Group gone not found.")}
+    poller, _fake = poller_with({"locked": refused, "gone": gone}, starts)
     sink = Sink()
     poller.poll_once(FakeAdmin(), sink)
     assert [x for x in sink.lines if x.get("group") in ("locked", "gone")] == [
         {
             "ts": sink.lines[0]["ts"],
             "group": "locked",
-            "denied": "describe",
+            "denied": what,
             "error": "GROUP_AUTHORIZATION_FAILED: Not authorized",
         }
+        for what in ("describe", "offsets")  # its start offsets are refused as well
     ]
     ev = from_describe_json(sink.lines[0])
     assert (type(ev).__name__, ev.what) == ("AdminDenied", "describe")
+
+
+# -- share-partition start offsets (DescribeShareGroupOffsets, API key 90) -----------------------
+def offsets_group(group: str = "sg", parts: Any = None, error: int = 0) -> dict[str, Any]:
+    """A decoded DescribeShareGroupOffsets v1 response group: (partition, start offset, lag, error)."""
+    if parts is None:
+        parts = [(0, 40, 60, 0), (1, 101, 0, 0), (2, -1, -1, 0), (3, 0, 0, 29)]
+    return {
+        "group_id": group,
+        "topics": [
+            {
+                "topic_name": "orders",
+                "topic_id": TOPIC_ID,
+                "partitions": [
+                    {
+                        "partition_index": p,
+                        "start_offset": start,
+                        "leader_epoch": 0,
+                        "lag": lag,
+                        "error_code": err,
+                        "error_message": "Not authorized" if err else None,
+                    }
+                    for p, start, lag, err in parts
+                ],
+            }
+        ],
+        "error_code": error,
+        "error_message": None,
+    }
+
+
+def test_start_offsets_decode_into_a_committed_line_and_the_documents_lag() -> None:
+    """DescribeShareGroupOffsets v1 bytes -> start offsets and the broker's lag -> the poller's
+    "committed" line marked share_start_offsets, at the position the broker's lag implies (log-end
+    minus lag, never below the start offset) -> evidence -> the document, whose lag is the broker's
+    (kafka-share-groups.sh's LAG); a start offset of -1 (not initialised) is no progress; a
+    partition answered with an error is left out; the note says where lag comes from."""
+    answer = {"throttle_time_ms": 0, "groups": [offsets_group()]}
+    frame = codec.encode_response(DESCRIBE_SHARE_GROUP_OFFSETS, 1, 9, answer)
+    decoded = codec.decode_response(DESCRIBE_SHARE_GROUP_OFFSETS, 1, frame)
+    starts = start_offsets(decoded["groups"][0])
+    assert starts == [("orders", 0, 40, 60), ("orders", 1, 101, 0), ("orders", 2, -1, -1)]
+    ends_now = {("orders", 0): 100, ("orders", 1): 101, ("orders", 2): 102}
+    line = share_offsets_line("sg", starts, ends_now, T + 1)
+    assert line == {
+        "ts": T + 1,
+        "group": "sg",
+        "committed": [["orders", 0, 40], ["orders", 1, 101]],  # 100 - 60 and 101 - 0
+        "source": "share_start_offsets",
+    }
+    # records acknowledged past the start offset: the broker's lag is below log-end - start offset
+    acked = share_offsets_line("sg", [("orders", 0, 40, 25)], ends_now, T + 1)
+    assert acked["committed"] == [["orders", 0, 75]]
+    # no log-end offset, or no broker lag (v0): the start offset itself
+    assert share_offsets_line("sg", [("orders", 0, 40, 25)], {}, T + 1)["committed"] == [["orders", 0, 40]]
+    assert share_offsets_line("sg", [("orders", 0, 40, -1)], ends_now, T + 1)["committed"] == [
+        ["orders", 0, 40]
+    ]
+    ev = from_describe_json(line)
+    assert isinstance(ev, CommittedSnapshot) and ev.source == SHARE_START_OFFSETS
+    ends = [
+        from_end_offset_json({"ts": T + 1, "topic": "orders", "partition": p, "end_offset": e})
+        for p, e in ((0, 100), (1, 101), (2, 102))
+    ]
+    doc = document([from_describe_json(line_of(described_group())), ev, *ends])
+    lag = {
+        (p["topic"], p["partition"]): (p["committed"], p["end_offset"], p["lag"])
+        for p in doc["lag"]["partitions"]
+    }
+    assert lag == {
+        ("orders", 0): (40, 100, 60),
+        ("orders", 1): (101, 101, 0),
+        ("orders", 2): (None, 102, None),  # held by m-two, its share-partition not initialised
+    }
+    assert doc["lag"]["total"] == 60
+    assert SHARE_START_OFFSETS in doc["sources"]
+    assert not any("commits no offsets" in n for n in doc["inferred"])
+    assert any("the broker's share-partition lag" in n for n in doc["inferred"])
+
+
+def test_a_v0_answer_has_no_broker_lag() -> None:
+    """Kafka 4.1/4.2 answer v0 (no Lag field): the start offsets are all there is, lag -1."""
+    group = offsets_group(parts=[(0, 7, 0, 0)])
+    frame = codec.encode_response(
+        DESCRIBE_SHARE_GROUP_OFFSETS, 0, 1, {"throttle_time_ms": 0, "groups": [group]}
+    )
+    decoded = codec.decode_response(DESCRIBE_SHARE_GROUP_OFFSETS, 0, frame)
+    assert "lag" not in decoded["groups"][0]["topics"][0]["partitions"][0]
+    assert start_offsets(decoded["groups"][0]) == [("orders", 0, 7, -1)]
+
+
+def test_later_start_offsets_move_the_lag() -> None:
+    describe = from_describe_json(line_of(described_group()))
+    first = from_describe_json(share_offsets_line("sg", [("orders", 0, 10, -1)], {}, T + 1))
+    later = from_describe_json(share_offsets_line("sg", [("orders", 0, 90, -1)], {}, T + 5_000))
+    ends = [
+        from_end_offset_json({"ts": ts, "topic": "orders", "partition": 0, "end_offset": 100})
+        for ts in (T + 1, T + 5_000)
+    ]
+    doc = document([describe, first, later, *ends])
+    part = next(p for p in doc["lag"]["partitions"] if p["partition"] == 0)
+    assert (part["committed"], part["lag"]) == (90, 10)
+
+
+def test_the_poller_sends_start_offsets_and_their_partitions_end_offsets() -> None:
+    """Every share group's start offsets at every full poll, as a "committed" line marked
+    share_start_offsets, also when __consumer_offsets is read (it holds no share-group progress);
+    log-end offsets for the partitions its members hold and those its start offsets name; a hot
+    describe brings its start offsets too."""
+    block = share_broker_block(described_group(members=[("m-one", "sc-1", 3, [0])]), {TOPIC_ID: "orders"})
+    starts = {"sg": [("orders", 0, 40, 60), ("orders", 1, 101, 0), ("orders", 2, -1, -1)]}
+    poller, fake = poller_with({"sg": block}, starts, offsets_readable=True)
+    admin, sink = FakeAdmin(), Sink()
+    poller.poll_once(admin, sink)
+    committed = [x for x in sink.lines if "committed" in x]
+    assert committed == [
+        {
+            "ts": committed[0]["ts"],
+            "group": "sg",
+            "committed": [["orders", 0, 40], ["orders", 1, 101]],
+            "source": "share_start_offsets",
+        }
+    ]
+    assert fake.committed_asked == []  # no OffsetFetch for a share group
+    ends = [x for x in sink.lines if "end_offsets" in x]
+    assert [x["end_offsets"] for x in ends] == [[["orders", 0, 100], ["orders", 1, 101], ["orders", 2, 102]]]
+    # the lines rebuild the group with its lag
+    evidence = [
+        from_describe_json(x) for x in sink.lines if x.get("group") == "sg" and "end_offsets" not in x
+    ]
+    evidence += [from_end_offset_json(y) for x in ends for y in end_offset_lines(x)]
+    doc = document(evidence)
+    assert [(p["partition"], p["committed"], p["lag"]) for p in doc["lag"]["partitions"]] == [
+        (0, 40, 60),
+        (1, 101, 0),
+    ]
+    # unchanged: held back at the next poll; moved: sent at once
+    sink.lines.clear()
+    poller.poll_once(admin, sink)
+    assert not any("committed" in x for x in sink.lines)
+    fake.starts["sg"] = [("orders", 0, 100, 0), ("orders", 1, 101, 0), ("orders", 2, 5, 97)]
+    poller.poll_once(admin, sink)
+    assert [x["committed"] for x in sink.lines if "committed" in x] == [
+        [["orders", 0, 100], ["orders", 1, 101], ["orders", 2, 5]]
+    ]
+
+
+def test_a_failing_start_offsets_call_leaves_the_describe_alone(caplog) -> None:
+    """A broker without DescribeShareGroupOffsets (before Kafka 4.1): warned once, describes go on."""
+
+    class Unsupported(FakeProtocol):
+        def describe_share_group_offsets(self, groups: list[str], deadline: Any) -> dict[str, Any]:
+            raise RuntimeError("DescribeShareGroupOffsets not supported")
+
+    block = share_broker_block(described_group(), {TOPIC_ID: "orders"})
+    poller, _ = poller_with({"sg": block})
+    fake = Unsupported({"sg": block})
+    poller._protocol = fake  # type: ignore[assignment]
+    sink = Sink()
+    with caplog.at_level("WARNING", logger="groupscope.admin"):
+        poller.poll_once(FakeAdmin(), sink)
+    assert [x["type"] for x in sink.lines if "members" in x] == ["share"]
+    assert not any("committed" in x for x in sink.lines)
+    assert [r.getMessage() for r in caplog.records if "start offsets" in r.getMessage()] == [
+        "share groups' start offsets not read (DescribeShareGroupOffsets): "
+        "DescribeShareGroupOffsets not supported"
+    ]

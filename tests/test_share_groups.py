@@ -9,7 +9,10 @@ collectors.kafka_protocol) and Kafka's own kafka-share-groups.sh (ShareGroupComm
 broker's jars) describes it too: the document rebuilt from the poller's describe line alone, and the
 same line through the pipeline into Redis (`groupscope group --json`, the dashboard's group page),
 are what Kafka's tool says (state, group and assignment epochs, members, their epochs and
-partitions)."""
+partitions). The poller also reads the group's share-partition start offsets (DescribeShareGroupOffsets)
+and the log-end offsets of their partitions: the document's start offset and lag per partition are
+kafka-share-groups.sh --describe --offsets' START-OFFSET and LAG, while the members share the topic
+(nothing left to deliver) and once the group is empty with a backlog produced since (lag > 0)."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -24,13 +28,15 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from share_scenario import PARTITIONS, ShareRun, run_share_group
+from share_scenario import PARTITIONS, ShareRun, produce_backlog, run_share_group
 
 from collectors.capture import offsets_line_to_evidence, read_capture
+from collectors.pipeline.admin_lines import end_offset_lines
 from coordinator_model.broker_log import parse_timestamp
-from coordinator_model.evidence import from_describe_json
+from coordinator_model.evidence import SHARE_START_OFFSETS, from_describe_json, from_end_offset_json
 from coordinator_model.rebuild import rebuild
 
+SHARED = 10  # records per partition produced while the two members share the topic
 FIXTURE = Path(__file__).parent / "fixtures" / "kafka-share" / "share-lifecycle"
 _BUMP = re.compile(r"\[GroupId (\S+)\] Bumped group epoch to (\d+)")
 _JOIN = re.compile(r"\[GroupId (\S+)\] Member (\S+) joins the share group")
@@ -129,6 +135,70 @@ def share_groups_tool(bootstrap: str, group: str) -> dict[str, Any]:
     }
 
 
+def share_offsets_tool(bootstrap: str, group: str) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+    """kafka-share-groups.sh --describe --offsets on the group: (topic, partition) -> (START-OFFSET,
+    LAG), None where the tool prints "-" (not initialised, or the broker has no lag for it)."""
+    from collectors.demo.servers.kafka.broker import java_binary
+    from collectors.demo.servers.kafka.jars import classpath
+
+    out = subprocess.run(
+        [
+            java_binary(),
+            "-cp",
+            classpath(),
+            "org.apache.kafka.tools.consumer.group.ShareGroupCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--group",
+            group,
+            "--describe",
+            "--offsets",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout
+    got = {}
+    # GROUP  TOPIC  PARTITION  START-OFFSET  LAG
+    for row in (line.split() for line in out.splitlines()):
+        if row[:1] == [group] and len(row) == 5:
+            _, topic, part, start, lag = row
+            got[(topic, int(part))] = (None if start == "-" else int(start), None if lag == "-" else int(lag))
+    return got
+
+
+def steady_offsets(
+    bootstrap: str, group: str, want: Any = None, timeout_s: float = 60.0
+) -> dict[tuple[str, int], tuple[int | None, int | None]]:
+    """The tool's START-OFFSET and LAG once two runs in a row agree (and `want(rows)` holds)."""
+    deadline = time.monotonic() + timeout_s
+    last = share_offsets_tool(bootstrap, group)
+    while True:
+        now = share_offsets_tool(bootstrap, group)
+        if now == last and now and (want is None or want(now)):
+            return now
+        assert time.monotonic() < deadline, f"share-group offsets not steady: {last} then {now}"
+        last = now
+        time.sleep(0.5)
+
+
+def ours_per_partition(lines: list[dict[str, Any]], group: str) -> dict[tuple[str, int], tuple[Any, Any]]:
+    """The group's document rebuilt from the poller's lines (describe, share start offsets, end
+    offsets): (topic, partition) -> (its committed offset: the position the broker's lag implies,
+    log-end offset, lag)."""
+    mine = [x for x in lines if x.get("group") == group]
+    evidence = [from_describe_json(x) for x in mine if "end_offsets" not in x]
+    evidence += [from_end_offset_json(e) for x in mine for e in end_offset_lines(x)]
+    doc = as_json(rebuild(evidence)[group])
+    assert SHARE_START_OFFSETS in doc["sources"]
+    assert any("the broker's share-partition lag" in n for n in doc["inferred"])
+    return {
+        (p["topic"], p["partition"]): (p["committed"], p["end_offset"], p["lag"])
+        for p in doc["lag"]["partitions"]
+    }
+
+
 class Collected:
     """A Producer for the Admin poller that keeps the lines it would send."""
 
@@ -183,11 +253,31 @@ def share_run(kafka_broker) -> tuple[ShareRun, list[str]]:
 
     def while_sharing() -> dict[str, Any]:
         # Kafka's tool before and after the poll: the group did not move in between
+        # records the members take and acknowledge (those produced before they joined are not theirs:
+        # share.auto.offset.reset is latest, and a share-partition's start offset is -1 until its
+        # first acknowledgement is written)
+        produce_backlog(bs, "share-live-topic", lambda p: SHARED)
+        offsets = steady_offsets(
+            bs, "share-live-group", lambda rows: all(start is not None for start, _ in rows.values())
+        )
         before = share_groups_tool(bs, "share-live-group")
         polled = admin_poll(bs)
-        return {**polled, "judge": before, "judge_after": share_groups_tool(bs, "share-live-group")}
+        return {
+            **polled,
+            "judge": before,
+            "judge_after": share_groups_tool(bs, "share-live-group"),
+            "offsets": offsets,
+            "offsets_after": share_offsets_tool(bs, "share-live-group"),
+        }
 
-    run = run_share_group(bs, "share-live-group", "share-live-topic", during=while_sharing)
+    def once_empty() -> dict[str, Any]:
+        # a backlog nobody consumes: the start offsets stay, the lag is 3, 5, 7 records
+        produce_backlog(bs, "share-live-topic", lambda p: 3 + 2 * p)
+        offsets = steady_offsets(bs, "share-live-group", lambda rows: all(lag for _, lag in rows.values()))
+        polled = admin_poll(bs)
+        return {**polled, "offsets": offsets, "offsets_after": share_offsets_tool(bs, "share-live-group")}
+
+    run = run_share_group(bs, "share-live-group", "share-live-topic", during=while_sharing, after=once_empty)
     return run, kafka_broker.coordinator_lines()[start:]
 
 
@@ -224,10 +314,13 @@ def test_a_running_share_group_from_the_admin_api_is_what_kafka_share_groups_sh_
     doc = as_json(rebuild([from_describe_json(line)])["share-live-group"])
     assert (doc["type"], doc["protocol_type"], doc["sources"]) == ("share", "share", ["describe"])
     assert what_kafka_says_of(doc) == judge
-    # no OffsetFetch for a share group (it commits none); its partitions' log-end offsets are read
-    assert "share-live-group" not in seen["offset_fetched"] and not any("committed" in x for x in mine)
+    # no OffsetFetch for a share group (it commits none): its share-partition start offsets instead
+    assert "share-live-group" not in seen["offset_fetched"]
+    (starts,) = [x for x in mine if "committed" in x]
+    assert starts["source"] == "share_start_offsets"
+    # its partitions' log-end offsets are read
     (ends,) = [x["end_offsets"] for x in mine if "end_offsets" in x]
-    assert ends == [["share-live-topic", p, 60 // PARTITIONS] for p in range(PARTITIONS)]
+    assert ends == [["share-live-topic", p, 60 // PARTITIONS + SHARED] for p in range(PARTITIONS)]
     # and what the coordinator's records give for that moment is the same
     records = as_json(
         rebuild([offsets_line_to_evidence(x) for x in run.lines], line["ts"])["share-live-group"], line["ts"]
@@ -363,3 +456,31 @@ def test_the_share_fixture_offline_with_and_without_its_broker_log() -> None:
         assert doc["type"] == "share" and doc["state"] == "Empty"
         assert [(g["generation"], g["cause"]) for g in doc["generations"]] == truth["epochs"]
     assert with_log["protocol"] == "simple"  # the coordinator logs the assignor it ran
+
+
+@pytest.mark.servers
+def test_share_group_lag_from_the_admin_api_against_kafka_share_groups_sh(share_run) -> None:
+    """Each partition's lag in the document rebuilt from the poller's lines is the LAG of
+    kafka-share-groups.sh --describe --offsets (Kafka 4.3: the broker's, KIP-1226), the tool run just
+    before and after the poll and agreeing (steady): while the two members share the topic
+    (everything delivered), and once the group is empty with a backlog of 3, 5 and 7 records
+    produced since. The document's offset is the position that lag implies, log-end minus LAG, at or
+    past the tool's START-OFFSET (the share coordinator persists the start offset behind the
+    acknowledgements: log-end minus START-OFFSET would show the caught-up group a batch behind)."""
+    run, _log = share_run
+    for phase, seen in (("sharing", run.during), ("empty", run.after)):
+        tool = seen["offsets"]
+        assert seen["offsets_after"] == tool, phase  # steady while the poller read it
+        assert sorted(tool) == [("share-live-topic", p) for p in range(PARTITIONS)], phase
+        assert all(start is not None and lag is not None for start, lag in tool.values()), (phase, tool)
+        ours = ours_per_partition(seen["lines"], "share-live-group")
+        print(f"\n{phase}: kafka-share-groups.sh (START-OFFSET, LAG): {sorted(tool.items())}")
+        print(f"{phase}: groupscope (position, log-end offset, lag): {sorted(ours.items())}")
+        assert sorted(ours) == sorted(tool), phase
+        for tp, (start, lag) in tool.items():
+            position, end, our_lag = ours[tp]
+            assert our_lag == lag and position == end - lag and position >= start, (phase, tp)
+    for tp, (start, lag) in run.after["offsets"].items():
+        before_start, before_lag = run.during["offsets"][tp]
+        assert start == before_start  # nobody consumed the backlog
+        assert lag - before_lag == 3 + 2 * tp[1]

@@ -22,10 +22,12 @@ from collectors.kafka_protocol.client import (
     GroupError,
     KafkaProtocolClient,
     Node,
+    StartOffsets,
     broker_block,
     describe_consumer_groups_kip848,
     describe_share_groups,
     share_broker_block,
+    start_offsets,
 )
 from collectors.kafka_protocol.connection import ClientSettings
 from collectors.kafka_protocol.errors import (
@@ -50,9 +52,11 @@ __all__ = [
     "KafkaProtocolError",
     "KafkaTimeoutError",
     "Node",
+    "StartOffsets",
     "UnsupportedVersionError",
     "broker_block",
     "describe_consumer_groups_kip848",
     "describe_share_groups",
     "share_broker_block",
+    "start_offsets",
 ]

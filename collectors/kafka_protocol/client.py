@@ -30,7 +30,10 @@ the same blocks for share groups, their members without instance id, member type
 assignment, with "rack_id" and "client_host" (ShareGroupDescribe has them), one ShareGroupDescribe
 per coordinator. A share group commits no offsets: it is not OffsetFetch'ed. librdkafka lists no
 share groups either: `KafkaProtocolClient.list_share_groups()` does (ListGroups v5, TypesFilter
-["share"], to every broker of one Metadata answer).
+["share"], to every broker of one Metadata answer). A share group's progress is its share-partition
+start offsets: `KafkaProtocolClient.describe_share_group_offsets(group_ids)` returns, per group,
+[(topic, partition, start offset, lag), ...] or its GroupError (DescribeShareGroupOffsets v0-1, many
+groups a request to their coordinator, as OffsetFetch).
 
 `KafkaProtocolClient.fetch_committed(group_ids)` returns, per group, its committed offsets
 [(topic, partition, offset), ...] (sorted, offset -1 left out) or its GroupError, the same way: one
@@ -62,6 +65,7 @@ from collectors.kafka_protocol.errors import (
 )
 from collectors.kafka_protocol.messages import (
     CONSUMER_GROUP_DESCRIBE,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
     FIND_COORDINATOR,
     KEY_TYPE_GROUP,
     LIST_GROUPS,
@@ -82,6 +86,9 @@ IN_FLIGHT_PER_BROKER = 2
 MAX_BACKOFF_S = 1.0  # between retry rounds (a coordinator loading its partition takes seconds)
 
 Committed = list[tuple[str, int, int]]  # (topic, partition, committed offset), sorted
+# (topic, partition, share-partition start offset, the broker's lag or -1), sorted; start offset -1:
+# the share-partition is not initialised yet
+StartOffsets = list[tuple[str, int, int, int]]
 
 
 @dataclass(frozen=True)
@@ -458,6 +465,51 @@ class KafkaProtocolClient:
             for g, d in described.items()
         }
 
+    # -- DescribeShareGroupOffsets (KIP-932) ------------------------------------------------------
+    def describe_share_group_offsets(
+        self,
+        groups: Iterable[str] | Mapping[str, Mapping[str, Iterable[int]] | None],
+        deadline: Deadline | None = None,
+        chunk: int = CHUNK_GROUPS,
+    ) -> dict[str, StartOffsets | GroupError]:
+        """Each share group's share-partition start offsets, [(topic, partition, start offset, lag),
+        ...] sorted, or its error (GROUP_ID_NOT_FOUND for an unknown group and for a group of another
+        type, GROUP_AUTHORIZATION_FAILED, ...). `groups`: group ids (every topic-partition the group
+        has share-partition state for: Topics null), or {group: {topic: [partition, ...]} or None}.
+
+        A start offset of -1: the share-partition is not initialised (no record delivered yet). The
+        lag is the broker's (DescribeShareGroupOffsets v1, KIP-1226), -1 when it has none (v0: Kafka
+        4.1/4.2). Partitions answered with an error (TOPIC_AUTHORIZATION_FAILED, ...) are left out.
+        DescribeShareGroupOffsets v0-1, `chunk` groups a request to their coordinator, retried as
+        `fetch_committed` is when a coordinator moved or is loading."""
+        wanted: dict[str, Mapping[str, Iterable[int]] | None] = (
+            dict(groups) if isinstance(groups, Mapping) else dict.fromkeys(groups)
+        )
+
+        def topics(g: str) -> list[dict[str, Any]] | None:
+            asked = wanted.get(g)
+            if asked is None:
+                return None
+            return [{"topic_name": t, "partitions": sorted(set(ps))} for t, ps in sorted(asked.items())]
+
+        def body(gs: list[str]) -> dict[str, Any]:
+            return {"groups": [{"group_id": g, "topics": topics(g)} for g in gs]}
+
+        def answers(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
+            for group in answer["groups"]:
+                yield group["group_id"], group["error_code"], group["error_message"], group
+
+        fetched = self._per_coordinator(
+            DESCRIBE_SHARE_GROUP_OFFSETS,
+            wanted,
+            body,
+            answers,
+            deadline or Deadline(self.timeout_s),
+            max_rounds=MAX_ROUNDS,
+            chunk=max(1, chunk),
+        )
+        return {g: v if isinstance(v, GroupError) else start_offsets(v) for g, v in fetched.items()}
+
     # -- OffsetFetch -------------------------------------------------------------------------------
     def fetch_committed(
         self, group_ids: Iterable[str], deadline: Deadline | None = None, chunk: int = CHUNK_GROUPS
@@ -526,6 +578,26 @@ def _committed(group: Mapping[str, Any]) -> Committed:
                 )
             elif p["committed_offset"] >= 0:
                 out.append((t["name"], p["partition_index"], p["committed_offset"]))
+    return sorted(out)
+
+
+def start_offsets(group: Mapping[str, Any]) -> StartOffsets:
+    """A decoded DescribeShareGroupOffsetsResponseGroup (no group error) -> [(topic, partition, start
+    offset, lag), ...] sorted; partitions answered with an error left out (logged)."""
+    out = []
+    for t in group["topics"]:
+        for p in t["partitions"]:
+            if p["error_code"]:
+                log.debug(
+                    "DescribeShareGroupOffsets %s %s-%d: %s",
+                    group["group_id"],
+                    t["topic_name"],
+                    p["partition_index"],
+                    error_name(p["error_code"]),
+                )
+            else:
+                lag = p.get("lag", -1)  # v1+ (KIP-1226)
+                out.append((t["topic_name"], p["partition_index"], p["start_offset"], lag))
     return sorted(out)
 
 

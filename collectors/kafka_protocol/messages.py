@@ -331,6 +331,65 @@ SHARE_GROUP_DESCRIBE = Api(
     ),
 )
 
+# KIP-932 share groups' progress: each share-partition's start offset (SPSO), the offset below which
+# every record is acknowledged (or archived), -1 while the share-partition is not initialised. v1
+# (KIP-1226) adds the broker's own Lag; v0 is what a 4.1/4.2 broker answers with. Topics null asks for
+# every topic-partition the group has state for.
+DESCRIBE_SHARE_GROUP_OFFSETS = Api(
+    90,
+    "DescribeShareGroupOffsets",
+    0,
+    1,
+    "0+",
+    request=(
+        F(
+            "Groups",
+            "[]DescribeShareGroupOffsetsRequestGroup",
+            fields=(
+                F("GroupId", "string"),
+                F(
+                    "Topics",
+                    "[]DescribeShareGroupOffsetsRequestTopic",
+                    nullable="0+",
+                    fields=(F("TopicName", "string"), F("Partitions", "[]int32")),
+                ),
+            ),
+        ),
+    ),
+    response=(
+        F("ThrottleTimeMs", "int32"),
+        F(
+            "Groups",
+            "[]DescribeShareGroupOffsetsResponseGroup",
+            fields=(
+                F("GroupId", "string"),
+                F(
+                    "Topics",
+                    "[]DescribeShareGroupOffsetsResponseTopic",
+                    fields=(
+                        F("TopicName", "string"),
+                        F("TopicId", "uuid"),
+                        F(
+                            "Partitions",
+                            "[]DescribeShareGroupOffsetsResponsePartition",
+                            fields=(
+                                F("PartitionIndex", "int32"),
+                                F("StartOffset", "int64"),
+                                F("LeaderEpoch", "int32"),
+                                F("Lag", "int64", "1+"),
+                                F("ErrorCode", "int16"),
+                                F("ErrorMessage", "string", nullable="0+"),
+                            ),
+                        ),
+                    ),
+                ),
+                F("ErrorCode", "int16"),
+                F("ErrorMessage", "string", nullable="0+"),
+            ),
+        ),
+    ),
+)
+
 # v8-9 only: the first versions with many groups in one request (KIP-709), and the last that name
 # topics. v10 names them by id, which would take a Metadata round trip to map back and loses the
 # offsets of a deleted topic (no id left to name it by), which librdkafka's call does return.
@@ -408,5 +467,6 @@ ALL_APIS = (
     CONSUMER_GROUP_DESCRIBE,
     LIST_GROUPS,
     SHARE_GROUP_DESCRIBE,
+    DESCRIBE_SHARE_GROUP_OFFSETS,
     OFFSET_FETCH,
 )

@@ -1,6 +1,6 @@
 """The lines the Admin poller writes to its topic, in the shapes of a capture's files
 (describe.jsonl, end_offsets.jsonl; coordinator_model.evidence reads them): a group's describe, a
-share group's, its log-end offsets, and a refusal by the broker's ACLs.
+share group's, a share group's start offsets, its log-end offsets, and a refusal by the broker's ACLs.
 """
 
 from __future__ import annotations
@@ -115,3 +115,31 @@ def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str,
         ],
         "broker": block,
     }
+
+
+def share_offsets_line(
+    group: str,
+    offsets: list[tuple[str, int, int, int]],
+    ends: dict[tuple[str, int], int],
+    ts: int,
+) -> dict[str, Any]:
+    """A share group's progress per partition as a "committed" line marked with source
+    "share_start_offsets" (coordinator_model.evidence SHARE_START_OFFSETS), so the model's offsets
+    store takes it as the group's position and its lag is the log-end offset minus that position.
+
+    `offsets` are collectors.kafka_protocol `describe_share_group_offsets`' (topic, partition, start
+    offset, lag). The position is the one the broker's lag implies, log-end minus lag (`ends`, read in
+    the same poll), never below the start offset: Kafka's lag (DescribeShareGroupOffsets v1, KIP-1226,
+    what kafka-share-groups.sh prints as LAG) also leaves out the records acknowledged past the start
+    offset, which the share coordinator persists behind the acknowledgements (an idle, caught-up group
+    keeps a start offset a batch back). Without the broker's lag (v0, or -1) or the log-end offset the
+    start offset itself is the position. A start offset of -1 (share-partition not initialised) is no
+    progress: left out."""
+    committed = []
+    for t, p, start, lag in sorted(offsets):
+        if start < 0:
+            continue
+        end = ends.get((t, p))
+        position = max(start, end - lag) if end is not None and lag >= 0 else start
+        committed.append([t, p, position])
+    return {"ts": ts, "group": group, "committed": committed, "source": "share_start_offsets"}

@@ -19,8 +19,13 @@ shipper broker_log_shipper.py.
   block (epochs, subscriptions, target assignments: collectors.kafka_protocol). KIP-932 share groups,
   which DescribeConsumerGroups does not describe, get describe lines of type "share" made from the
   broker's ShareGroupDescribe alone (`share_describe_json`: the same "broker" block, members without
-  target assignment); a share group commits no offsets, so it is not OffsetFetch'ed (its log-end
-  offsets are still fetched, for the partitions its members hold). Committed offsets
+  target assignment); a share group commits no offsets, so it is not OffsetFetch'ed: its progress is
+  its share-partition start offsets and the broker's lag (DescribeShareGroupOffsets,
+  `_share_start_offsets`), sent at every full poll for every share group as "committed" lines marked
+  `"source": "share_start_offsets"` (`share_offsets_line`: the position the broker's lag implies,
+  log-end minus lag, so the document's lag is kafka-share-groups.sh's LAG), whether or not
+  `__consumer_offsets` is readable (it holds no share-group progress); its log-end offsets are fetched
+  for the partitions its members hold and those its start offsets name. Committed offsets
   come from collectors.kafka_protocol too (OffsetFetch v8+, hundreds of groups a request), not from
   librdkafka's list_consumer_group_offsets: one group a request, and librdkafka 2.16 crashes the
   process when a coordinator moves or loads during that call (confluentinc/librdkafka#5040).
@@ -52,6 +57,7 @@ from collectors.pipeline.admin_lines import (
     describe_json,
     enum_name,
     share_describe_json,
+    share_offsets_line,
 )
 from collectors.pipeline.loop import Loop
 from collectors.pipeline.topic_check import connect_failure
@@ -105,6 +111,7 @@ class AdminPoller(Loop):
         self.failures = 0
         self._kip848_failing = False  # ConsumerGroupDescribe failed last time (warned once already)
         self._share_failing = False  # ShareGroupDescribe failed last time (warned once already)
+        self._share_offsets_failing = False  # DescribeShareGroupOffsets failed last time (warned once)
         self._share_groups: set[str] = set()  # the groups ListGroups last gave as share groups
         # Kept across polls (its connections too); made again when it failed or cfg.kafka changed.
         self._protocol: KafkaProtocolClient | None = None
@@ -187,9 +194,10 @@ class AdminPoller(Loop):
         ts = _now_ms()
         due = self.hot.due(ts)
         groups = [g for g in due if g not in self._share_groups]
-        for g, doc in self._describe_share(
+        share_docs = self._describe_share(
             [g for g in due if g in self._share_groups], producer, ts, timeout_s
-        ).items():
+        )
+        for g, doc in share_docs.items():
             self._send_describe(producer, g, doc, ts)
         kip848: list[dict[str, Any]] = []
         # every request in flight at once: a hot poll takes one round trip, not one per chunk
@@ -335,6 +343,11 @@ class AdminPoller(Loop):
             assigned = frozenset((t, p) for m in doc["members"] for t, p in m["assignment"])
             wanted.setdefault(g, set()).update(assigned)
             self._listed[g] = (listed_states.get(g, ""), ts, assigned)
+        # a share group's progress (__consumer_offsets has none of it): every share group, every poll
+        polled.update(("denied", g, "offsets") for g in share_groups)  # a refusal is sent from there
+        share_offsets = self._share_start_offsets(share_groups, producer, ts, timeout_s)
+        for g, offsets in share_offsets.items():  # sent with the log-end offsets, below
+            wanted.setdefault(g, set()).update((t, p) for t, p, _, _ in offsets)
         producer.poll(0)
         if self.offsets_readable:
             # Committed offsets only say where log-end offsets are wanted (the offsets topic has the
@@ -373,6 +386,8 @@ class AdminPoller(Loop):
                 except Exception as e:  # one partition's error never stops the poll
                     if (why := denial(e)) is not None:
                         refused[tp.topic] = why  # an ACL withholds the topic: its groups are told
+        for g, offsets in share_offsets.items():
+            send(("committed", g), g, share_offsets_line(g, offsets, ends, ts))
         for g, tps in wanted.items():
             known = [[t, p, ends[(t, p)]] for t, p in sorted(tps) if (t, p) in ends]
             if known:
@@ -535,6 +550,46 @@ class AdminPoller(Loop):
                     )
                 continue
             out[g] = share_describe_json(g, block, answered)
+        return out
+
+    def _share_start_offsets(
+        self, groups: list[str], producer: Any, ts: int, timeout_s: float
+    ) -> dict[str, list[tuple[str, int, int, int]]]:
+        """Each share group's share-partition start offsets [(topic, partition, start offset, lag)]
+        (-1: not initialised), from DescribeShareGroupOffsets (all its topics, many groups a request
+        to each coordinator) over the kept protocol client. A group the broker refused (an ACL: Describe
+        on the group and its topics) gets its denied "offsets" line sent here; one that went away since
+        it was listed is left out; a failed call (a broker before Kafka 4.1 has no such API) leaves them
+        all out, warned once until a call succeeds again."""
+        if not groups or self._protocol_unusable:
+            return {}
+        from collectors.kafka_protocol import GroupError, UnsupportedVersionError
+        from collectors.kafka_protocol.connection import Deadline
+
+        try:
+            fetched = self._protocol_client(timeout_s).describe_share_group_offsets(
+                groups, Deadline(timeout_s)
+            )
+        except Exception as e:
+            if not self._share_offsets_failing:
+                log.warning("share groups' start offsets not read (DescribeShareGroupOffsets): %s", e)
+            else:
+                log.debug("DescribeShareGroupOffsets still failing: %s", e)
+            self._share_offsets_failing = True
+            if not isinstance(e, UnsupportedVersionError):  # a broker without the API: keep connections
+                self._close_protocol()  # a broker restart or a half-read answer: reconnect next time
+            return {}
+        self._share_offsets_failing = False
+        out = {}
+        for g in groups:
+            got = fetched.get(g)
+            if isinstance(got, GroupError):  # one group's error never stops the poll
+                log.debug("start offsets of %s: %s", g, got.as_block()["error"])
+                if got.code in AUTHORIZATION_FAILED:
+                    why = f"{got.as_block()['error']}: {got.message or 'not authorized'}"
+                    self._send(producer, ("denied", g, "offsets"), g, denied_line(ts, g, "offsets", why), ts)
+            elif got is not None:
+                out[g] = got
         return out
 
     def _close_protocol(self) -> None:

@@ -151,7 +151,15 @@ def inferred_notes(engine: DocumentedGroup) -> list[str]:
     for what, d in sorted(engine.denied.items()):
         notes.append(DENIED_NOTES[what] + f" ({d['error']})")
     if engine.type == "share":
-        notes.append("lag: a share group commits no offsets (share-partition start offsets not read)")
+        from coordinator_model.evidence import SHARE_START_OFFSETS
+
+        if SHARE_START_OFFSETS in s:
+            notes.append(
+                "lag: the broker's share-partition lag (Admin API, DescribeShareGroupOffsets); the offset "
+                "shown is the position it implies (log-end minus lag), not the share-partition start offset"
+            )
+        else:
+            notes.append("lag: a share group commits no offsets (share-partition start offsets not read)")
     if engine.type in MODERN_TYPES:
         if not {"offsets", "describe", "broker_log"} & s:
             notes.append("state: Empty/Stable from client events only; epochs and reconciliation unknown")
