@@ -292,9 +292,8 @@ def test_a_cluster_down_at_start_is_waited_for_under_all_clusters(redis_client, 
 
 @pytest.mark.servers
 def test_a_read_task_tells_a_cluster_that_went_away(kafka_broker) -> None:
-    """A Kafka read task that gets no records for its stall timeout fails only if the cluster still
-    answers; while it answers nothing (its brokers down under a planned batch) the task waits, so
-    one cluster's outage does not fail its query (tests/test_clusters_live.py kills a broker)."""
+    """A read task tells a cluster that answers from one that does not (tests/test_clusters_live.py
+    kills a broker under a running query)."""
     from confluent_kafka import Consumer
 
     from collectors.demo.servers.processes import free_port
@@ -308,3 +307,33 @@ def test_a_read_task_tells_a_cluster_that_went_away(kafka_broker) -> None:
     finally:
         up.close()
         down.close()
+
+
+def test_a_read_task_gives_up_its_slot_when_its_cluster_answers_nothing() -> None:
+    """A read task whose cluster answers nothing fails with ClusterGone (whose message the driver
+    knows: job.run_pipeline waits for the cluster and starts the query again) after `gone_after_s`,
+    long before its stall timeout: waiting, it would hold an executor slot other clusters' queries
+    need."""
+    import time
+
+    from collectors.demo.servers.processes import free_port
+    from collectors.pipeline.kafka_source import (
+        CLUSTER_GONE,
+        ClusterGone,
+        KafkaInputPartition,
+        read_partition,
+    )
+
+    part = KafkaInputPartition((("__consumer_offsets", 0, 0, 10),))
+    t0 = time.monotonic()
+    with pytest.raises(ClusterGone, match=CLUSTER_GONE):
+        list(
+            read_partition(
+                {"bootstrap.servers": f"127.0.0.1:{free_port()}"},
+                part,
+                poll_timeout_s=0.2,
+                stall_timeout_s=120.0,
+                gone_after_s=1.0,
+            )
+        )
+    assert time.monotonic() - t0 < 30

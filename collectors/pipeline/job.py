@@ -259,6 +259,44 @@ class RunResult:
     offsets_readable: bool | None = None
 
 
+def _watch(
+    query: Any,
+    cfg: PipelineConfig,
+    store: RedisStore,
+    bar: Progress,
+    stop: threading.Event,
+    t0: float,
+    duration_s: float | None,
+    capture_total: int | None,
+    progress_log: str | None,
+) -> bool:
+    """Follow a running query (progress, the collector's heartbeat) until it ends (False) or is to
+    stop: `stop` set, `duration_s` passed, a paced replay finished (True)."""
+    logged = None
+    while query.isActive:
+        if stop.is_set():
+            return True
+        if duration_s is not None and time.monotonic() - t0 > duration_s:
+            return True
+        prog = query.lastProgress
+        if progress_log and prog and prog.get("batchId") != logged:
+            logged = prog.get("batchId")
+            _log_progress(progress_log, prog)
+        done, total = _records_behind(prog)
+        if capture_total is not None:
+            total = capture_total
+            if cfg.speed and done >= capture_total and prog and prog.get("numInputRows", 1) == 0:
+                return True  # paced replay finished
+        if total:
+            bar.update(done, total)
+        with contextlib.suppress(Exception):
+            store.heartbeat_collector(
+                int(time.time() * 1000), batch_id=(prog or {}).get("batchId"), mode=cfg.mode
+            )
+        query.awaitTermination(1.0)
+    return False
+
+
 def run_pipeline(
     cfg: PipelineConfig,
     spark: Any = None,
@@ -272,7 +310,8 @@ def run_pipeline(
     """Run the pipeline until the replay is done, `duration_s` passes, or `stop_event` is set."""
     from collectors.pipeline.admin_poller import AdminPoller
     from collectors.pipeline.broker_log_shipper import BrokerLogShipper
-    from collectors.pipeline.topic_check import check_topics
+    from collectors.pipeline.kafka_source import CLUSTER_GONE
+    from collectors.pipeline.topic_check import check_topics, wait_until_answers
 
     t0 = time.monotonic()
     store = RedisStore.from_url(cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms)
@@ -309,31 +348,25 @@ def run_pipeline(
 
         capture_total = capture_size(str(cfg.capture_dir))
     progress_log = os.environ.get("GROUPSCOPE_PROGRESS_LOG")  # one JSON line per micro-batch
-    logged = None
+    stop = stop_event if stop_event is not None else threading.Event()
     try:
-        while query.isActive:
-            if stop_event is not None and stop_event.is_set():
+        while True:
+            stopped = _watch(query, cfg, store, bar, stop, t0, duration_s, capture_total, progress_log)
+            exc = None if stopped else query.exception()
+            if exc is None:
                 break
-            if duration_s is not None and time.monotonic() - t0 > duration_s:
+            if not (cfg.live and CLUSTER_GONE in str(exc)):
+                raise RuntimeError(f"pipeline failed: {exc}")
+            # A read task gave up on a cluster that answers nothing (kafka_source.ClusterGone) rather
+            # than hold an executor slot: wait for the cluster here, then start the query again from
+            # its checkpoint, which reads the unfinished batch again.
+            log.warning("cluster %s answers nothing: its query waits for it", cfg.cluster)
+            if not wait_until_answers(cfg, store, stop):
                 break
-            prog = query.lastProgress
-            if progress_log and prog and prog.get("batchId") != logged:
-                logged = prog.get("batchId")
-                _log_progress(progress_log, prog)
-            done, total = _records_behind(prog)
-            if capture_total is not None:
-                total = capture_total
-                if cfg.speed and done >= capture_total and prog and prog.get("numInputRows", 1) == 0:
-                    break  # paced replay finished
-            if total:
-                bar.update(done, total)
-            with contextlib.suppress(Exception):
-                store.heartbeat_collector(
-                    int(time.time() * 1000), batch_id=(prog or {}).get("batchId"), mode=cfg.mode
-                )
-            query.awaitTermination(1.0)
-        if query.exception() is not None:
-            raise RuntimeError(f"pipeline failed: {query.exception()}")
+            log.info("cluster %s answers again: its query starts again from its checkpoint", cfg.cluster)
+            query = build_query(spark, cfg, topics, store)
+            if on_started:
+                on_started(query)
     finally:
         for t in threads:
             t.stop()

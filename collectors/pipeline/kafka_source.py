@@ -238,6 +238,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.reader_tasks = int(options.get("readerTasks") or 4)
         self.poll_timeout_s = float(options.get("pollTimeoutMs") or 1000) / 1000
         self.stall_timeout_s = float(options.get("readStallTimeoutMs") or 120_000) / 1000
+        self.gone_after_s = float(options.get("clusterGoneAfterMs") or 10_000) / 1000
         self.metadata_timeout_s = float(options.get("metadataTimeoutMs") or 10_000) / 1000
         self.clock_rows = str(options.get("clockRows") or "false").lower() == "true"
         self._planned: tuple[Offsets, int] | None = None  # (end, when its latest offsets were asked)
@@ -323,8 +324,22 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     # ---- executor side -----------------------------------------------------------------------------
     def read(self, partition: KafkaInputPartition) -> Iterator[Any]:  # type: ignore[override]
         yield from read_partition(
-            self.conf, partition, self.poll_timeout_s, self.stall_timeout_s, batch_rows=10_000
+            self.conf,
+            partition,
+            self.poll_timeout_s,
+            self.stall_timeout_s,
+            batch_rows=10_000,
+            gone_after_s=self.gone_after_s,
         )
+
+
+# In the message of a read task that gave up on a cluster that answers nothing: the driver
+# (job.run_pipeline) waits for the cluster and starts the query again from its checkpoint.
+CLUSTER_GONE = "groupscope: the cluster answers nothing"
+
+
+class ClusterGone(RuntimeError):
+    """The cluster stopped answering under a planned batch."""
 
 
 def cluster_answers(client: Any, topic: str, timeout_s: float = 5.0) -> bool:
@@ -344,11 +359,16 @@ def read_partition(
     poll_timeout_s: float = 1.0,
     stall_timeout_s: float = 120.0,
     batch_rows: int = 10_000,
+    gone_after_s: float = 10.0,
 ) -> Iterator[Any]:
     """The records of a task's ranges as Arrow record batches, through one Consumer. Each range was
     planned from its partition's watermarks, so it ends at `end`, at partition EOF (compaction and
     transaction markers leave gaps), or with an error when nothing arrives for `stall_timeout_s` from
-    a cluster that still answers; while the cluster answers nothing, the task waits for it."""
+    a cluster that still answers. When nothing arrives for `gone_after_s` and the cluster answers
+    nothing, the task fails with ClusterGone (CLUSTER_GONE): a task waiting for its cluster would hold
+    an executor slot, and on a small machine the slots of every other cluster's query with it (a
+    local master has as many slots as cores). The driver waits for the cluster instead and starts
+    the query again; the batch's records are read then."""
     import pyarrow as pa
     from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -400,19 +420,20 @@ def read_partition(
         for tp in todo:
             assign_next(tp)
         last_progress = time.monotonic()
+        checked = 0.0  # how long the task had been idle when it last asked whether the cluster answers
         while current:
             want = sum(hi - lo for lo, hi in current.values())
             msgs = c.consume(max(1, min(10_000, want)), timeout=poll_timeout_s)
             if not msgs:
-                if time.monotonic() - last_progress > stall_timeout_s:
+                idle = time.monotonic() - last_progress
+                if idle > min(gone_after_s, stall_timeout_s) and idle - checked > gone_after_s / 2:
+                    checked = idle
                     if not cluster_answers(c, next(iter(current))[0]):
-                        # The cluster went away under a planned batch: wait for it. Failing the
-                        # task would fail the query (a local master does not retry tasks), and the
-                        # records are still there when the brokers are back.
-                        last_progress = time.monotonic()
-                        continue
+                        raise ClusterGone(f"{CLUSTER_GONE} (nothing for {idle:.0f} s from {sorted(current)})")
+                if idle > stall_timeout_s:
                     raise TimeoutError(f"no records from {sorted(current)} for {stall_timeout_s:.0f} s")
                 continue
+            checked = 0.0
             last_progress = time.monotonic()
             for m in msgs:
                 tp = (m.topic(), m.partition())

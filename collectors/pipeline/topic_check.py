@@ -148,3 +148,27 @@ def connect_failure(conf: Any, watch: ErrorWatch, exc: Exception | None) -> str:
         return describe_tls_failure(conf, watch.last.str() if watch.last is not None else "")
     detail = f": {exc}" if exc is not None else ""
     return f"broker unreachable at {conf.get('bootstrap.servers', '?')}{detail}; retrying"
+
+
+def wait_until_answers(cfg: Any, store: Any, stop: Any, every_s: float = 2.0) -> bool:
+    """Block until the cluster answers a metadata request (True), or `stop` (a threading.Event) is set
+    (False). Meanwhile its `kafka` source status says why the collector waits, and its heartbeat
+    that it is alive."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    watch = ErrorWatch()
+    admin = AdminClient(client_config(cfg.kafka, watch))
+    while not stop.is_set():
+        try:
+            md = admin.list_topics(timeout=5.0)
+        except KafkaException as e:
+            admin.poll(0)
+            why = connect_failure(cfg.kafka, watch, e)
+            store.set_source_status("kafka", False, f"{why}; the collector waits for it", _now_ms())
+            store.heartbeat_collector(_now_ms(), mode=getattr(cfg, "mode", None), waiting="cluster")
+            stop.wait(every_s)
+            continue
+        store.set_source_status("kafka", True, f"{len(md.brokers)} broker(s)", _now_ms())
+        return True
+    return False
