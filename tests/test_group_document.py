@@ -36,8 +36,8 @@ CAPTURES = [*sorted(p.parent for p in FIXTURES.glob("*/*/offsets.jsonl")), FIXTU
 def test_every_document_of_a_real_capture_reads_back_to_the_same_json(folder: Path) -> None:
     cap = read_capture(folder)
     times = sorted(ev.ts for ev in cap.evidence)
-    # the end, and moments inside the capture: rebalances in progress, members not yet gone
-    for at in {times[-1], times[len(times) // 2], times[len(times) // 4], times[3 * len(times) // 4]}:
+    # the end, and a moment inside the capture: rebalances in progress, members not yet gone
+    for at in {times[-1], times[len(times) // 2]}:
         for name, engine in rebuild(cap.evidence, at_ms=at).items():
             written = json.loads(json.dumps(engine.document_json(at)))
             read = GroupDocument.from_json(written)
