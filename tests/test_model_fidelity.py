@@ -292,3 +292,22 @@ def test_a_cooperative_follow_up_is_caused_by_the_member_that_gave_partitions_up
     eng.apply_many(evs)
     g4 = next(g for g in eng.document_json()["generations"] if g["generation"] == 4)
     assert g4["cause"] == cause and "cause" in g4["inferred"]
+
+
+@pytest.mark.parametrize(("quiet_ms", "cause"), [(6_100, "session_timeout"), (10_300, "poll_timeout")])
+def test_the_commits_of_the_partitions_previous_owner_are_not_the_members_pace(
+    quiet_ms: int, cause: str
+) -> None:
+    """a committed all four partitions at its own pace, then gave two of them to b, which never
+    committed (nothing new to consume): a's commits say nothing of b. b removed one session timeout
+    (6 s) after it got them crashed; one max.poll.interval (10 s, its rebalance timeout) after,
+    its poll loop had stopped (the live SIGKILL and poll-stall scenarios)."""
+    evs = [_record(T0, 1, _members(("a-1", [("t", p) for p in range(4)])))]
+    evs += _commits([("t", p) for p in range(4)], T0 + 1000, T0 + 5000, 1000)
+    joined = T0 + 5100
+    evs.append(_record(joined, 2, _members(("a-1", [("t", 0), ("t", 1)]), ("b-1", [("t", 2), ("t", 3)]))))
+    evs.append(_record(joined + quiet_ms, 3, _members(("a-1", [("t", p) for p in range(4)]))))
+    eng = GroupEngine("g")
+    eng.apply_many(evs)
+    g3 = next(g for g in eng.document_json()["generations"] if g["generation"] == 3)
+    assert g3["cause"] == cause and g3["members_left"] == ["b-1"] and g3["gap_ms"] == quiet_ms

@@ -23,9 +23,13 @@ POLL_STALL_WINDOW_MS = 30_000  # a LeaveGroup this soon after a poll_stall is th
 # a member quiet for twice its commit interval plus this, before its rebalance settled, had stopped
 QUIET_SLACK_MS = 1_500
 # A member with no commit pace to judge by whose last sign of life came this close to one session
-# timeout before its group's next rebalance was expired (SESSION_MATCH of the session, plus the
-# slack the remaining members take to rejoin and settle that rebalance).
+# timeout (or max.poll.interval) before its group's next rebalance was expired (or stopped polling):
+# within SESSION_MATCH of the timeout, plus the time the remaining members take to settle that
+# rebalance (a session timeout at most, and never more than SETTLE_MAX_MS: with Kafka's 45 s
+# default session the window stays about 15 s wide, so an idle member that closes is rarely taken
+# for a crash).
 SESSION_MATCH = 0.1
+SETTLE_MAX_MS = 5_000
 
 
 class ClassicRebalances:
@@ -238,8 +242,12 @@ class ClassicRebalances:
         verdicts: list[tuple[str | None, str, int]] = []  # (how it went, member, quiet for)
         for mid in g.left:
             m = self.engine.members.get(mid) or self.engine.departed_members.get(mid)
-            seen = self.engine.offsets.last_commit(m.assignment) if m is not None else None
             joined = self.joined_at(mid, g) if m is not None else None
+            # its own commits: those since the rebalance that gave it the partitions (before that,
+            # the member that held them committed there, last of all as it gave them up)
+            seen = (
+                self.engine.offsets.last_commit(m.assignment, since=self.assigned_at(mid, g)) if m else None
+            )
             if m is None or (seen is None and joined is None):
                 verdicts.append((None, mid, 0))
                 continue
@@ -248,11 +256,21 @@ class ClassicRebalances:
             if last is None or cadence is None:
                 # No pace to judge by (its partitions had nothing new to commit). Its last sign of
                 # life, a commit or the rebalance that gave it its partitions, one session timeout
-                # before the rebalance that removed it is the signature of an expiry (a crash); a
-                # member that closes sends LeaveGroup at any moment.
+                # before the rebalance that removed it is the signature of an expiry (a crash); one
+                # max.poll.interval (a classic client's rebalance timeout) before it, of a poll loop
+                # that stopped (its client then sends LeaveGroup); the nearer of the two when both
+                # fit. A member that closes sends LeaveGroup at any moment.
                 quiet = ref - max(t for t in (last, joined) if t is not None)
-                if st and (1 - SESSION_MATCH) * st <= quiet <= (1 + SESSION_MATCH) * st + QUIET_SLACK_MS:
-                    verdicts.append(("session_timeout", mid, quiet))
+                timeouts = [("session_timeout", st)] + ([("poll_timeout", rt)] if rt > st else [])
+                # the others settle the rebalance within about a heartbeat (a third of a session)
+                settle = max(QUIET_SLACK_MS, min(st, SETTLE_MAX_MS))
+                fits = sorted(
+                    (abs(quiet - t) / t, how)
+                    for how, t in timeouts
+                    if t and (1 - SESSION_MATCH) * t <= quiet <= (1 + SESSION_MATCH) * t + settle
+                )
+                if fits:
+                    verdicts.append((fits[0][1], mid, quiet))
                 else:
                     verdicts.append(("member_left", mid, last) if last is not None else (None, mid, 0))
                 continue
@@ -274,6 +292,22 @@ class ClassicRebalances:
         elif not only_poll and "start" in g.inferred and "member_left" in how:
             # a member that closes commits a last time, then sends LeaveGroup
             self.move_start(g, min(t for v, _, t in verdicts if v == "member_left"))
+
+    def assigned_at(self, member_id: str, g: Generation) -> int | None:
+        """When `member_id` got the partitions it held before `g`: the start of the first of the
+        unbroken run of generations before `g` that gave it the same partitions (None: not known)."""
+        start = None
+        owned = None
+        for k in sorted((k for k in self.generations if k < (g.generation or 0)), reverse=True):
+            x = self.generations[k]
+            if "members" in x.inferred:
+                continue
+            mine = x.assignment.get(member_id)
+            if mine is None or (owned is not None and set(mine) != owned):
+                break
+            owned = set(mine)
+            start = x.start
+        return start
 
     def joined_at(self, member_id: str, g: Generation) -> int | None:
         """When the rebalance that last gave `member_id` its partitions before `g` settled."""

@@ -173,19 +173,22 @@ class OffsetStore:
         parts = [p for t, p in self.ends if t == topic]
         return 1 + max(parts) if parts else None
 
-    def last_commit(self, tps: Iterable[TP]) -> tuple[int, int | None] | None:
+    def last_commit(self, tps: Iterable[TP], since: int | None = None) -> tuple[int, int | None] | None:
         """When any of `tps` was last committed, and the usual interval between commits there (the
-        median gap in their lag windows; None below two gaps): (last, cadence), None with no commit."""
+        median gap in their lag windows; None below two gaps): (last, cadence), None with no commit.
+        `since`: only commits from then on count (those of the partitions' present owner, not of
+        the member that held them before)."""
         last = None
         gaps: list[int] = []
         for tp in tps:
             o = self.committed.get(tp)
-            if o is None:
+            if o is None or (since is not None and o.ts < since):
                 continue
             last = o.ts if last is None else max(last, o.ts)
             w = self.windows.get(tp)
             if w is not None:
-                gaps.extend(b.ts - a.ts for a, b in pairwise(w.samples))
+                samples = [x for x in w.samples if since is None or x.ts >= since]
+                gaps.extend(b.ts - a.ts for a, b in pairwise(samples))
         if last is None:
             return None
         gaps.sort()
