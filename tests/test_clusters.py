@@ -337,3 +337,30 @@ def test_a_read_task_gives_up_its_slot_when_its_cluster_answers_nothing() -> Non
             )
         )
     assert time.monotonic() - t0 < 30
+
+
+def test_a_failure_s_text_reaches_into_its_causes() -> None:
+    """A StreamingQueryException's own message leaves out the Python error of the task under it;
+    the driver finds ClusterGone's message in the causes (job.failure_text)."""
+    from collectors.pipeline.job import failure_text
+    from collectors.pipeline.kafka_source import CLUSTER_GONE, ClusterGone
+
+    class Captured(Exception):  # the shape of pyspark's CapturedException
+        def __init__(self, desc: str, cause: BaseException | None) -> None:
+            super().__init__()
+            self._desc, self._stackTrace, self._cause = desc, "\tat org.apache.spark...", cause
+
+        def __str__(self) -> str:
+            return ""
+
+    inner = Captured(f"Traceback ...\nClusterGone: {CLUSTER_GONE} (nothing for 10 s)", None)
+    outer = Captured("[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred", inner)
+    assert CLUSTER_GONE in failure_text(outer)
+    assert CLUSTER_GONE not in failure_text(Captured("another failure", None))
+    try:
+        try:
+            raise ClusterGone(CLUSTER_GONE)
+        except ClusterGone as e:
+            raise RuntimeError("wrapped") from e
+    except RuntimeError as e:
+        assert CLUSTER_GONE in failure_text(e)

@@ -259,6 +259,20 @@ class RunResult:
     offsets_readable: bool | None = None
 
 
+def failure_text(exc: BaseException | None, depth: int = 0) -> str:
+    """Everything a query's failure says: its message and stack trace and those of its causes. (A
+    StreamingQueryException's own text leaves out the Python error of a task or of foreachBatch,
+    which only its causes carry.)"""
+    if exc is None or depth > 8:
+        return ""
+    parts = [str(exc)]
+    for name in ("_desc", "_stackTrace"):
+        with contextlib.suppress(Exception):
+            parts.append(str(getattr(exc, name, "") or ""))
+    cause = getattr(exc, "_cause", None) or exc.__cause__
+    return "\n".join([*parts, failure_text(cause, depth + 1)])
+
+
 def _watch(
     query: Any,
     cfg: PipelineConfig,
@@ -355,7 +369,7 @@ def run_pipeline(
             exc = None if stopped else query.exception()
             if exc is None:
                 break
-            if not (cfg.live and CLUSTER_GONE in str(exc)):
+            if not (cfg.live and CLUSTER_GONE in failure_text(exc)):
                 raise RuntimeError(f"pipeline failed: {exc}")
             # A read task gave up on a cluster that answers nothing (kafka_source.ClusterGone) rather
             # than hold an executor slot: wait for the cluster here, then start the query again from
