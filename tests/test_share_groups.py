@@ -29,6 +29,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from share_scenario import PARTITIONS, ShareRun, produce_backlog, run_share_group
+from test_share_describe import Sink
 
 from collectors.capture import offsets_line_to_evidence, read_capture
 from collectors.pipeline.admin_lines import end_offset_lines
@@ -199,22 +200,6 @@ def ours_per_partition(lines: list[dict[str, Any]], group: str) -> dict[tuple[st
     }
 
 
-class Collected:
-    """A Producer for the Admin poller that keeps the lines it would send."""
-
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def produce(self, topic: str, key: bytes | None = None, value: bytes | None = None) -> None:
-        self.lines.append(json.loads(value or b"null"))
-
-    def poll(self, timeout: float) -> int:
-        return 0
-
-    def flush(self, timeout: float) -> int:
-        return 0
-
-
 def admin_poll(bootstrap: str) -> dict[str, Any]:
     """One full poll of the Admin poller (collectors/pipeline/admin_poller.py) on the broker: the lines
     it sends, and the groups whose committed offsets it asked for (OffsetFetch)."""
@@ -232,7 +217,7 @@ def admin_poll(bootstrap: str) -> dict[str, Any]:
         return fetch(groups, *args, **kwargs)
 
     client.fetch_committed = spy  # type: ignore[method-assign]
-    sink = Collected()
+    sink = Sink()
     try:
         poller.poll_once(AdminClient({"bootstrap.servers": bootstrap}), sink, timeout_s=15.0)
     finally:

@@ -107,6 +107,13 @@ class GroupError:
         return {"error": error_name(self.code), "error_code": self.code, "error_message": self.message}
 
 
+def _described_groups(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
+    """(group, error code, error message, the group's struct) of a ConsumerGroupDescribe,
+    ShareGroupDescribe or DescribeShareGroupOffsets answer."""
+    for group in answer["groups"]:
+        yield group["group_id"], group["error_code"], group["error_message"], group
+
+
 class KafkaProtocolClient:
     """Connections to the brokers of one cluster, opened on first use and kept until `close()`.
     Not thread-safe: one caller at a time."""
@@ -409,15 +416,11 @@ class KafkaProtocolClient:
     ) -> dict[str, dict[str, Any] | GroupError]:
         """Each group's DescribedGroup (the decoded response struct), or its error."""
 
-        def answers(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
-            for group in answer["groups"]:
-                yield group["group_id"], group["error_code"], group["error_message"], group
-
         return self._per_coordinator(
             CONSUMER_GROUP_DESCRIBE,
             group_ids,
             lambda groups: {"group_ids": groups, "include_authorized_operations": False},
-            answers,
+            _described_groups,
             deadline or Deadline(self.timeout_s),
             max_rounds=MAX_ROUNDS,
         )
@@ -429,15 +432,11 @@ class KafkaProtocolClient:
         """Each share group's DescribedGroup (ShareGroupDescribe v1, the decoded response struct), or
         its error (GROUP_ID_NOT_FOUND for an unknown group and for a group of another type)."""
 
-        def answers(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
-            for group in answer["groups"]:
-                yield group["group_id"], group["error_code"], group["error_message"], group
-
         return self._per_coordinator(
             SHARE_GROUP_DESCRIBE,
             group_ids,
             lambda groups: {"group_ids": groups, "include_authorized_operations": False},
-            answers,
+            _described_groups,
             deadline or Deadline(self.timeout_s),
             max_rounds=MAX_ROUNDS,
         )
@@ -495,15 +494,11 @@ class KafkaProtocolClient:
         def body(gs: list[str]) -> dict[str, Any]:
             return {"groups": [{"group_id": g, "topics": topics(g)} for g in gs]}
 
-        def answers(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
-            for group in answer["groups"]:
-                yield group["group_id"], group["error_code"], group["error_message"], group
-
         fetched = self._per_coordinator(
             DESCRIBE_SHARE_GROUP_OFFSETS,
             wanted,
             body,
-            answers,
+            _described_groups,
             deadline or Deadline(self.timeout_s),
             max_rounds=MAX_ROUNDS,
             chunk=max(1, chunk),
