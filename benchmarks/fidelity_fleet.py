@@ -64,7 +64,7 @@ from pipeline import _children, _complete, produce_backlog  # noqa: E402
 from collectors.demo.servers.kafka import KafkaBroker  # noqa: E402
 from collectors.demo.servers.processes import RedisServer  # noqa: E402
 
-THRESHOLDS = {"sampled states": 0.95, "causes": 0.90, "members": 1.0, "assignments": 1.0, "epochs": 1.0}
+THRESHOLDS = tlk.THRESHOLDS
 AGREE_S = 20.0  # after the documents are as of the end, as long as the test's fixture gives them to agree
 
 
@@ -236,15 +236,6 @@ def run_lives(
     return truth, settled_at, settled_mono, {"lives": lives_s, "to end": settled_mono - t0}
 
 
-def per_scenario(run: tlk.LiveRun) -> list[tuple[tlk.Life, dict[str, list[int]]]]:
-    """The test's `_report` figures, one scenario at a time."""
-    out = []
-    for life in run.lives:
-        one = tlk.LiveRun([life], run.truth, run.docs, run.settled_at_ms, run.seconds)
-        out.append((life, tlk._report(one)["nolog"]))
-    return out
-
-
 def threshold_table(rows: list[tuple[tlk.Life, dict[str, list[int]]]]) -> tuple[str, bool]:
     def cell(a: int, b: int) -> str:
         return f"{a}/{b} ({a / b:.0%})" if b else "-"
@@ -254,7 +245,7 @@ def threshold_table(rows: list[tuple[tlk.Life, dict[str, list[int]]]]) -> tuple[
     out = [head]
     all_ok = True
     for life, f in rows:
-        missed = [k for k in keys if f[k][1] and f[k][0] / f[k][1] < THRESHOLDS[k]]
+        missed = tlk.missed_thresholds(f)
         all_ok &= not missed
         verdict = "met" if not missed else "NOT met: " + ", ".join(missed)
         out.append(f"{life.title[:40]:<42}" + "".join(f"{cell(*f[k]):<17}" for k in keys) + verdict)
@@ -465,7 +456,7 @@ def main() -> int:
             f"\nper scenario (states every {tlk.SAMPLE_MS} ms; KIP-848 states are not logged by the broker):"
         )
         print(tlk.scenario_table(livrun))
-        table, all_ok = threshold_table(per_scenario(livrun))
+        table, all_ok = threshold_table(tlk.per_scenario(livrun))
         print(f"\nper scenario against the thresholds, {args.other_groups:,} other groups on the broker:")
         print(table)
         print("\ngenerations (the coordinator log against the document):")

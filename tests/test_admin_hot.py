@@ -54,8 +54,13 @@ def test_first_sight_of_a_fleet_makes_nothing_hot() -> None:
         poller._send_describe(Sink(), f"g{i}", doc, T)
     assert len(poller.hot) == 0
     poller.polls = 1  # a group that appears later is new to the cluster: it may rebalance again at once
-    poller._send_describe(Sink(), "late", {**doc, "group": "late"}, T)
+    late = {**doc, "group": "late"}
+    poller._send_describe(Sink(), "late", late, T)
     assert poller.hot.due(T + 1) == ["late"]
+    # and each of its fast describes goes on to the model, unchanged or not: the last one that saw it
+    # Stable bounds when its next rebalance began
+    assert poller._send_describe(Sink(), "late", {**late, "ts": T + 300}, T + 300) == "hot"
+    assert poller._send_describe(Sink(), "g1", {**doc, "group": "g1", "ts": T + 300}, T + 300) is None
 
 
 @pytest.mark.servers

@@ -22,8 +22,8 @@ the broker says:
 - generations (KIP-848: group epochs) and their causes: the coordinator's own log is the judge.
 
 With the broker log the causes must match the log exactly; without it, members, assignments, final
-states, epochs and lag must still match, and the causes' agreement is measured, printed and held to
-what the model can infer (KNOWN_CAUSE_GAPS).
+states, epochs and lag must still match, and each scenario must hold the thresholds of the issue
+"Fidelity where users are" (THRESHOLDS: states at sampled moments >= 95%, causes >= 90%).
 
 The scenarios, the collectors and the comparisons run once (the module fixture `live`); each test
 asserts one aspect on the frozen result. The run is saved as capture folders in
@@ -63,13 +63,11 @@ PARTITIONS = 4
 FIRST_BATCH = 30  # messages per partition before the members start
 LAST_BATCH = 10  # ... and after every life has ended: the final lag
 WAIT_S = 60.0  # one step of a life (a rebalance, a session expiry) on a loaded 2-core machine
-# Without the broker log a cause is inferred from the GroupMetadata records (who joined, who left).
-# The model gets these wrong there, and another issue improves it; each is (broker's cause, model's):
-# - a member removed by session expiry only shows as missing from the next record: "member_left";
-# - a cooperative rebalance's second round started by a follower that revoked partitions (Kafka:
-#   "Updating metadata for member X during Stable") is called "leader_rejoin", as if the leader had
-#   rejoined; the records' assignments say whose partitions were revoked.
-KNOWN_CAUSE_GAPS = {("session_timeout", "member_left"), ("metadata_change", "leader_rejoin")}
+# What "Fidelity where users are" asks of each scenario without the broker log (the coordinator's log
+# the judge): classic states right at moments sampled every SAMPLE_MS, causes of generations (KIP-848:
+# group epochs), members, assignments and KIP-848 epochs. benchmarks/fidelity_fleet.py holds the same
+# with 10,000 other groups on the broker.
+THRESHOLDS = {"sampled states": 0.95, "causes": 0.90, "members": 1.0, "assignments": 1.0, "epochs": 1.0}
 # What each collector reads, as the document's `sources` names it.
 SOURCES = {"log": {"offsets", "describe", "broker_log"}, "nolog": {"offsets", "describe"}}
 
@@ -1195,10 +1193,10 @@ def test_generations_and_causes_match_the_broker_log(live: LiveRun, report):
     )
 
 
-def test_generations_and_causes_without_the_broker_log(live: LiveRun, report):
+def test_generations_without_the_broker_log(live: LiveRun, report):
     """Without the broker log the generation numbers (GroupMetadata records, KIP-848 epoch records) are
-    still the broker's; causes are inferred: their agreement is printed, and every disagreement must be
-    one the model is known to make (KNOWN_CAUSE_GAPS)."""
+    still the broker's: every generation the coordinator logged is in the document, with a cause and
+    (classic) the same member count and leader. Whether the causes are right is the thresholds'."""
     a, b = report["nolog"]["causes"]
     print(f"\ncauses without the broker log: {a}/{b} agree with the coordinator log ({a / b:.0%})")
     problems = {}
@@ -1210,19 +1208,39 @@ def test_generations_and_causes_without_the_broker_log(live: LiveRun, report):
             if r["log"] is None
             or r["doc"]["cause"] is None
             or (
-                r["doc"]["cause"] != r["log"]["cause"]
-                and (r["log"]["cause"], r["doc"]["cause"]) not in KNOWN_CAUSE_GAPS
-            )
-            or (
                 not life.kip848
                 and (r["doc"]["members"], r["doc"]["leader"]) != (r["log"]["members"], r["log"]["leader"])
             )
         ]
         if bad:
             problems[f"{life.group} ({life.title})"] = bad
-    assert not problems, "generations without the broker log, beyond the known gaps:\n" + "\n".join(
+    assert not problems, "generations without the broker log:\n" + "\n".join(
         f"  {g}:\n{fmt_rows(rows)}" for g, rows in problems.items()
     )
+
+
+def per_scenario(run: LiveRun, collector: str = "nolog") -> list[tuple[Life, dict[str, list[int]]]]:
+    """`_report`'s figures of one collector, one scenario at a time."""
+    out = []
+    for life in run.lives:
+        one = LiveRun([life], run.truth, run.docs, run.settled_at_ms, run.seconds)
+        out.append((life, _report(one)[collector]))
+    return out
+
+
+def missed_thresholds(figures: dict[str, list[int]]) -> list[str]:
+    return [k for k, t in THRESHOLDS.items() if figures[k][1] and figures[k][0] / figures[k][1] < t]
+
+
+def test_out_of_the_box_each_scenario_holds_the_thresholds(live: LiveRun, report):
+    """Offsets topic and Admin API only: per scenario, states at sampled moments >= 95%, causes >= 90%,
+    members, assignments and KIP-848 epochs all right (THRESHOLDS), the coordinator's log the judge."""
+    missed = {
+        life.title: {k: f[k] for k in missed_thresholds(f)}
+        for life, f in per_scenario(live)
+        if missed_thresholds(f)
+    }
+    assert not missed, f"thresholds {THRESHOLDS} not held:\n{scenario_table(live)}\n{missed}"
 
 
 @pytest.mark.parametrize("collector", ["log", "nolog"])

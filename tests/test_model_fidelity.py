@@ -22,7 +22,13 @@ from conftest import capture_dirs
 from collectors.capture import read_capture
 from coordinator_model.broker_log import BrokerLogEvent, cause_of_reason
 from coordinator_model.engine import GroupEngine
-from coordinator_model.evidence import GroupMetadataSnapshot, MemberSnapshot, OffsetCommit
+from coordinator_model.evidence import (
+    DescribedMember,
+    DescribeSnapshot,
+    GroupMetadataSnapshot,
+    MemberSnapshot,
+    OffsetCommit,
+)
 from coordinator_model.rebuild import rebuild
 
 OUT_OF_THE_BOX = {"offsets", "describe", "end_offsets"}
@@ -311,3 +317,52 @@ def test_the_commits_of_the_partitions_previous_owner_are_not_the_members_pace(
     eng.apply_many(evs)
     g3 = next(g for g in eng.document_json()["generations"] if g["generation"] == 3)
     assert g3["cause"] == cause and g3["members_left"] == ["b-1"] and g3["gap_ms"] == quiet_ms
+
+
+def _stable_describe(ts: int, owned: dict[str, list[int]], state: str = "Stable") -> DescribeSnapshot:
+    members = tuple(
+        DescribedMember(mid, None, "c", "/h", tuple(("t", p) for p in parts)) for mid, parts in owned.items()
+    )
+    return DescribeSnapshot(ts, "g", "classic", state, "range", members)
+
+
+def _start_of(evs: list, gen: int) -> tuple[int, list[str]]:
+    eng = GroupEngine("g")
+    eng.apply_many(evs)
+    g = next(g for g in eng.document_json()["generations"] if g["generation"] == gen)
+    return g["start"], g["inferred"]
+
+
+@pytest.mark.parametrize(("last_stable_ms", "start_ms"), [(4_700, 4_850), (3_000, 5_000)])
+def test_a_rebalance_no_describe_saw_began_between_its_bounds_when_they_are_close(
+    last_stable_ms: int, start_ms: int
+) -> None:
+    """b joins; no describe saw generation 2's PreparingRebalance. The last describe that saw
+    generation 1 Stable and generation 2's settling bound its start: 300 ms apart (the poller
+    describes a group in motion every 300 ms) it began at their middle; 2 s apart the evidence does
+    not place it, and it stays at the settling."""
+    a = {"a-1": [0, 1]}
+    evs = [_record(T0, 1, _members(("a-1", [("t", 0), ("t", 1)])))]
+    evs += [_stable_describe(T0 + t, a) for t in range(1000, last_stable_ms + 1, 300)]
+    evs.append(_stable_describe(T0 + last_stable_ms, a))
+    evs.append(_record(T0 + 5_000, 2, _members(("a-1", [("t", 0)]), ("b-1", [("t", 1)]))))
+    start, inferred = _start_of(evs, 2)
+    assert start == T0 + start_ms and "start" in inferred
+
+
+def test_a_cooperative_follow_up_begins_when_the_generation_before_it_settled() -> None:
+    """Generation 3 takes partition 1 from a-1 for c-1: a-1 revokes it and rejoins the moment
+    generation 3 is Stable, so generation 4's rebalance begins there, whether a describe saw it in
+    PreparingRebalance 300 ms later or only its record says it happened."""
+    gen3 = {"a-1": [0], "b-1": [2, 3], "c-1": []}
+    base = [
+        _coop_record(T0, 1, "a-1", {"a-1": [0, 1, 2, 3]}),
+        _coop_record(T0 + 1000, 2, "a-1", {"a-1": [0, 1], "b-1": [2, 3]}),
+        _coop_record(T0 + 5000, 3, "a-1", gen3),
+    ]
+    last = _coop_record(T0 + 6000, 4, "a-1", gen3 | {"c-1": [1]})
+    start, inferred = _start_of([*base, last], 4)
+    assert start == T0 + 5001 and "start" in inferred
+    seen = [*base, _stable_describe(T0 + 5300, gen3, "PreparingRebalance"), last]
+    start, inferred = _start_of(seen, 4)
+    assert start == T0 + 5001 and "start" in inferred

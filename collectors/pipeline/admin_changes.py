@@ -104,6 +104,12 @@ class ChangeFilter:
         last = self._sent.get(key)
         return last is not None and now_ms - last[2] < ms
 
+    def mark_changed(self, key: Any, now_ms: int) -> None:
+        """Count the value last sent for `key` as a change at `now_ms` (so it is hot from then on)."""
+        last = self._sent.get(key)
+        if last is not None:
+            self._sent[key] = (last[0], last[1], now_ms)
+
     def forget(self, keep: set[Any]) -> None:
         """Drop keys no longer polled (deleted groups, partitions gone), so the table stays bounded."""
         for key in [k for k in self._sent if k not in keep]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 STEADY = frozenset({"Stable", "Empty", "Dead"})
 HOLD_MS = 60_000  # in motion: described fast for up to this long after the last describe in motion
-TAIL_MS = 2_000  # and for this long after it is steady again, or after a describe that changed
+TAIL_MS = 5_000  # and for this long after it is steady again, or after a describe that changed
 
 
 class HotGroups:

@@ -250,6 +250,10 @@ class AdminPoller(Loop):
         # a group that appears after the first poll is new to the cluster (it may well rebalance again
         # at once); at the first poll every group is new, and none is hot for it
         changed = why == "changed" or (why == "new" and self.polls > 0)
+        if why == "new" and changed:
+            # and so are its next describes, each sent on: the model bounds when its next rebalance
+            # began by the last describe that saw it Stable (classic/rebalances.py, unseen_start)
+            self.changes.mark_changed(("describe", group), ts)
         self.hot.saw(group, str(doc.get("state") or ""), changed, ts)
         return why
 

@@ -74,8 +74,8 @@ class ClassicGroupModel(ClassicRebalances):
                 self.engine.state not in ("PreparingRebalance", "CompletingRebalance")
                 or (self.engine.state == "PreparingRebalance" and self.generation == ev.generation)
             ):
-                # the rebalance left no other trace: it began before the record, when is unknown
-                self.open_rebalance(min(state_ts, ev.ts), "unknown", None, True)
+                # the rebalance left no other trace: it began before the record (unseen_start)
+                self.open_rebalance(self.unseen_start(min(state_ts, ev.ts)), "unknown", None, True)
             g = self.close_generation(ev.generation, state_ts, inferred=False)
             if g.stabilized is None:
                 g.stabilized = state_ts
@@ -464,6 +464,8 @@ class ClassicGroupModel(ClassicRebalances):
         if state not in ("Stable", "PreparingRebalance", "CompletingRebalance", "Empty"):
             return
         prev_snapshot, self._last_describe_ts = self._last_describe_ts, ev.ts
+        if state == "Stable":
+            self._last_stable_seen = ev.ts
         if "broker_log" in self.engine.sources:
             return
         if (
@@ -481,7 +483,13 @@ class ClassicGroupModel(ClassicRebalances):
         # the snapshot shows a state the other sources missed: adopt it; it began somewhere between
         # the previous snapshot and this one
         if prev_snapshot is None or self.engine.last_ts() > prev_snapshot:
-            since = ev.ts  # it was not so at our last transition, which is newer than the last snapshot
+            # it was not so at our last transition, which is newer than the last snapshot: it began
+            # in between (a cooperative follow-up, at that transition)
+            last = self.engine.last_ts()
+            if state == "PreparingRebalance" and self.follow_up_due():
+                since = last + 1
+            else:
+                since = (last + ev.ts) // 2 if prev_snapshot is not None else ev.ts
         else:
             since = (prev_snapshot + ev.ts) // 2
         if state == "PreparingRebalance":

@@ -30,10 +30,19 @@ QUIET_SLACK_MS = 1_500
 # for a crash).
 SESSION_MATCH = 0.1
 SETTLE_MAX_MS = 5_000
+# A rebalance no describe saw in PreparingRebalance began after the last thing known of the old
+# generation (its Stable record, or a describe that saw it Stable) and before its new generation
+# settled. Bounds this close (the Admin poller describes a group in motion every 300 ms) put
+# it at their middle; wider ones leave it at the settling, the one moment the evidence gives (a
+# group Empty for an hour that someone joins did not spend half an hour in PreparingRebalance).
+BRACKET_MS = 600
 
 
 class ClassicRebalances:
     """The classic group's state, rebalances and generations (the group's shared parts on `engine`)."""
+
+    # when a describe last saw the group Stable (a class default: engines pickled before it read None)
+    _last_stable_seen: int | None = None
 
     def __init__(self, engine: GroupContext) -> None:
         # a weak reference: a group and its model never form a cycle, so a group the pipeline has
@@ -184,8 +193,11 @@ class ClassicRebalances:
                 g.cause = "member_joined"
             elif (self.protocol and "cooperative" in self.protocol) or self.incremental:
                 # cooperative protocols rebalance twice: a member that gave up partitions rejoins to
-                # have them handed out
+                # have them handed out, right after the generation that took them settled
                 g.cause = self.follow_up_cause(g)
+                prev = self.generations.get((g.generation or 0) - 1)
+                if "start" in g.inferred and prev is not None and prev.stable is not None:
+                    self.move_start(g, max(prev.stable, self._last_stable_seen or prev.stable) + 1)
         if g.cause == "member_left" and g.left and "heartbeats" not in self.engine.sources:
             self.cause_from_commits(g)
         if g.cause == "member_left" and g.left and all(self.went_silent(mid) for mid in g.left):
@@ -323,18 +335,40 @@ class ClassicRebalances:
         subscription's owned partitions changed). When only followers gave partitions up, one of
         them rejoined; otherwise (the leader did, or who did is unknown) the leader is assumed."""
         prev = self.generations.get((g.generation or 0) - 1)
-        before = self.generations.get((g.generation or 0) - 2)
-        if prev is None or before is None or not prev.assignment or not before.assignment:
+        revoked = self.revoked_in((g.generation or 0) - 1)
+        if prev is None or revoked is None:
             return "leader_rejoin"
-        revoked = [
-            mid
-            for mid, owned in before.assignment.items()
-            if mid in prev.assignment and set(owned) - set(prev.assignment[mid])
-        ]
         leader = prev.leader or g.leader
         if revoked and leader is not None and leader not in revoked:
             return "metadata_change"
         return "leader_rejoin"
+
+    def revoked_in(self, gen: int) -> list[str] | None:
+        """The members that generation `gen` took partitions from and kept (None: unknown). In a
+        cooperative group each of them revokes those partitions and rejoins at once, which starts
+        the next rebalance the moment `gen` is Stable."""
+        now, before = self.generations.get(gen), self.generations.get(gen - 1)
+        if now is None or before is None or not now.assignment or not before.assignment:
+            return None
+        return [
+            mid
+            for mid, owned in before.assignment.items()
+            if mid in now.assignment and set(owned) - set(now.assignment[mid])
+        ]
+
+    def follow_up_due(self) -> bool:
+        """The current generation of a cooperative group revoked partitions from members it kept:
+        a follow-up rebalance starts as soon as it is Stable."""
+        cooperative = (self.protocol and "cooperative" in self.protocol) or self.incremental
+        return bool(cooperative and self.generation is not None and self.revoked_in(self.generation))
+
+    def unseen_start(self, settled: int) -> int:
+        """When a rebalance began that no describe saw, its new generation settled at `settled`:
+        the middle of its bounds when they are close (BRACKET_MS), else `settled`."""
+        lo = max(self.engine.last_ts(), self._last_stable_seen or -(2**62))
+        if 0 <= settled - lo <= BRACKET_MS:
+            return (lo + settled) // 2
+        return settled
 
     def move_start(self, g: Generation, ts: int) -> None:
         """An inferred rebalance start moved to `ts`, strictly between the state it followed and the
