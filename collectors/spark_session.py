@@ -40,6 +40,19 @@ def build_spark(master: str = "local[*]", app_name: str = "groupscope", **conf: 
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
     )
-    for k, v in conf.items():
+    for k, v in {**conf, **user_conf()}.items():
         builder = builder.config(k, v)
     return builder.getOrCreate()
+
+
+def user_conf(env: dict[str, str] | None = None) -> dict[str, str]:
+    """Spark settings from GROUPSCOPE_SPARK_CONF ("key=value,key=value"), over groupscope's own
+    defaults above (which a spark-submit --conf would not override: the builder sets them after)."""
+    raw = (env if env is not None else os.environ).get("GROUPSCOPE_SPARK_CONF", "")
+    out: dict[str, str] = {}
+    for item in filter(None, (x.strip() for x in raw.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"GROUPSCOPE_SPARK_CONF: {item!r} is not key=value")
+        out[key.strip()] = value.strip()
+    return out

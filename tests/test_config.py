@@ -64,3 +64,13 @@ def test_bad_values_give_one_clear_error(tmp_path: Path, monkeypatch: pytest.Mon
     monkeypatch.setenv("GROUPSCOPE_CONFIG", str(tmp_path / "missing.yaml"))
     with pytest.raises(ConfigError, match="cannot read"):
         load_settings()
+
+
+def test_spark_settings_from_the_environment_override_groupscope_s_defaults() -> None:
+    from collectors.spark_session import user_conf
+
+    env = {"GROUPSCOPE_SPARK_CONF": " spark.sql.shuffle.partitions=16 , spark.executor.memory=4g,"}
+    assert user_conf(env) == {"spark.sql.shuffle.partitions": "16", "spark.executor.memory": "4g"}
+    assert user_conf({}) == {}
+    with pytest.raises(ValueError, match="not key=value"):
+        user_conf({"GROUPSCOPE_SPARK_CONF": "spark.sql.shuffle.partitions"})

@@ -1,6 +1,7 @@
 """A small Kafka protocol client over a plain socket, for the few APIs librdkafka lacks: it describes
 KIP-848 consumer groups with their epochs (ConsumerGroupDescribe, API key 69) and KIP-932 share
-groups (ShareGroupDescribe, API key 77), and fetches the
+groups (ShareGroupDescribe, API key 77), describes classic groups many a request (DescribeGroups
+v5-6, API key 15: librdkafka's describe_consumer_groups asks one group a request), and fetches the
 committed offsets of many groups per request (OffsetFetch v8+, API key 9: librdkafka asks one group
 a request, and its answer to a coordinator move crashes librdkafka 2.16, confluentinc/librdkafka#5040).
 
@@ -8,7 +9,8 @@ It connects the way the rest of groupscope does, from the same librdkafka-style 
 (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL; SASL PLAIN, SCRAM-SHA-256, SCRAM-SHA-512).
 
 - `client.py`: `describe_consumer_groups_kip848(conf, group_ids, timeout_s)`, `KafkaProtocolClient`
-  (`.fetch_committed(group_ids)`, `.describe_kip848(group_ids)`, `.describe_share(group_ids)`),
+  (`.fetch_committed(group_ids)`, `.describe_groups(group_ids)`, `.describe_kip848(group_ids)`,
+  `.describe_share(group_ids)`),
   `describe_share_groups(conf, group_ids, timeout_s)`
 - `connection.py`: socket, TLS, framing, ApiVersions, SASL exchange; the settings (`ClientSettings`)
 - `sasl.py`: PLAIN and SCRAM client messages

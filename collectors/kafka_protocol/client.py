@@ -65,6 +65,7 @@ from collectors.kafka_protocol.errors import (
 )
 from collectors.kafka_protocol.messages import (
     CONSUMER_GROUP_DESCRIBE,
+    DESCRIBE_GROUPS,
     DESCRIBE_SHARE_GROUP_OFFSETS,
     FIND_COORDINATOR,
     KEY_TYPE_GROUP,
@@ -289,6 +290,7 @@ class KafkaProtocolClient:
         deadline: Deadline,
         max_rounds: int | None = None,
         chunk: int = CHUNK_GROUPS,
+        coordinators: dict[str, Node] | None = None,
     ) -> dict[str, Any | GroupError]:
         """Send `api` to each group's coordinator, `chunk` groups a request, and return what
         `groups_of(answer)` says of each group: (group, error code, error message, value).
@@ -318,6 +320,8 @@ class KafkaProtocolClient:
             by_node: dict[Node, list[str]] = {}
             for g, node in nodes.items():
                 by_node.setdefault(node, []).append(g)
+            if coordinators is not None:  # the caller wants to know who answered for each group
+                coordinators.update(nodes)
             queues: dict[BrokerConnection, collections.deque[list[str]]] = {}
             for node, groups in sorted(by_node.items(), key=lambda kv: kv[0].node_id):
                 try:
@@ -423,6 +427,32 @@ class KafkaProtocolClient:
             _described_groups,
             deadline or Deadline(self.timeout_s),
             max_rounds=MAX_ROUNDS,
+        )
+
+    # -- DescribeGroups (classic groups) ---------------------------------------------------------
+    def describe_groups(
+        self,
+        group_ids: Iterable[str],
+        deadline: Deadline | None = None,
+        coordinators: dict[str, Node] | None = None,
+    ) -> dict[str, dict[str, Any] | GroupError]:
+        """Each classic group's DescribedGroup (DescribeGroups v5-6, the decoded response struct, its
+        members' MemberMetadata and MemberAssignment left as bytes), or its error: many groups a
+        request to each coordinator. A group of another type (KIP-848, share) or none at all is
+        GROUP_ID_NOT_FOUND from v6 on, Dead before. `coordinators` gets each group's coordinator."""
+
+        def answers(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
+            for group in answer["groups"]:
+                yield group["group_id"], group["error_code"], group.get("error_message"), group
+
+        return self._per_coordinator(
+            DESCRIBE_GROUPS,
+            group_ids,
+            lambda groups: {"groups": groups, "include_authorized_operations": False},
+            answers,
+            deadline or Deadline(self.timeout_s),
+            max_rounds=MAX_ROUNDS,
+            coordinators=coordinators,
         )
 
     # -- ShareGroupDescribe (KIP-932) -------------------------------------------------------------

@@ -265,6 +265,47 @@ CONSUMER_GROUP_DESCRIBE = Api(
     ),
 )
 
+# Classic groups, many a request (librdkafka's describe_consumer_groups sends one group a request).
+# v5 is the first flexible version; v6 (KIP-1043) answers GROUP_ID_NOT_FOUND where v5 says Dead.
+# MemberMetadata and MemberAssignment are the protocol's own bytes (for protocol type "consumer": a
+# ConsumerProtocolSubscription and ConsumerProtocolAssignment), filled in only while Stable.
+DESCRIBE_GROUPS = Api(
+    15,
+    "DescribeGroups",
+    5,
+    6,
+    "5+",
+    request=(F("Groups", "[]string"), F("IncludeAuthorizedOperations", "bool")),
+    response=(
+        F("ThrottleTimeMs", "int32"),
+        F(
+            "Groups",
+            "[]DescribedGroup",
+            fields=(
+                F("ErrorCode", "int16"),
+                F("ErrorMessage", "string", "6+", nullable="6+"),
+                F("GroupId", "string"),
+                F("GroupState", "string"),
+                F("ProtocolType", "string"),
+                F("ProtocolData", "string"),
+                F(
+                    "Members",
+                    "[]DescribedGroupMember",
+                    fields=(
+                        F("MemberId", "string"),
+                        F("GroupInstanceId", "string", "4+", nullable="4+"),
+                        F("ClientId", "string"),
+                        F("ClientHost", "string"),
+                        F("MemberMetadata", "bytes"),
+                        F("MemberAssignment", "bytes"),
+                    ),
+                ),
+                F("AuthorizedOperations", "int32"),
+            ),
+        ),
+    ),
+)
+
 # v5 only: the first version with TypesFilter (KIP-848), which lists share groups (KIP-932) on their
 # own; librdkafka's list_consumer_groups lists no share groups at all.
 LIST_GROUPS = Api(
@@ -465,6 +506,7 @@ ALL_APIS = (
     FIND_COORDINATOR,
     METADATA,
     CONSUMER_GROUP_DESCRIBE,
+    DESCRIBE_GROUPS,
     LIST_GROUPS,
     SHARE_GROUP_DESCRIBE,
     DESCRIBE_SHARE_GROUP_OFFSETS,

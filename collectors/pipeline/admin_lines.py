@@ -90,6 +90,41 @@ def describe_json(d: Any, ts: int) -> dict[str, Any]:
     }
 
 
+def classic_describe_json(group: dict[str, Any], node: Any, ts: int) -> dict[str, Any]:
+    """A classic group's describe.jsonl line from the protocol client's DescribeGroups answer
+    (`KafkaProtocolClient.describe_groups`), field for field what `describe_json` makes of
+    librdkafka's: the assignor is the protocol in use, a group without protocol type is a simple
+    (offsets-only) one, and a member's assignment is read only for protocol type "consumer" (other
+    protocols' bytes are theirs), and only while Stable (Kafka sends it then alone)."""
+    from collectors.codec.decoder import decode_assignment
+
+    consumer = group["protocol_type"] == "consumer"
+    members = []
+    for m in group["members"]:
+        asg = decode_assignment(m["member_assignment"]) if consumer and m["member_assignment"] else None
+        tps = sorted([tp.topic, p] for tp in asg.assigned_partitions for p in tp.partitions) if asg else []
+        members.append(
+            {
+                "member_id": m["member_id"],
+                "group_instance_id": m.get("group_instance_id"),
+                "client_id": m["client_id"],
+                "host": m["client_host"],
+                "assignment": tps,
+                "target_assignment": None,
+            }
+        )
+    return {
+        "ts": ts,
+        "group": group["group_id"],
+        "type": "classic",
+        "state": group["group_state"] or "Unknown",
+        "assignor": group["protocol_data"] or "",
+        "coordinator": {"id": node.node_id, "host": node.host, "port": node.port} if node else None,
+        "simple": not group["protocol_type"],
+        "members": members,
+    }
+
+
 def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str, Any]:
     """A share group's describe.jsonl line from its ShareGroupDescribe "broker" block
     (collectors.kafka_protocol `share_broker_block`): type "share", the members as the block has them

@@ -52,6 +52,7 @@ from collectors.pipeline.admin_changes import ChangeFilter, as_resend
 from collectors.pipeline.admin_hot import HotGroups
 from collectors.pipeline.admin_lines import (
     AUTHORIZATION_FAILED,
+    classic_describe_json,
     denial,
     denied_line,
     describe_json,
@@ -113,6 +114,7 @@ class AdminPoller(Loop):
         self._share_failing = False  # ShareGroupDescribe failed last time (warned once already)
         self._share_offsets_failing = False  # DescribeShareGroupOffsets failed last time (warned once)
         self._share_groups: set[str] = set()  # the groups ListGroups last gave as share groups
+        self._types: dict[str, str] = {}  # group -> its type as ListGroups last gave it ("classic", ...)
         # Kept across polls (its connections too); made again when it failed or cfg.kafka changed.
         self._protocol: KafkaProtocolClient | None = None
         self._protocol_conf: dict[str, Any] | None = None
@@ -200,6 +202,12 @@ class AdminPoller(Loop):
         for g, doc in share_docs.items():
             self._send_describe(producer, g, doc, ts)
         kip848: list[dict[str, Any]] = []
+        lines, refused = self._describe_classic(groups, timeout_s)
+        for g, doc in lines.items():
+            self._send_describe(producer, g, doc, ts)
+        for g, why in refused.items():
+            self._send(producer, ("denied", g, "describe"), g, denied_line(ts, g, "describe", why), ts)
+        groups = [g for g in groups if g not in lines and g not in refused]
         # every request in flight at once: a hot poll takes one round trip, not one per chunk
         requests = [
             admin.describe_consumer_groups(groups[i : i + self.describe_chunk], request_timeout=timeout_s)
@@ -274,6 +282,9 @@ class AdminPoller(Loop):
             if g.group_id
         }
         groups = sorted(g for g, share in is_share.items() if not share)
+        self._types = {
+            g.group_id: enum_name(getattr(g, "type", None)).lower() for g in listing.valid if g.group_id
+        }
         listed_states = {g.group_id: enum_name(g.state) for g in listing.valid if g.group_id}
         # librdkafka (2.16) lists no share groups: ListGroups v5 with TypesFilter ["share"] does
         share_states = self._list_share_groups(timeout_s)
@@ -294,6 +305,15 @@ class AdminPoller(Loop):
             elif self._send_describe(producer, group, line, ts) is not None:
                 sent_describe.add(group)
 
+        def take(g: str, doc: dict[str, Any]) -> None:
+            if doc["type"] == "consumer":
+                kip848.append(doc)  # produced below, with the broker's epochs added
+            else:
+                send(("describe", g), g, doc, DESCRIBE_HOT_MS)
+            assigned = frozenset((t, p) for m in doc["members"] for t, p in m["assignment"])
+            wanted.setdefault(g, set()).update(assigned)
+            self._listed[g] = (listed_states.get(g, ""), ts, assigned)
+
         def described(futs: dict[str, Any]) -> None:
             for g, f in futs.items():
                 try:
@@ -303,14 +323,7 @@ class AdminPoller(Loop):
                     if (why := denial(e)) is not None:
                         send(("denied", g, "describe"), g, denied_line(ts, g, "describe", why))
                     continue
-                doc = describe_json(d, _now_ms())  # when answered: see poll_hot
-                if doc["type"] == "consumer":
-                    kip848.append(doc)  # produced below, with the broker's epochs added
-                else:
-                    send(("describe", g), g, doc, DESCRIBE_HOT_MS)
-                assigned = frozenset((t, p) for m in doc["members"] for t, p in m["assignment"])
-                wanted.setdefault(g, set()).update(assigned)
-                self._listed[g] = (listed_states.get(g, ""), ts, assigned)
+                take(g, describe_json(d, _now_ms()))  # when answered: see poll_hot
             producer.poll(0)
 
         # describe requests of `describe_chunk` groups, several in flight at once
@@ -325,6 +338,15 @@ class AdminPoller(Loop):
         for g in [g for g in self._listed if g not in listed_states]:
             del self._listed[g]
         ordered = [g for g in groups if g in to_describe]
+        # classic groups many a request (DescribeGroups); KIP-848 groups and what that could not
+        # describe through librdkafka, one group a request
+        lines, refused = self._describe_classic(ordered, timeout_s)
+        for g, doc in lines.items():
+            take(g, doc)
+        for g, why in refused.items():
+            send(("denied", g, "describe"), g, denied_line(ts, g, "describe", why))
+        producer.poll(0)
+        ordered = [g for g in ordered if g not in lines and g not in refused]
         for i in range(0, len(ordered), self.describe_chunk):
             chunk = ordered[i : i + self.describe_chunk]
             chunks.append(admin.describe_consumer_groups(chunk, request_timeout=timeout_s))
@@ -483,6 +505,43 @@ class AdminPoller(Loop):
             elif got is not None:
                 out[g] = got
         return out, refused
+
+    def _describe_classic(
+        self, groups: list[str], timeout_s: float
+    ) -> tuple[dict[str, dict], dict[str, str]]:
+        """(describe line of each classic group described, refusal of each group an ACL withholds)
+        through the protocol client's DescribeGroups, many groups a request to each coordinator:
+        librdkafka's describe_consumer_groups asks one group a request, and at 50,000 groups a first
+        poll's describes took 40 s. Groups ListGroups gives as KIP-848 ones are left out (their
+        describe is ConsumerGroupDescribe's), as is any group it could not describe (another type
+        by now, a coordinator still moving) and, when the call fails or the client cannot use the
+        settings, every group: the caller describes those through librdkafka."""
+        from collectors.kafka_protocol import GroupError, Node
+        from collectors.kafka_protocol.connection import Deadline
+
+        classic = [g for g in groups if self._types.get(g) != "consumer"]
+        if not classic or self._protocol_unusable:
+            return {}, {}
+        coordinators: dict[str, Node] = {}
+        try:
+            got = self._protocol_client(timeout_s).describe_groups(classic, Deadline(timeout_s), coordinators)
+        except Exception as e:
+            log.debug("DescribeGroups failed, describing through librdkafka: %s", e)
+            self._close_protocol()
+            return {}, {}
+        answered = _now_ms()  # stamped when answered: see poll_hot
+        lines: dict[str, dict] = {}
+        refused: dict[str, str] = {}
+        for g in classic:
+            v = got.get(g)
+            if isinstance(v, GroupError):
+                if v.code in AUTHORIZATION_FAILED:
+                    refused[g] = f"{v.as_block()['error']}: {v.message or 'not authorized'}"
+                else:
+                    log.debug("DescribeGroups %s: %s", g, v.as_block()["error"])
+            elif v is not None:
+                lines[g] = classic_describe_json(v, coordinators.get(g), answered)
+        return lines, refused
 
     def _protocol_client(self, timeout_s: float) -> KafkaProtocolClient:
         """The protocol client kept on the poller (made again when cfg.kafka changed or it failed)."""
