@@ -1,8 +1,11 @@
 """Admin poller benchmark: one poll (list, describe, committed offsets, log-end offsets) over a fleet
-of N groups, each with committed offsets on a few partitions; the poller between full polls with
-every group steady and with 1% of them in motion (described every 0.3 s, admin_hot.py); and the
-committed-offsets step alone (OffsetFetch v8+ through collectors.kafka_protocol, up to 500 groups a
-request).
+of N groups, each with committed offsets on a few partitions, with `__consumer_offsets` read (as
+shipped) and not readable (committed offsets fetched for every group at every poll); the poller
+between full polls with every group steady and with 1% of them in motion (described every 0.3 s,
+admin_hot.py); and the committed-offsets step alone (OffsetFetch v8+ through
+collectors.kafka_protocol, up to 500 groups a request). Each figure comes with the poller's CPU and
+the requests it sent the broker (the protocol client's, counted as sent, and librdkafka's, from its
+statistics).
 
     .venv/bin/python benchmarks/admin_poll.py              # 2,000 then 10,000 groups, its own Kafka broker
     .venv/bin/python benchmarks/admin_poll.py --groups 2000
@@ -76,7 +79,36 @@ def committed_alone(bootstrap: str, groups: int, topic: str) -> None:
     )
 
 
-def hot_phase(admin, producer, cfg, groups: int, share: float, seconds: float) -> None:
+class Requests:
+    """Requests sent to the brokers: the protocol client's (counted as they are sent) and
+    librdkafka's (its statistics' per-broker `tx`, every second), for the poller's AdminClient."""
+
+    def __init__(self) -> None:
+        from collectors.kafka_protocol.connection import BrokerConnection
+
+        self.ours = 0
+        self.librdkafka = 0
+        real = BrokerConnection.send
+        counter = self
+
+        def counting(conn, api, body, deadline):
+            counter.ours += 1
+            return real(conn, api, body, deadline)
+
+        BrokerConnection.send = counting  # type: ignore[method-assign]
+
+    def stats(self, raw: str) -> None:
+        import json
+
+        brokers = json.loads(raw).get("brokers", {}).values()
+        self.librdkafka = sum(b.get("tx", 0) for b in brokers if b.get("nodeid", -1) >= 0)
+
+    def total(self, admin) -> int:
+        admin.poll(0)  # serves the statistics callback
+        return self.ours + self.librdkafka
+
+
+def hot_phase(admin, producer, cfg, groups: int, share: float, seconds: float, reqs: Requests) -> None:
     """Between full polls: the poller's cost with every group steady (nothing to describe), then with
     `share` of the groups in motion, each described every 0.3 s (admin_hot.py). A group in motion
     costs the broker a describe whatever its state, so these are marked in motion rather than made to
@@ -86,7 +118,7 @@ def hot_phase(admin, producer, cfg, groups: int, share: float, seconds: float) -
     interval = 0.3
     for label, hot in (("all steady", 0), (f"{share:.0%} in motion", max(1, int(groups * share)))):
         moving = [group_name(i * (groups // hot)) for i in range(hot)] if hot else []
-        described, requests = poller.hot_polls, 0
+        described, requests = poller.hot_polls, reqs.total(admin)
         cpu0, t0 = time.process_time(), time.monotonic()
         while time.monotonic() - t0 < seconds:
             tick = time.monotonic()
@@ -94,12 +126,14 @@ def hot_phase(admin, producer, cfg, groups: int, share: float, seconds: float) -
             for g in moving:  # still rebalancing (their describes say Empty: they would cool down)
                 poller.hot.saw(g, "PreparingRebalance", True, now)
             if len(poller.hot):
-                requests += -(-len(poller.hot) // poller.describe_chunk)
                 poller.poll_hot(admin, producer)
             time.sleep(max(0.0, interval - (time.monotonic() - tick)))
+        time.sleep(1.1)  # the last statistics
         wall, cpu = time.monotonic() - t0, time.process_time() - cpu0
+        requests = reqs.total(admin) - requests
         print(
-            f"between full polls, {groups:,} groups, {label}: {requests / wall:.1f} describe requests/s, "
+            f"between full polls, {groups:,} groups, {label}: "
+            f"{requests / wall:.1f} requests/s to the broker, "
             f"{(poller.hot_polls - described) / wall:,.0f} groups described/s, "
             f"poller CPU {cpu / wall:.1%} of one core"
         )
@@ -110,7 +144,6 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--groups", type=int, nargs="+", default=[2000, 10000], help="fleet sizes, in turn")
     ap.add_argument("--bootstrap-servers", default=None)
-    ap.add_argument("--in-flight", type=int, nargs="*", default=[200, 200], help="describe groups in flight")
     ap.add_argument("--hot-share", type=float, default=0.01, help="groups in motion between full polls")
     ap.add_argument("--hot-seconds", type=float, default=10.0, help="how long each hot phase runs")
     args = ap.parse_args()
@@ -124,7 +157,10 @@ def main() -> None:
         from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
-        admin = AdminClient({"bootstrap.servers": bootstrap})
+        reqs = Requests()
+        admin = AdminClient(
+            {"bootstrap.servers": bootstrap, "statistics.interval.ms": 1000, "stats_cb": reqs.stats}
+        )
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20})
         cfg = SimpleNamespace(
             admin_topic="groupscope.admin", kafka={"bootstrap.servers": bootstrap}, admin_resend_s=60.0
@@ -134,22 +170,33 @@ def main() -> None:
             dt = make_groups(bootstrap, size, topic, start=made)
             print(f"{size:,} groups with committed offsets ({max(0, size - made):,} made in {dt:.1f} s)")
             made = max(made, size)
-            for n in args.in_flight:
-                poller = AdminPoller(cfg, _NoStore(), offsets_in_flight=n)
+            # As shipped, `__consumer_offsets` is read and the poller fetches committed offsets only
+            # for groups it describes (to know which log-end offsets they need); where the topic
+            # cannot be read, it fetches every group's at every poll.
+            for readable in (True, False):
+                mode = "offsets topic read" if readable else "offsets topic not readable"
+                poller = AdminPoller(cfg, _NoStore(), offsets_readable=readable)
                 # Two polls: the first sends every answer on, the second (nothing changed) only what
                 # the change filter finds due: the load an idle fleet puts on the pipeline.
                 for which in ("first", "second"):
                     sent, held = poller.sent, poller.held
+                    r0 = reqs.total(admin)
                     t0, cpu0 = time.monotonic(), time.process_time()
                     found = poller.poll_once(admin, producer, timeout_s=30)
                     dt, cpu = time.monotonic() - t0, time.process_time() - cpu0
+                    time.sleep(1.1)  # the last statistics
                     print(
-                        f"{which} poll ({n} describe groups in flight): {found:,} groups in {dt:.2f} s "
-                        f"({cpu:.2f} s of CPU), {poller.sent - sent:,} admin lines sent on, "
-                        f"{poller.held - held:,} unchanged held"
+                        f"{which} poll ({mode}): {found:,} groups in {dt:.2f} s "
+                        f"({cpu:.2f} s of CPU, {reqs.total(admin) - r0:,} requests), "
+                        f"{poller.sent - sent:,} admin lines sent on, {poller.held - held:,} unchanged held"
                     )
+                    if which == "second":
+                        print(
+                            f"  steady, one full poll every 5 s: {cpu / 5:.1%} of one core, "
+                            f"{(reqs.total(admin) - r0) / 5:.1f} requests/s"
+                        )
                 poller.stop()  # closes its protocol client
-            hot_phase(admin, producer, cfg, size, args.hot_share, args.hot_seconds)
+            hot_phase(admin, producer, cfg, size, args.hot_share, args.hot_seconds, reqs)
             committed_alone(bootstrap, size, topic)
     finally:
         if broker:

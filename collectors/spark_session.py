@@ -32,6 +32,11 @@ def build_spark(master: str = "local[*]", app_name: str = "groupscope", **conf: 
         SparkSession.builder.master(master)
         .appName(app_name)
         .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+        # a micro-batch commits each state partition's changes, not a snapshot of it (snapshots are
+        # made in the background): with 10,000 idle groups a live micro-batch's state commits went
+        # from about 1.8 to 1.2 s of task time and commit -> Redis from a median of 2.5 to 1.8 s
+        # (docs/running-on-a-cluster.md); a checkpoint written either way reads either way
+        .config("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled", "true")
         # stop() mid-batch can overflow the default stack; see docs/spark-notes
         .config("spark.driver.extraJavaOptions", "-Xss16m")
         .config("spark.executor.extraJavaOptions", "-Xss16m")
