@@ -364,3 +364,27 @@ def test_a_failure_s_text_reaches_into_its_causes() -> None:
             raise RuntimeError("wrapped") from e
     except RuntimeError as e:
         assert CLUSTER_GONE in failure_text(e)
+
+
+def test_a_query_that_dies_while_waited_on_is_handed_back_not_raised() -> None:
+    """awaitTermination raises the query's failure when the query dies during the wait (the usual
+    moment): the watch hands the query back so that run_pipeline reads its failure and, for a cluster
+    gone, waits for it and starts the query again (the broker-death live tests hit this by chance)."""
+    import threading
+
+    from collectors.pipeline.job import PipelineConfig, Progress, _watch
+
+    class Dying:
+        isActive = True
+        lastProgress = None
+
+        def awaitTermination(self, timeout: float) -> None:
+            self.isActive = False
+            raise RuntimeError("StreamingQueryException: ClusterGone")
+
+    class Store:
+        def heartbeat_collector(self, *a: object, **k: object) -> None: ...
+
+    cfg = PipelineConfig(redis_url="redis://unused", checkpoint_dir="/tmp")
+    stopped = _watch(Dying(), cfg, Store(), Progress(False), threading.Event(), 0.0, None, None, None)
+    assert stopped is False

@@ -110,9 +110,10 @@ class GroupError:
 
 def _described_groups(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
     """(group, error code, error message, the group's struct) of a ConsumerGroupDescribe,
-    ShareGroupDescribe or DescribeShareGroupOffsets answer."""
+    ShareGroupDescribe, DescribeShareGroupOffsets or DescribeGroups answer (DescribeGroups has an
+    error message from v6 on only)."""
     for group in answer["groups"]:
-        yield group["group_id"], group["error_code"], group["error_message"], group
+        yield group["group_id"], group["error_code"], group.get("error_message"), group
 
 
 class KafkaProtocolClient:
@@ -441,15 +442,11 @@ class KafkaProtocolClient:
         request to each coordinator. A group of another type (KIP-848, share) or none at all is
         GROUP_ID_NOT_FOUND from v6 on, Dead before. `coordinators` gets each group's coordinator."""
 
-        def answers(answer: dict[str, Any]) -> Iterator[tuple[str, int, str | None, Any]]:
-            for group in answer["groups"]:
-                yield group["group_id"], group["error_code"], group.get("error_message"), group
-
         return self._per_coordinator(
             DESCRIBE_GROUPS,
             group_ids,
             lambda groups: {"groups": groups, "include_authorized_operations": False},
-            answers,
+            _described_groups,
             deadline or Deadline(self.timeout_s),
             max_rounds=MAX_ROUNDS,
             coordinators=coordinators,

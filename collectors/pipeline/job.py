@@ -269,6 +269,17 @@ def failure_text(exc: BaseException | None, depth: int = 0) -> str:
     for name in ("_desc", "_stackTrace"):
         with contextlib.suppress(Exception):
             parts.append(str(getattr(exc, name, "") or ""))
+    # and the JVM's own chain of the failure: a task's error raised under foreachBatch reaches the
+    # driver as a ForeachBatchUserFuncException whose Python side may carry none of it
+    java = getattr(exc, "_origin", None)
+    for _ in range(10):
+        if java is None:
+            break
+        try:
+            parts.append(str(java.toString()))
+            java = java.getCause()
+        except Exception:
+            break
     cause = getattr(exc, "_cause", None) or exc.__cause__
     return "\n".join([*parts, failure_text(cause, depth + 1)])
 
@@ -307,7 +318,10 @@ def _watch(
             store.heartbeat_collector(
                 int(time.time() * 1000), batch_id=(prog or {}).get("batchId"), mode=cfg.mode
             )
-        query.awaitTermination(1.0)
+        try:
+            query.awaitTermination(1.0)
+        except Exception:  # it died while waited on: the caller reads why from query.exception()
+            return False
     return False
 
 
@@ -325,7 +339,7 @@ def run_pipeline(
     from collectors.pipeline.admin_poller import AdminPoller
     from collectors.pipeline.broker_log_shipper import BrokerLogShipper
     from collectors.pipeline.kafka_source import CLUSTER_GONE
-    from collectors.pipeline.topic_check import check_topics, wait_until_answers
+    from collectors.pipeline.topic_check import answers_now, check_topics, wait_until_answers
 
     t0 = time.monotonic()
     store = RedisStore.from_url(cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms)
@@ -369,7 +383,9 @@ def run_pipeline(
             exc = None if stopped else query.exception()
             if exc is None:
                 break
-            if not (cfg.live and CLUSTER_GONE in failure_text(exc)):
+            # A read task gave up on a cluster that answers nothing (its ClusterGone is in the
+            # failure), or the query died some other way while the cluster answers nothing.
+            if not (cfg.live and (CLUSTER_GONE in failure_text(exc) or not answers_now(cfg))):
                 raise RuntimeError(f"pipeline failed: {exc}")
             # A read task gave up on a cluster that answers nothing (kafka_source.ClusterGone) rather
             # than hold an executor slot: wait for the cluster here, then start the query again from

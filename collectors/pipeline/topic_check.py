@@ -150,6 +150,18 @@ def connect_failure(conf: Any, watch: ErrorWatch, exc: Exception | None) -> str:
     return f"broker unreachable at {conf.get('bootstrap.servers', '?')}{detail}; retrying"
 
 
+def answers_now(cfg: Any, timeout_s: float = 5.0) -> bool:
+    """Whether the cluster answers a metadata request now."""
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient
+
+    try:
+        AdminClient(client_config(cfg.kafka)).list_topics(timeout=timeout_s)
+    except KafkaException:
+        return False
+    return True
+
+
 def wait_until_answers(cfg: Any, store: Any, stop: Any, every_s: float = 2.0) -> bool:
     """Block until the cluster answers a metadata request (True), or `stop` (a threading.Event) is set
     (False). Meanwhile its `kafka` source status says why the collector waits, and its heartbeat
