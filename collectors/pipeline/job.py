@@ -383,13 +383,12 @@ def run_pipeline(
             exc = None if stopped else query.exception()
             if exc is None:
                 break
-            # A read task gave up on a cluster that answers nothing (its ClusterGone is in the
-            # failure), or the query died some other way while the cluster answers nothing.
+            # A read task gave up on a cluster that answers nothing (kafka_source.ClusterGone) rather
+            # than hold an executor slot, or the query died some other way while the cluster answers
+            # nothing: wait for the cluster here, then start the query again from its checkpoint,
+            # which reads the unfinished batch again. Any other failure ends the collector.
             if not (cfg.live and (CLUSTER_GONE in failure_text(exc) or not answers_now(cfg))):
                 raise RuntimeError(f"pipeline failed: {exc}")
-            # A read task gave up on a cluster that answers nothing (kafka_source.ClusterGone) rather
-            # than hold an executor slot: wait for the cluster here, then start the query again from
-            # its checkpoint, which reads the unfinished batch again.
             log.warning("cluster %s answers nothing: its query waits for it", cfg.cluster)
             if not wait_until_answers(cfg, store, stop):
                 break
