@@ -60,6 +60,7 @@ from collectors.pipeline.admin_lines import (
     share_describe_json,
     share_offsets_line,
 )
+from collectors.pipeline.change_hints import ChangeHints
 from collectors.pipeline.loop import Loop
 from collectors.pipeline.topic_check import connect_failure
 
@@ -128,8 +129,12 @@ class AdminPoller(Loop):
         self.changes = ChangeFilter(resend_ms, phase_of=_bucket_phase(buckets, resend_ms))
         self.sent = 0  # admin lines produced, and held back as unchanged (benchmarks read them)
         self.held = 0
-        # Groups in motion are described every admin_hot_interval_s between full polls (admin_hot.py).
+        # Groups in motion are described every admin_hot_interval_s between full polls (admin_hot.py);
+        # the offsets topic's records say which groups just moved (change_hints.py)
         self.hot = HotGroups()
+        url = getattr(cfg, "redis_url", None)
+        self.change_hints = ChangeHints(url, getattr(cfg, "prefix", "gs")) if url else None
+        self._hints_seen = _now_ms()  # hints of records written before the poller started are history
         self.hot_polls = 0  # describes of hot groups in all (benchmarks read it)
 
     def stop(self) -> None:
@@ -181,6 +186,7 @@ class AdminPoller(Loop):
             left = next_poll - time.monotonic()
             if left <= 0:
                 return
+            self.take_change_hints()
             if hot_s <= 0 or not len(self.hot):
                 self._stop_evt.wait(min(left, hot_s) if hot_s > 0 else left)
                 continue
@@ -190,6 +196,20 @@ class AdminPoller(Loop):
             except Exception as e:  # the next full poll says what is wrong, and retries
                 log.debug("hot describe failed: %s", e)
             self._stop_evt.wait(max(0.0, min(next_poll - time.monotonic(), hot_s - (time.monotonic() - t0))))
+
+    def take_change_hints(self) -> int:
+        """Describe fast the groups whose records the pipeline just read showed moving (a new
+        generation, a group epoch: change_hints.py), as a changed describe would; how many."""
+        if self.change_hints is None:
+            return 0
+        hints = self.change_hints.since(self._hints_seen)
+        now = _now_ms()
+        for g, ts in hints:
+            self.hot.saw(g, "Stable", True, now)
+            # its describes go on to the model, unchanged or not (see _send_describe)
+            self.changes.mark_changed(("describe", g), now)
+            self._hints_seen = max(self._hints_seen, ts)
+        return len(hints)
 
     def poll_hot(self, admin: Any, producer: Any, timeout_s: float = 5.0) -> int:
         """Describe the groups in motion (self.hot) and send on what changed; how many were described."""

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from collectors.pipeline.broker_log_shipper import BROKER_LOG_TOPIC
+from collectors.pipeline.change_hints import ChangeHints
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 from collectors.pipeline.route import KINDS_OF_CAPTURE_FILES, route_arrow
 from collectors.pipeline.rows import ROUTED_SCHEMA
@@ -168,7 +169,11 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     raw = raw_stream(spark, cfg, topics)
     timers = cfg.live and not cfg.available_now
     wake = WakeHints(cfg.redis_url, cfg.prefix) if timers else None
-    routed = raw.mapInArrow(lambda it: route_arrow(it, kinds, buckets, wake=wake), ROUTED_SCHEMA)
+    # live, the groups the offsets topic shows moving are left for the Admin poller (change_hints.py)
+    changes = ChangeHints(cfg.redis_url, cfg.prefix) if timers and cfg.admin_enabled else None
+    routed = raw.mapInArrow(
+        lambda it: route_arrow(it, kinds, buckets, wake=wake, changes=changes), ROUTED_SCHEMA
+    )
     timeout = GroupStateTimeout.ProcessingTimeTimeout if timers else GroupStateTimeout.NoTimeout
     modeled = routed.groupBy("bucket").applyInPandasWithState(
         make_update(timers, cfg.retention_ms, cfg.tick_ms, cfg.allowed_lateness_ms, wake=wake),

@@ -19,11 +19,13 @@ else) are dropped. `decode_one` turns a raw row into evidence; both stages use i
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from collectors.pipeline.admin_changes import is_resend
+from collectors.pipeline.change_hints import moving_groups
 from collectors.pipeline.rows import (
     CLOCK_TOPIC,
     DEAD_BUCKET,
@@ -217,8 +219,11 @@ def route_arrow(
     buckets: int = 256,
     flush_rows: int | None = None,
     wake: Any = None,
+    changes: Any = None,
 ) -> Iterator[Any]:
-    """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out.
+    """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out. With `changes`
+    (change_hints.ChangeHints), the groups whose records just showed them moving are left for the
+    Admin poller to describe fast.
 
     Offset commits with the common value layouts are routed and decoded a column at a time (see
     commit_columns) and leave, at the end of the task (or every `flush_rows` commits), as runs of kind
@@ -234,6 +239,7 @@ def route_arrow(
     schema = arrow_schema()
     runs = CommitRunGatherer(schema, flush_rows or FLUSH_ROWS, buckets)
     offsets_topics = [t for t, k in kinds.items() if k == "offsets"]
+    moving: dict[str, int] = {}
     for batch in batches:
         n = batch.num_rows
         if not n:
@@ -264,8 +270,13 @@ def route_arrow(
         if len(slow):
             rest = batch if len(slow) == n else batch.take(pa.array(slow))
             out = _route_rows(rest.to_pydict(), kinds, buckets, wake)
+            if changes is not None:
+                for g, t in moving_groups(out, int(time.time() * 1000)).items():
+                    moving[g] = max(moving.get(g, 0), t)
             if out["group"]:
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
+    if changes is not None:
+        changes.note(moving)
     yield from _slices(runs.flush())
 
 
