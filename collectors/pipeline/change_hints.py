@@ -17,11 +17,12 @@ Redis sorted set `<prefix>:pipeline:changed`: group -> time of its latest such r
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from collectors.pipeline.wake_hints import forget_hint_clients, hint_client
 
 log = logging.getLogger("groupscope.pipeline")
 
@@ -32,7 +33,6 @@ KEEP_MS = 60_000  # hints older than this are dropped
 MOVING_KEYS = frozenset({b"\x00\x02", b"\x00\x03", b"\x00\x06"})
 
 RETRY_S = 10.0  # after Redis failed to answer, the hints are not read again for this long
-_CLIENTS: dict[tuple[str, str], Any] = {}
 _FAILED: dict[tuple[str, str], float] = {}  # (url, prefix) -> when reading last failed (monotonic)
 
 
@@ -45,22 +45,12 @@ class ChangeHints:
     def key(self) -> str:
         return f"{self.prefix}:pipeline:changed"
 
-    def _client(self) -> Any:
-        c = _CLIENTS.get((self.redis_url, self.prefix))
-        if c is None:
-            import redis
-
-            c = _CLIENTS[(self.redis_url, self.prefix)] = redis.Redis.from_url(
-                self.redis_url, socket_timeout=2, socket_connect_timeout=2
-            )
-        return c
-
     def note(self, groups: dict[str, int]) -> None:
         """`groups` (group -> record time) were seen changing; never raises."""
         if not groups:
             return
         try:
-            self._client().zadd(self.key, {g: int(ts) for g, ts in groups.items()}, gt=True)
+            hint_client(self.redis_url).zadd(self.key, {g: int(ts) for g, ts in groups.items()}, gt=True)
         except Exception as e:
             log.debug("change hints not written: %s", e)
 
@@ -71,7 +61,7 @@ class ChangeHints:
         if time.monotonic() - _FAILED.get(where, -RETRY_S) < RETRY_S:
             return []  # a Redis that does not answer is not waited on at every fast poll
         try:
-            c = self._client()
+            c = hint_client(self.redis_url)
             c.zremrangebyscore(self.key, "-inf", int(time.time() * 1000) - KEEP_MS)
             got = c.zrangebyscore(self.key, f"({int(after_ms)}", "+inf", withscores=True)
         except Exception as e:
@@ -95,8 +85,5 @@ def moving_groups(rows: dict[str, list[Any]], now_ms: int) -> dict[str, int]:
 
 def forget_clients() -> None:
     """Close the cached clients and forget failures (tests)."""
-    for c in _CLIENTS.values():
-        with contextlib.suppress(Exception):
-            c.close()
-    _CLIENTS.clear()
+    forget_hint_clients()
     _FAILED.clear()

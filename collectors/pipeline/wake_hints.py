@@ -25,10 +25,30 @@ from typing import Any
 
 log = logging.getLogger("groupscope.pipeline")
 
-# per process: (url, prefix) -> client, and the hints read last with when they were read
-_CLIENTS: dict[tuple[str, str], Any] = {}
+# per process: Redis URL -> client (the pipeline's hints share one: change_hints.py too), and the
+# hints read last with when they were read
+_CLIENTS: dict[str, Any] = {}
 _READ: dict[tuple[str, str], tuple[float, dict[int, int]]] = {}
 READ_EVERY_S = 0.5
+
+
+def hint_client(redis_url: str) -> Any:
+    """This process's client of the Redis the pipeline's hints live in (short timeouts: a hint is
+    never worth waiting for)."""
+    c = _CLIENTS.get(redis_url)
+    if c is None:
+        import redis
+
+        c = _CLIENTS[redis_url] = redis.Redis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
+    return c
+
+
+def forget_hint_clients() -> None:
+    """Close this process's hint clients (tests)."""
+    for c in _CLIENTS.values():
+        with contextlib.suppress(Exception):
+            c.close()
+    _CLIENTS.clear()
 
 
 @dataclass(frozen=True)
@@ -41,14 +61,7 @@ class WakeHints:
         return f"{self.prefix}:pipeline:wake"
 
     def _client(self) -> Any:
-        c = _CLIENTS.get((self.redis_url, self.prefix))
-        if c is None:
-            import redis
-
-            c = _CLIENTS[(self.redis_url, self.prefix)] = redis.Redis.from_url(
-                self.redis_url, socket_timeout=2, socket_connect_timeout=2
-            )
-        return c
+        return hint_client(self.redis_url)
 
     def write(self, bucket: int, wake_ms: int) -> bool:
         """Set the bucket's earliest wake time. When that fails the old hint, which may say later
