@@ -132,15 +132,17 @@ def raw_stream(spark: Any, cfg: PipelineConfig, topics: list[str]) -> Any:
     return r.load()
 
 
+def sink_config(cfg: PipelineConfig) -> SinkConfig:
+    return SinkConfig(cfg.redis_url, cfg.prefix, cfg.retention_ms, cfg.live, redis_retry_s=cfg.redis_retry_s)
+
+
 class BatchSink:
     """foreachBatch: executors write their partitions, the driver then heartbeats and trims."""
 
     def __init__(self, cfg: PipelineConfig, store: RedisStore) -> None:
         self.cfg = cfg
         self.store = store
-        self.sink_cfg = SinkConfig(
-            cfg.redis_url, cfg.prefix, cfg.retention_ms, cfg.live, redis_retry_s=cfg.redis_retry_s
-        )
+        self.sink_cfg = sink_config(cfg)
         self.batches = 0
         self.last_batch_id: int | None = None
         self._last_trim = 0.0
@@ -176,7 +178,9 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     )
     timeout = GroupStateTimeout.ProcessingTimeTimeout if timers else GroupStateTimeout.NoTimeout
     modeled = routed.groupBy("bucket").applyInPandasWithState(
-        make_update(timers, cfg.retention_ms, cfg.tick_ms, cfg.allowed_lateness_ms, wake=wake),
+        make_update(
+            timers, cfg.retention_ms, cfg.tick_ms, cfg.allowed_lateness_ms, wake=wake, sink=sink_config(cfg)
+        ),
         OUTPUT_SCHEMA,
         STATE_SCHEMA,
         "Update",

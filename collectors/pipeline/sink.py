@@ -76,37 +76,84 @@ def read_document(text: str) -> dict:
     return json.loads(text) if _LONG_NUMBER.search(text) else loads(text)
 
 
-def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
-    """Write model output rows (group, kind, ts, refreshed, payload) through pipelines of ~1000 commands."""
-    counts = {"docs": 0, "dead": 0, "max_ts": 0}
-    pending: list[tuple[GroupDocument, int, int, str]] = []
+class DocWriter:
+    """Documents to Redis through pipelines of ~1000 commands: each with its fleet rows, indexes and
+    summaries (`RedisStore.write_many`) and a point of its lag history. The topics the documents
+    touched are left in `store.topics.touched` for whoever aggregates them (`TopicIndex.flush`)."""
 
-    def flush_docs() -> None:
-        if not pending:
+    def __init__(self, store: RedisStore) -> None:
+        self.store = store
+        self.pending: list[tuple[GroupDocument, int, int, str]] = []
+        self.written = 0
+
+    def add(self, doc: GroupDocument, ts: int, refreshed: int, text: str) -> None:
+        """`text` is the document as the model stage serialised it (model_state._dumps)."""
+        self.pending.append((doc, int(ts or 0), int(refreshed), text))
+        if len(self.pending) >= 200:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
             return
+        store, pending = self.store, self.pending
         pipe = store.pipeline()
         store.write_many(
             [(doc, refreshed, ts or refreshed) for doc, ts, refreshed, _ in pending],
             pipe=pipe,
-            texts=[text for *_, text in pending],  # the model stage's text is what _dumps(doc) makes
+            texts=[text for *_, text in pending],
         )
         for doc, ts, _refreshed, _ in pending:
             if ts:
                 total, secs, parts, members = lag_point(doc)
                 store.write_lag_points(
-                    doc.group,
-                    ts,
-                    total=total,
-                    lag_seconds=secs,
-                    partitions=parts,
-                    members=members,
-                    pipe=pipe,
+                    doc.group, ts, total=total, lag_seconds=secs, partitions=parts, members=members, pipe=pipe
                 )
             if len(pipe) >= PIPELINE_COMMANDS:
                 pipe.execute()
         pipe.execute()
-        pending.clear()
+        self.written += len(pending)
+        self.pending = []
 
+
+# One Redis client per Python worker process and sink settings: the model stage writes its documents
+# from every bucket it runs (see `model_writer`), and a connection per bucket was a connection per call.
+_STORES: dict[SinkConfig, RedisStore] = {}
+
+
+def model_writer(cfg: SinkConfig) -> DocWriter:
+    """A DocWriter for the model stage's own writes, on this process's client for `cfg`."""
+    store = _STORES.get(cfg)
+    if store is None:
+        store = RedisStore.from_url(cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms)
+        _STORES[cfg] = store
+    store.topics.touched = set()  # a failed earlier attempt's topics are the retried batch's too
+    return DocWriter(store)
+
+
+def write_model_docs(cfg: SinkConfig, docs: list[tuple[GroupDocument, int, int, str]]) -> set[str]:
+    """The model stage's documents of one bucket to Redis (retried like the sink's writes); returns the
+    topics whose aggregate they touched, which the sink recomputes once per partition."""
+
+    def attempt() -> set[str]:
+        writer = model_writer(cfg)
+        for item in docs:
+            writer.add(*item)
+        writer.flush()
+        return set(writer.store.topics.touched)
+
+    try:
+        return with_retry(attempt, "model stage", cfg.redis_retry_s)
+    except Exception:
+        _STORES.pop(cfg, None)  # a client in a bad state is not kept for the task's retry
+        raise
+
+
+def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
+    """Write model output rows (group, kind, ts, refreshed, payload) through pipelines of ~1000
+    commands: documents ("doc"), dead letters ("dead"), refresh stamps ("refresh"), and the topics
+    whose aggregate is due ("topics", the topic in `group`: the model stage wrote those documents)."""
+    counts = {"docs": 0, "dead": 0, "max_ts": 0}
+    docs = DocWriter(store)
     dead_pipe = None
 
     def set_aside(raw: Any, position: str, error: str, ts: int, source: str) -> None:
@@ -120,6 +167,9 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
     for r in rows:
         if r["kind"] == "refresh":  # an unchanged group seen again: its refresh stamp only
             touched[r["group"]] = int(r["refreshed"])
+            continue
+        if r["kind"] == "topics":
+            store.topics.touched.add(r["group"])
             continue
         if r["kind"] == "dead":
             entry = json.loads(r["payload"])
@@ -138,12 +188,10 @@ def write_rows(store: RedisStore, rows: Iterable[Any]) -> dict[str, int]:
                 "model",
             )
             continue
-        pending.append((doc, int(r["ts"] or 0), int(r["refreshed"]), r["payload"]))
+        docs.add(doc, int(r["ts"] or 0), int(r["refreshed"]), r["payload"])
         counts["docs"] += 1
         counts["max_ts"] = max(counts["max_ts"], int(r["ts"] or 0))
-        if len(pending) >= 200:
-            flush_docs()
-    flush_docs()
+    docs.flush()
     # each topic's aggregate once for all this partition's documents (docs/redis-schema.md, Topics)
     counts["topics"] = store.topics.flush()
     if touched:
