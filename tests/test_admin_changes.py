@@ -5,7 +5,7 @@ the interval; forgotten keys come back as new."""
 
 from __future__ import annotations
 
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.pipeline.admin_changes import ChangeFilter
@@ -136,3 +136,83 @@ def test_the_verdict_tells_a_resend_from_a_change() -> None:
     assert f.verdict("g", {"v": 2}, 10_000, hot_ms=30_000) == "changed"
     assert f.verdict("g", {"v": 2}, 15_000, hot_ms=30_000) == "hot"
     assert f.verdict("g", {"v": 2}, 10_000 + 60_000) == "resend"
+
+
+class _Lines:
+    """A producer that keeps what the poller produced."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict] = []
+
+    def produce(self, topic: str, key: bytes, value: bytes) -> None:
+        import json
+
+        self.lines.append(json.loads(value))
+
+    def poll(self, _timeout: float) -> int:
+        return 0
+
+
+def _reference_ends(poller, producer, wanted, ends, refused, ts, send) -> None:
+    """The end-offsets lines as the poller made them before it skipped unchanged ones: every group's
+    line built and judged by the change filter at every poll."""
+    from collectors.pipeline.admin_lines import denied_line
+
+    for g, tps in wanted.items():
+        known = [[t, p, ends[(t, p)]] for t, p in sorted(tps) if (t, p) in ends]
+        if known:
+            send(("ends", g), g, {"ts": ts, "group": g, "end_offsets": known})
+        hidden = sorted({t for t, _ in tps if t in refused})
+        if hidden:
+            why = f"{refused[hidden[0]]} (topics: {', '.join(hidden)})"
+            send(("denied", g, "end_offsets"), g, denied_line(ts, g, "end_offsets", why))
+            poller._ends_refused.add(g)
+        elif g in poller._ends_refused:
+            send(("denied", g, "end_offsets"), g, denied_line(ts, g, "end_offsets", ""))
+            poller._ends_refused.discard(g)
+
+
+_tps = [(t, p) for t in ("a", "b") for p in range(3)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(1000, 70_000),  # time to the next poll
+            st.dictionaries(st.sampled_from(["g1", "g2", "g3"]), st.sets(st.sampled_from(_tps)), max_size=3),
+            st.dictionaries(st.sampled_from(_tps), st.integers(0, 3), max_size=6),  # log-end offsets
+            st.dictionaries(st.sampled_from(["a", "b"]), st.just("denied"), max_size=1),
+        ),
+        min_size=1,
+        max_size=25,
+    )
+)
+def test_unchanged_end_offsets_lines_are_skipped_yet_sent_exactly_as_before(polls) -> None:
+    """The poller skips building the end-offsets line of a group whose partitions and offsets did not
+    move (`_send_ends`): over any polls, it produces the very lines it produced when it built every
+    line every time."""
+    from collectors.pipeline.admin_poller import AdminPoller
+    from collectors.pipeline.job import PipelineConfig
+
+    cfg = PipelineConfig(redis_url="redis://unused", checkpoint_dir="/tmp", admin_resend_s=60.0)
+    fast, slow = AdminPoller(cfg, store=None), AdminPoller(cfg, store=None)
+    ts = 1_000_000
+    for step, wanted, ends, refused in polls:
+        ts += step
+        produced = []
+        for poller, reference in ((fast, False), (slow, True)):
+            out, polled = _Lines(), set()
+
+            def send(key, group, line, hot_ms=0, poller=poller, out=out, polled=polled, ts=ts) -> None:
+                polled.add(key)
+                poller._send(out, key, group, line, ts, hot_ms)
+
+            mine = {g: set(tps) for g, tps in wanted.items()}
+            if reference:
+                _reference_ends(poller, out, mine, dict(ends), refused, ts, send)
+            else:
+                poller._send_ends(out, mine, dict(ends), refused, ts, send, polled)
+            poller.changes.forget(polled)
+            produced.append(out.lines)
+        assert produced[0] == produced[1]

@@ -69,7 +69,10 @@ class ChangeFilter:
     def verdict(self, key: Any, value: Any, now_ms: int, hot_ms: int = 0) -> str | None:
         """`due`, saying why: "new", "changed", "hot" (unchanged, but changed within `hot_ms`),
         "resend" (unchanged and old enough to be sent again); None when not due."""
-        digest = _digest(value)
+        return self.verdict_of_digest(key, _digest(value), now_ms, hot_ms)
+
+    def verdict_of_digest(self, key: Any, digest: int, now_ms: int, hot_ms: int = 0) -> str | None:
+        """`verdict` for a value of that digest."""
         last = self._sent.get(key)
         # First sight is news but not a change: only a value that differs from the last makes a key hot.
         changed_at = now_ms if last is not None else _NEVER
@@ -82,6 +85,14 @@ class ChangeFilter:
             why = "hot" if hot else "resend"
         self._sent[key] = (digest, now_ms, changed_at)
         return why
+
+    def unchanged_verdict(self, key: Any, now_ms: int, hot_ms: int = 0) -> str | None:
+        """`verdict` for the value last sent for `key` again (the caller knows it did not change, and
+        spares building and digesting it): "hot", "resend" or None. A key never sent is "new"."""
+        last = self._sent.get(key)
+        if last is None:
+            return "new"
+        return self.verdict_of_digest(key, last[0], now_ms, hot_ms)
 
     def phase(self, key: Any) -> int:
         """Where in the interval the key's resends fall."""
