@@ -74,3 +74,18 @@ def test_spark_settings_from_the_environment_override_groupscope_s_defaults() ->
     assert user_conf({}) == {}
     with pytest.raises(ValueError, match="not key=value"):
         user_conf({"GROUPSCOPE_SPARK_CONF": "spark.sql.shuffle.partitions"})
+
+
+def test_a_new_checkpoint_gets_a_state_partition_a_core_on_one_machine(monkeypatch):
+    """Each micro-batch loads and commits every state partition's store: on one machine one a core
+    (at least 2, at most 32); on a cluster 8 unless set."""
+    from collectors.spark_session import state_partitions
+
+    monkeypatch.setattr("os.cpu_count", lambda: 6)
+    assert state_partitions("local[*]") == "6"
+    assert state_partitions("local[3]") == "3"
+    assert state_partitions("local[1]") == "2"
+    assert state_partitions("local") == "2"
+    assert state_partitions("local[128]") == "32"
+    assert state_partitions("spark://master:7077") == "8"
+    assert state_partitions("k8s://https://api:6443") == "8"

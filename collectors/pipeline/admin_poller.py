@@ -470,8 +470,11 @@ class AdminPoller(Loop):
             # resend came round), not for all at every poll. (OffsetFetch answers for 10,000 groups
             # of 100 partitions took 11 s of the poller's CPU to read: longer than the poll interval.)
             need = [g for g in groups if g not in self._committed_tps or g in sent_describe]
-            # at most so many a poll (first sight of a big fleet: they are spread over a few polls)
-            need = need[: self.committed_per_poll]
+            # at most so many a poll (first sight of a big fleet: they are spread over a few polls),
+            # but all at the first: it runs while Spark starts, and its log-end offsets are then in
+            # the catch-up's first batch with every group's commits (run_pipeline)
+            if self.polls:
+                need = need[: self.committed_per_poll]
             for g, committed in self._fetch_committed(admin, need, timeout_s)[0].items():
                 self._committed_tps[g] = {(t, p) for t, p, _ in committed}
             known = set(groups)

@@ -365,17 +365,26 @@ def run_pipeline(
         if cfg.broker_log_files and not cfg.broker_log_topic:
             threads.append(BrokerLogShipper(cfg))
     own_spark = spark is None
-    if own_spark:
-        # Python workers must run the interpreter that has groupscope and its dependencies (a venv is
-        # not on Spark's PATH); on a cluster, set PYSPARK_PYTHON to the workers' own interpreter.
-        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-        from collectors.spark_session import build_spark
-
-        spark = build_spark(master, cfg.query_name, **{"spark.ui.showConsoleProgress": "false"})
-    query = build_query(spark, cfg, topics, store)
-    sink_stats = query  # noqa: F841 - keep a name for debugging
+    # The poller starts before Spark does (some 20 s on a small machine): its first answers about
+    # every group are then in the topic when the first micro-batch is planned, and a catch-up models
+    # each group once with its commits and its describe, not a second time a minute later.
     for t in threads:
         t.start()
+    try:
+        if own_spark:
+            # Python workers must run the interpreter that has groupscope and its dependencies (a venv
+            # is not on Spark's PATH); on a cluster, set PYSPARK_PYTHON to the workers' own interpreter.
+            os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+            from collectors.spark_session import build_spark
+
+            spark = build_spark(master, cfg.query_name, **{"spark.ui.showConsoleProgress": "false"})
+        query = build_query(spark, cfg, topics, store)
+    except BaseException:
+        for t in threads:
+            t.stop()
+        for t in threads:
+            t.join(15)
+        raise
     if on_started:
         on_started(query)
     bar = Progress(progress)
