@@ -87,14 +87,36 @@ class _Writer:
         fn = f"_read_{len(self.names)}"
         self.names[key] = fn
         lines = [f"def {fn}(buf, pos):", "    end = len(buf)", "    out = {}"]
-        for f in fields:
-            if f.present_in(version):
-                lines += self._value(f, version, flexible, f"out[{f.key!r}]", "    ")
+        present = [f for f in fields if f.present_in(version)]
+        i = 0
+        while i < len(present):
+            run = 1
+            while i + run < len(present) and present[i].type in _FIXED and present[i + run].type in _FIXED:
+                run += 1
+            if run > 1:
+                lines += self._fixed_run(present[i : i + run], "    ")
+            else:
+                lines += self._value(present[i], version, flexible, f"out[{present[i].key!r}]", "    ")
+            i += run
         if flexible:
             lines += self._tags(f"{name} tagged fields", "    ")
         lines.append("    return out, pos")
         self.functions.append("\n".join(lines))
         return fn
+
+    def _fixed_run(self, run: list[Field], ind: str) -> list[str]:
+        """Consecutive fixed-width fields read with one struct and one bounds check (an OffsetFetch
+        answer's partition is three of them: read one by one, a million partitions took 4 s)."""
+        codec = struct.Struct(">" + "".join(_FIXED[f.type][1:] for f in run))
+        name = f"_R_{len(self.env)}"
+        self.env[name] = codec
+        what = f"{run[0].name}..{run[-1].name}"
+        targets = ", ".join(f"out[{f.key!r}]" for f in run)
+        return [
+            *self._need(str(codec.size), what, ind),
+            f"{ind}{targets} = {name}.unpack_from(buf, pos)",
+            f"{ind}pos += {codec.size}",
+        ]
 
     @staticmethod
     def _need(n: str, what: str, ind: str) -> list[str]:

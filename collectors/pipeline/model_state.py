@@ -394,12 +394,17 @@ class BatchRows:
         "commits" whose ts and offset are its first commit's and whose last field is its CommitRun."""
         s, e = span
         out: list[tuple] = []
-        # a span of runs only (the bulk of a catch-up) builds its CommitRuns in one pass
-        runs = self.commit_runs(span) if runs_whole and self.all_runs(span) else None
+        # each stretch of runs (the bulk of a catch-up; a group's commits come before the Admin
+        # poller's lines about it) builds its CommitRuns in one pass: run by run, slicing the columns
+        # for each, they were a tenth of a catch-up's model stage
+        runs: dict[int, Any] = {}
+        if runs_whole:
+            for a, b in self._run_stretches(span):
+                runs.update(zip(range(a, b), self.commit_runs((a, b)), strict=True))
         for i in range(s, e):
             if self.kind[i] == RUN_KIND:
                 if runs_whole:
-                    run = runs[i - s] if runs is not None else self.commit_runs((i, i + 1))[0]
+                    run = runs[i]
                     head = (run.first_ts, 0, self.partition[i], run.first_log, RUN_KIND, self.topic[i])
                     out.append((*head, None, None, None, run))
                 else:
@@ -429,6 +434,23 @@ class BatchRows:
                     else None,
                 )
             )
+        return out
+
+    def _run_stretches(self, span: tuple[int, int]) -> list[tuple[int, int]]:
+        """The [start, end) stretches of consecutive run rows within `span`."""
+        s, e = span
+        if self.all_runs(span):
+            return [(s, e)]
+        out: list[tuple[int, int]] = []
+        start = None
+        for i in range(s, e):
+            if self.kind[i] == RUN_KIND:
+                start = i if start is None else start
+            elif start is not None:
+                out.append((start, i))
+                start = None
+        if start is not None:
+            out.append((start, e))
         return out
 
     def all_plain(self, span: tuple[int, int]) -> bool:
