@@ -325,7 +325,8 @@ def test_broker_log_shipper_sends_each_line_once(kafka_broker, tmp_path):
     admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(15)  # as check_topics does at start
     cfg = PipelineConfig(
         redis_url="redis://unused",
-        checkpoint_dir=str(tmp_path),
+        # not made yet: the shipper starts before Spark, which makes the checkpoint folder
+        checkpoint_dir=str(tmp_path / "checkpoint"),
         kafka={"bootstrap.servers": kafka_broker.bootstrap_servers},
         broker_log_topic=topic,
         broker_log_files=[str(log)],

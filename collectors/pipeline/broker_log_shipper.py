@@ -71,8 +71,18 @@ class BrokerLogShipper(Loop):
                 except OSError as e:
                     log.warning("broker log %s: %s", path, e)
             if changed:
-                tmp = self.pos_file + ".tmp"
-                with open(tmp, "w") as f:
-                    json.dump(pos, f)
-                os.replace(tmp, self.pos_file)
+                self._save(pos)
             self._stop_evt.wait(self.interval_s)
+
+    def _save(self, pos: dict[str, int]) -> None:
+        """The positions to the checkpoint folder, which may not be there yet: the shipper starts
+        before Spark, which makes the folder when its query starts. A failure is said and the
+        positions are saved with the next round's (they are kept meanwhile)."""
+        tmp = self.pos_file + ".tmp"
+        try:
+            os.makedirs(os.path.dirname(self.pos_file) or ".", exist_ok=True)
+            with open(tmp, "w") as f:
+                json.dump(pos, f)
+            os.replace(tmp, self.pos_file)
+        except OSError as e:
+            log.warning("broker log positions not saved to %s: %s", self.pos_file, e)
