@@ -15,31 +15,12 @@ from collectors.pipeline import model_state
 from collectors.pipeline.route import decode_batches
 from collectors.pipeline.sink import SinkConfig, write_rows
 from collectors.storage.redis_store import RedisStore
+from tests.test_pipeline_watermark import BucketState
+from tests.test_redis_store import dump
 
 T0 = 1_800_000_000_000
 BUCKETS = 4
 KINDS = {"offsets": "offsets"}
-
-
-class BucketState:
-    def __init__(self) -> None:
-        self.value: tuple | None = None
-        self.hasTimedOut = False
-
-    @property
-    def exists(self) -> bool:
-        return self.value is not None
-
-    @property
-    def get(self) -> tuple:
-        assert self.value is not None
-        return self.value
-
-    def update(self, value: tuple) -> None:
-        self.value = value
-
-    def setTimeoutDuration(self, ms: int) -> None:
-        self.timeout_ms = ms
 
 
 def commits(groups: list[str], parts: int, at: int) -> pd.DataFrame:
@@ -67,25 +48,6 @@ def run_model(
     return out
 
 
-def snapshot(client, prefix: str) -> dict[str, object]:
-    """Every key under `prefix` with its value, the prefix cut off (so two prefixes compare)."""
-    out: dict[str, object] = {}
-    for key in sorted(client.scan_iter(f"{prefix}:*")):
-        kind = client.type(key).decode()
-        name = key.decode()[len(prefix) :]
-        if kind == "string":
-            out[name] = client.get(key)
-        elif kind == "hash":
-            out[name] = client.hgetall(key)
-        elif kind == "zset":
-            out[name] = client.zrange(key, 0, -1, withscores=True)
-        elif kind == "set":
-            out[name] = sorted(client.smembers(key))
-        else:
-            out[name] = kind
-    return out
-
-
 def test_documents_written_by_the_model_stage_leave_redis_as_the_sink_did(
     redis_server, redis_client, monkeypatch
 ):
@@ -102,9 +64,9 @@ def test_documents_written_by_the_model_stage_leave_redis_as_the_sink_did(
     assert {x["kind"] for x in rows} == {"topics"}
     assert {x["group"] for x in rows} == {"topic-0", "topic-1", "topic-2"}  # once a bucket
     write_rows(RedisStore.from_url(redis_server.url, prefix="new"), rows)
-    a, b = snapshot(redis_client, "old"), snapshot(redis_client, "new")
+    a, b = dump(redis_client, "old"), dump(redis_client, "new")
     assert a == b
-    assert any(k.startswith(":topic:") for k in b)  # the topics' aggregates were made
+    assert any(k.startswith(b":topic:") for k in b)  # the topics' aggregates were made
     doc = json.loads(redis_client.get("new:group:{g3}:doc"))
     assert [o["offset"] for o in doc["offsets"]] == [100, 101, 102, 103, 104]
 

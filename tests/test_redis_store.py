@@ -46,21 +46,23 @@ def make_doc(name: str, state: str = "Stable", gen: int = 3, members: int = 2, l
     ).to_json()
 
 
-def dump(r) -> dict:
-    """Every key with its full content, to compare Redis before and after."""
+def dump(r, prefix: str = "") -> dict:
+    """Every key (under `prefix`, cut off the names: two prefixes then compare) with its full content,
+    to compare Redis before and after."""
     out = {}
-    for k in sorted(r.keys("*")):
-        t = r.type(k).decode()
+    for key in sorted(r.keys(prefix + "*")):
+        k = key[len(prefix) :] if prefix else key
+        t = r.type(key).decode()
         if t == "string":
-            out[k] = r.get(k)
+            out[k] = r.get(key)
         elif t == "hash":
-            out[k] = r.hgetall(k)
+            out[k] = r.hgetall(key)
         elif t == "zset":
-            out[k] = r.zrange(k, 0, -1, withscores=True)
+            out[k] = r.zrange(key, 0, -1, withscores=True)
         elif t == "set":
-            out[k] = sorted(r.smembers(k))
+            out[k] = sorted(r.smembers(key))
         elif t == "stream":
-            out[k] = [f for _, f in r.xrange(k)]
+            out[k] = [f for _, f in r.xrange(key)]
     return out
 
 
