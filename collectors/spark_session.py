@@ -65,7 +65,7 @@ def state_partitions(master: str) -> str:
         return "2"
     if m is None:
         return "8"
-    cores = os.cpu_count() or 2 if m.group(1) == "*" else int(m.group(1))
+    cores = (os.cpu_count() or 2) if m.group(1) == "*" else int(m.group(1))
     return str(max(2, min(cores, 32)))
 
 

@@ -31,7 +31,12 @@ class HotGroups:
         elif until is not None:
             self._until[group] = min(until, now_ms + self.tail_ms)
         if changed:
-            self._until[group] = max(self._until.get(group, 0), now_ms + self.tail_ms)
+            self.changed(group, now_ms)
+
+    def changed(self, group: str, now_ms: int) -> None:
+        """Something showed `group` changing at `now_ms`: described fast for at least `tail_ms` more
+        (a group already in motion keeps its longer hold)."""
+        self._until[group] = max(self._until.get(group, 0), now_ms + self.tail_ms)
 
     def due(self, now_ms: int) -> list[str]:
         """The groups to describe now (those whose time ran out are dropped)."""

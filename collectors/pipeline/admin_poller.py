@@ -210,7 +210,7 @@ class AdminPoller(Loop):
         hints = self.change_hints.since(self._hints_seen)
         now = _now_ms()
         for g, ts in hints:
-            self.hot.saw(g, "Stable", True, now)
+            self.hot.changed(g, now)
             # its describes go on to the model, unchanged or not (see _send_describe)
             self.changes.mark_changed(("describe", g), now)
             self._hints_seen = max(self._hints_seen, ts)
@@ -270,12 +270,22 @@ class AdminPoller(Loop):
         if why is None:
             self.held += 1
             return None
+        self._produce(producer, group, line, why)
+        return why
+
+    def _produce(self, producer: Any, group: str, line: dict[str, Any], why: str) -> None:
         if why == "resend":
             # the same answer as last sent: the model stage only marks the group refreshed
             line = as_resend(line)
         producer.produce(self.cfg.admin_topic, key=group.encode(), value=json.dumps(line).encode())
         self.sent += 1
-        return why
+
+    @staticmethod
+    def _ends_line(group: str, tps: Any, ends: dict[tuple[str, int], int], ts: int) -> dict[str, Any] | None:
+        """A group's end-offsets line (`tps` the partitions it is wanted for), or None when none of
+        them has a known log-end offset."""
+        known = [[t, p, ends[(t, p)]] for t, p in sorted(tps) if (t, p) in ends]
+        return {"ts": ts, "group": group, "end_offsets": known} if known else None
 
     def _send_ends(
         self,
@@ -299,10 +309,8 @@ class AdminPoller(Loop):
             if self._ends_tps.get(g) == frozen and frozen.isdisjoint(moved):
                 self._unchanged_ends(producer, g, ends, ts)
                 polled.add(("ends", g))
-            else:
-                known = [[t, p, ends[(t, p)]] for t, p in sorted(tps) if (t, p) in ends]
-                if known:
-                    send(("ends", g), g, {"ts": ts, "group": g, "end_offsets": known})
+            elif (line := self._ends_line(g, tps, ends, ts)) is not None:
+                send(("ends", g), g, line)
             hidden = sorted({t for t, _ in tps if t in refused}) if refused else []
             if hidden:
                 why = f"{refused[hidden[0]]} (topics: {', '.join(hidden)})"
@@ -324,20 +332,12 @@ class AdminPoller(Loop):
         if why is None:
             self.held += 1
             return None
-        tps = sorted(self._ends_tps[group])
-        line = {
-            "ts": ts,
-            "group": group,
-            "end_offsets": [[t, p, ends[(t, p)]] for t, p in tps if (t, p) in ends],
-        }
-        if not line["end_offsets"]:
+        line = self._ends_line(group, self._ends_tps[group], ends, ts)
+        if line is None:
             return None
         if why == "new":  # never sent (no line had offsets): judged as any line
             return self._send(producer, key, group, line, ts)
-        if why == "resend":
-            line = as_resend(line)
-        producer.produce(self.cfg.admin_topic, key=group.encode(), value=json.dumps(line).encode())
-        self.sent += 1
+        self._produce(producer, group, line, why)
         return why
 
     def _send_describe(self, producer: Any, group: str, doc: dict[str, Any], ts: int) -> str | None:

@@ -20,9 +20,9 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from collectors.pipeline.wake_hints import forget_hint_clients, hint_client
+from collectors.pipeline.wake_hints import PipelineHints, forget_hint_clients
 
 log = logging.getLogger("groupscope.pipeline")
 
@@ -37,20 +37,15 @@ _FAILED: dict[tuple[str, str], float] = {}  # (url, prefix) -> when reading last
 
 
 @dataclass(frozen=True)
-class ChangeHints:
-    redis_url: str
-    prefix: str = "gs"
-
-    @property
-    def key(self) -> str:
-        return f"{self.prefix}:pipeline:changed"
+class ChangeHints(PipelineHints):
+    NAME: ClassVar[str] = "changed"
 
     def note(self, groups: dict[str, int]) -> None:
         """`groups` (group -> record time) were seen changing; never raises."""
         if not groups:
             return
         try:
-            hint_client(self.redis_url).zadd(self.key, {g: int(ts) for g, ts in groups.items()}, gt=True)
+            self._client().zadd(self.key, {g: int(ts) for g, ts in groups.items()}, gt=True)
         except Exception as e:
             log.debug("change hints not written: %s", e)
 
@@ -61,7 +56,7 @@ class ChangeHints:
         if time.monotonic() - _FAILED.get(where, -RETRY_S) < RETRY_S:
             return []  # a Redis that does not answer is not waited on at every fast poll
         try:
-            c = hint_client(self.redis_url)
+            c = self._client()
             c.zremrangebyscore(self.key, "-inf", int(time.time() * 1000) - KEEP_MS)
             got = c.zrangebyscore(self.key, f"({int(after_ms)}", "+inf", withscores=True)
         except Exception as e:

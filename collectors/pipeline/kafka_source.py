@@ -181,21 +181,26 @@ def plan_end(
         for t, p, lo, n in pending:
             end[t][p] = lo + n
         return end
-    budget = max(1, int(max_rows))
     first = [x for x in pending if x[0] in first_topics]
     rest = [x for x in pending if x[0] not in first_topics]
-    for tier in (first, rest):
-        if first and tier is rest:
-            # The other topics always get a tenth of the budget on top, so a catch-up of a backlog as
-            # big as the budget reads the Admin poller's first answers with it, and models every group
-            # once, not twice (the second pass of 10,000 groups of 100 partitions took a minute); and
-            # a long catch-up never holds them back.
-            budget = max(budget, int(max_rows) // 10)
-        take = _fair_shares([(t, p, n) for t, p, _, n in tier], budget)
-        for t, p, lo, _ in tier:
-            end[t][p] = lo + take[(t, p)]
-        budget -= sum(take.values())
+    left = max(1, int(max_rows)) - _take(first, max(1, int(max_rows)), end)
+    if first:
+        # The other topics always get a tenth of the budget on top, so a catch-up of a backlog as big
+        # as the budget reads the Admin poller's first answers with it, and models every group once,
+        # not twice (the second pass of 10,000 groups of 100 partitions took a minute); and a long
+        # catch-up never holds them back.
+        left = max(left, int(max_rows) // 10)
+    _take(rest, left, end)
     return end
+
+
+def _take(tier: list[tuple[str, str, int, int]], budget: int, end: Offsets) -> int:
+    """Fair shares of `budget` for the (topic, partition, from, available) of `tier`, set in `end`;
+    how many records they took."""
+    take = _fair_shares([(t, p, n) for t, p, _, n in tier], budget)
+    for t, p, lo, _ in tier:
+        end[t][p] = lo + take[(t, p)]
+    return sum(take.values())
 
 
 def _fair_shares(available: list[tuple[str, str, int]], budget: int) -> dict[tuple[str, str], int]:

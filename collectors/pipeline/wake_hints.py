@@ -21,7 +21,7 @@ import contextlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 log = logging.getLogger("groupscope.pipeline")
 
@@ -52,16 +52,25 @@ def forget_hint_clients() -> None:
 
 
 @dataclass(frozen=True)
-class WakeHints:
+class PipelineHints:
+    """A hint the pipeline leaves in Redis under `<prefix>:pipeline:<NAME>`, on this process's
+    `hint_client`."""
+
     redis_url: str
     prefix: str = "gs"
+    NAME: ClassVar[str] = ""
 
     @property
     def key(self) -> str:
-        return f"{self.prefix}:pipeline:wake"
+        return f"{self.prefix}:pipeline:{self.NAME}"
 
     def _client(self) -> Any:
         return hint_client(self.redis_url)
+
+
+@dataclass(frozen=True)
+class WakeHints(PipelineHints):
+    NAME: ClassVar[str] = "wake"
 
     def write(self, bucket: int, wake_ms: int) -> bool:
         """Set the bucket's earliest wake time. When that fails the old hint, which may say later
