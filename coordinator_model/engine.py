@@ -43,6 +43,7 @@ from coordinator_model.evidence import (
     ConsumerTargetMember,
     DescribeSnapshot,
     EndOffset,
+    EndOffsets,
     Evidence,
     GroupMetadataSnapshot,
     HeartbeatEvent,
@@ -113,7 +114,11 @@ class GroupEngine:
         ts = ev.ts
         self.now = max(self.now, ts)
         if isinstance(ev, EndOffset):
-            self._end_offset(ev)
+            self._end_offset(ev.topic, ev.partition, ts, ev.end_offset)
+            return
+        if isinstance(ev, EndOffsets):  # a line of them: each as an EndOffset in turn
+            for topic, partition, end in ev.rows:
+                self._end_offset(topic, partition, ts, end)
             return
         if isinstance(ev, AdminDenied):  # a refusal is not a source of what the group does
             if not ev.error:
@@ -447,12 +452,12 @@ class GroupEngine:
 
     # ------------------------------------------------------------------------------------------
     # offsets, lag
-    def _end_offset(self, ev: EndOffset) -> None:
-        new, note = self.offsets.end_offset((ev.topic, ev.partition), ev.ts, ev.end_offset)
+    def _end_offset(self, topic: str, partition: int, ts: int, end: int) -> None:
+        new, note = self.offsets.end_offset((topic, partition), ts, end)
         if new and self.type in MODERN_TYPES:
             self.consumer.rename_partitions()  # a partition count may name a topic id
         if note is not None:
-            self.conflict("end_offsets", ev.ts, note)
+            self.conflict("end_offsets", ts, note)
 
     def _expire_offsets(self, now: int) -> None:
         """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""

@@ -32,6 +32,7 @@ __all__ = [
     "DescribeSnapshot",
     "DescribedMember",
     "EndOffset",
+    "EndOffsets",
     "Evidence",
     "EvidenceError",
     "GroupMetadataSnapshot",
@@ -284,6 +285,19 @@ class EndOffset:
     source = "end_offsets"
 
 
+@dataclass(slots=True, frozen=True)
+class EndOffsets:
+    """The log-end offsets of one Admin poller line, all at `ts`: (topic, partition, end offset) in
+    the line's order. Exactly an EndOffset per row applied in turn; one object, because a catch-up
+    reads a line for each of 10,000 groups of 100 partitions, and a million EndOffsets (each built
+    and applied on its own) were a fifth of its model stage."""
+
+    ts: int
+    rows: tuple[tuple[str, int, int], ...]
+    group: None = None
+    source = "end_offsets"
+
+
 Evidence = (
     OffsetCommit
     | GroupMetadataSnapshot
@@ -300,6 +314,7 @@ Evidence = (
     | CommittedSnapshot
     | AdminDenied
     | EndOffset
+    | EndOffsets
 )
 
 
@@ -576,3 +591,28 @@ def from_end_offset_json(obj: dict) -> EndOffset:
     if not isinstance(obj, dict):
         raise EvidenceError(f"end offset line must be a JSON object, got {type(obj).__name__}")
     return EndOffset(_int(obj, "ts"), _str(obj, "topic"), _int(obj, "partition"), _int(obj, "end_offset"))
+
+
+def from_end_offsets_json(obj: dict) -> EndOffsets | None:
+    """The Admin poller's line of a group's log-end offsets, `end_offsets`: [[topic, partition,
+    offset], ...] at `ts`; None when it lists none. Each item is read as `from_end_offset_json` reads
+    a line of its own (the same conversions, the same errors)."""
+    items = obj.get("end_offsets")
+    if not isinstance(items, list):
+        raise EvidenceError("end offsets line needs a group and a list of [topic, partition, offset]")
+    if not items:
+        return None
+    raw_ts = obj.get("ts")
+    ts = raw_ts if type(raw_ts) is int else None
+    rows = []
+    for item in items:
+        if not isinstance(item, list) or len(item) != 3:
+            raise EvidenceError(f"end offset must be [topic, partition, offset], got {item!r}")
+        t, p, off = item
+        if ts is not None and type(t) is str and type(p) is int and type(off) is int:
+            rows.append((t, p, off))  # the poller's own shape: nothing to convert or refuse
+            continue
+        ev = from_end_offset_json({"ts": raw_ts, "topic": t, "partition": p, "end_offset": off})
+        ts = ev.ts
+        rows.append((ev.topic, ev.partition, ev.end_offset))
+    return EndOffsets(ts if ts is not None else 0, tuple(rows))

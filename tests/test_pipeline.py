@@ -417,8 +417,9 @@ def test_admin_poller_turns_a_real_group_into_evidence(kafka_broker):
             assert g == group
             kinds[type(ev).__name__] = ev
     reader.close()
-    assert set(kinds) == {"DescribeSnapshot", "CommittedSnapshot", "EndOffset"}
+    assert set(kinds) == {"DescribeSnapshot", "CommittedSnapshot", "EndOffsets"}
     assert sorted(kinds["CommittedSnapshot"].offsets) == [(data, 0, 5), (data, 1, 5)]
+    assert sorted(kinds["EndOffsets"].rows) == [(data, 0, 5), (data, 1, 5)]
 
 
 json_values = st.recursive(

@@ -121,20 +121,14 @@ def decode_one(
 
 
 def _end_offsets_of_group(obj: dict, key: bytes | None) -> list[tuple[str, int, int, Any]]:
-    from coordinator_model.evidence import EvidenceError, from_end_offset_json
+    """The Admin poller's line of a group's log-end offsets as one EndOffsets evidence."""
+    from coordinator_model.evidence import EvidenceError, from_end_offsets_json
 
     group = obj.get("group") or (key.decode("utf-8") if key else None)
-    ends = obj.get("end_offsets")
-    if not group or not isinstance(ends, list):
+    if not group or not isinstance(obj.get("end_offsets"), list):
         raise EvidenceError("end offsets line needs a group and a list of [topic, partition, offset]")
-    out = []
-    for item in ends:
-        if not isinstance(item, list) or len(item) != 3:
-            raise EvidenceError(f"end offset must be [topic, partition, offset], got {item!r}")
-        t, p, off = item
-        ev = from_end_offset_json({"ts": obj.get("ts"), "topic": t, "partition": p, "end_offset": off})
-        out.append((group, ev.ts, END_OFFSET_RANK, ev))
-    return out
+    ev = from_end_offsets_json(obj)
+    return [(group, ev.ts, END_OFFSET_RANK, ev)] if ev is not None else []
 
 
 def commit_evidence(group: str, ts: int, log_offset: int, c: tuple) -> Any:

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.storage import sorted_index
+from collectors.storage import json_text, sorted_index
 from collectors.storage import summaries as _summary
 from collectors.storage.topics import TopicIndex
 from coordinator_model.document import DocumentError, GroupDocument
@@ -139,8 +139,12 @@ class FleetRow:
         return dict(self.__dict__)
 
 
-def _dumps(obj: Any) -> str:
-    return json.dumps(obj, separators=(",", ":"), sort_keys=True, default=str)
+_dumps = json_text.standard
+
+
+def _row_text(row: Mapping[str, Any]) -> str:
+    """A fleet row's JSON (a flat object: its floats are its values)."""
+    return json_text.dumps(row, finite=json_text.finite(row.values()))
 
 
 def fleet_row(doc: GroupDocument, now_ms: int) -> FleetRow:
@@ -186,7 +190,7 @@ def sort_scores(row: Mapping[str, Any]) -> dict[str, float]:
 
 def _history_digest(doc: GroupDocument) -> str:
     """What the per-group timeline and generations keys are written from."""
-    text = _dumps([[t.to_json() for t in doc.timeline], [g.to_json() for g in doc.generations]])
+    text = json_text.dumps([[t.to_json() for t in doc.timeline], [g.to_json() for g in doc.generations]])
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
@@ -332,7 +336,7 @@ class RedisStore:
                 left.setdefault(name, set()).add(prev)
             current[name] = row.state
             p.set(self.gk(name, "doc"), text if text is not None else _dumps(doc.to_json()))
-            fleet[name] = _dumps(row_json)
+            fleet[name] = _row_text(row_json)
             states[name] = row.state
             types[name] = row.type or ""
             refreshed[name] = int(now_ms)
@@ -450,7 +454,7 @@ class RedisStore:
                 continue
             th, tz = self.gk(name, f"{what}:tmp"), self.gk(name, f"{what}:idx:tmp")
             p.delete(th, tz)
-            p.hset(th, mapping={rid: _dumps(row) for rid, (_, row) in rows.items()})
+            p.hset(th, mapping={rid: json_text.dumps(row) for rid, (_, row) in rows.items()})
             p.zadd(tz, {rid: score for rid, (score, _) in rows.items()})
             p.rename(th, h)
             p.rename(tz, z)
@@ -466,7 +470,7 @@ class RedisStore:
             if raw:
                 row = json.loads(raw)
                 row["last_refreshed"] = int(refreshed[name])
-                fleet[name] = _dumps(row)
+                fleet[name] = _row_text(row)
         if fleet:
             with self.r.pipeline(transaction=False) as p:
                 p.hset(self.k("fleet"), mapping=fleet)
@@ -496,7 +500,10 @@ class RedisStore:
         own = pipe is None
         p = self.pipeline() if own else pipe
         rid = str(int(ts))
-        p.hset(self.gk(group, "lag"), rid, _dumps(point))
+        secs = [point["lag_seconds"]]
+        for rows in (point["partitions"], point["members"]):
+            secs.extend(v.get("lag_seconds") for v in rows.values() if isinstance(v, dict))
+        p.hset(self.gk(group, "lag"), rid, json_text.dumps(point, finite=json_text.finite(secs)))
         p.zadd(self.gk(group, "lag:idx"), {rid: float(ts)})
         if own:
             p.execute()

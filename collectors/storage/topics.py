@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from collectors.storage import sorted_index
+from collectors.storage import json_text, sorted_index
 from coordinator_model.document import GroupDocument
 
 TOPIC_SORT_KEYS = ("name", "partitions", "groups", "lag", "lag_seconds", "rebalancing")
@@ -51,8 +51,8 @@ class TopicGroup:
         return self.state in REBALANCING
 
     def to_json(self) -> str:
-        return json.dumps(
-            {**asdict(self), "rebalancing": self.rebalancing}, separators=(",", ":"), sort_keys=True
+        return json_text.dumps(
+            {**self.__dict__, "rebalancing": self.rebalancing}, finite=json_text.finite((self.lag_seconds,))
         )
 
 
@@ -74,7 +74,8 @@ class TopicCut:
     partitions: list[PartitionRow]
 
     def partitions_json(self) -> str:
-        return json.dumps(self.partitions, separators=(",", ":"))
+        # a row's fifth value is its lag in seconds (PartitionRow)
+        return json_text.dumps(self.partitions, finite=json_text.finite(r[4] for r in self.partitions))
 
 
 def _int(x: Any) -> int:
@@ -268,7 +269,7 @@ class TopicIndex:
             p.hdel(self.tk(topic, "groups"), name)
             p.hdel(self.tk(topic, "parts"), name)
         self.touched |= set(cuts) | set(old)
-        return json.dumps(sorted(cuts), separators=(",", ":"))
+        return json_text.dumps(sorted(cuts))
 
     def forget_group(self, p: Any, name: str, old: list[str]) -> None:
         for topic in old:
