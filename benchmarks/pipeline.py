@@ -311,6 +311,16 @@ def live_latency(
     return lat, rate
 
 
+def _latencies(lat: list[float], tried: int) -> str:
+    """The latencies measured, and how many of the commits tried never showed within the minute."""
+    missed = tried - len(lat)
+    if not lat:
+        return f"none of {tried} commits showed within 60 s"
+    med, p95 = statistics.median(lat), _p95(lat)
+    text = f"over {len(lat)} commits: median {med:.2f} s, p95 {p95:.2f} s, max {max(lat):.2f} s"
+    return text + (f"; {missed} of {tried} never showed within 60 s" if missed else "")
+
+
 def _p95(xs: list[float]) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, round(0.95 * len(xs)) - 1)]
@@ -363,19 +373,14 @@ def main() -> None:
         # live, with the last run's collector and the whole fleet in it
         time.sleep(15)
         lat, _ = live_latency(bootstrap, redis_url, args.latency_samples)
-        if lat:
-            print(
-                f"live, {args.groups:,} idle groups: commit -> lag in Redis over {len(lat)} commits: "
-                f"median {statistics.median(lat):.2f} s, p95 {_p95(lat):.2f} s, max {max(lat):.2f} s"
-            )
+        shown = _latencies(lat, args.latency_samples)
+        print(f"live, {args.groups:,} idle groups: commit -> lag in Redis: {shown}")
         if not args.no_busy:
             lat, rate = live_latency(bootstrap, redis_url, args.latency_samples, busy_groups=args.groups)
-            if lat:
-                print(
-                    f"live, {args.groups:,} groups committing 10 partitions each ({rate:,.0f} commits/s "
-                    f"reached): median {statistics.median(lat):.2f} s, p95 {_p95(lat):.2f} s, "
-                    f"max {max(lat):.2f} s"
-                )
+            print(
+                f"live, {args.groups:,} groups committing 10 partitions each ({rate:,.0f} commits/s "
+                f"reached): commit -> lag in Redis: {_latencies(lat, args.latency_samples)}"
+            )
         if col is not None:
             col.stop()
     finally:

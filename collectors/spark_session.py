@@ -27,6 +27,12 @@ def build_spark(master: str = "local[*]", app_name: str = "groupscope", **conf: 
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers must use this interpreter (the venv with pyarrow/pandas), not python3 on PATH.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # Arrow's buffers from the C library's allocator, not its own jemalloc pool: jemalloc keeps what a
+    # worker freed, so after a catch-up's batch each model worker stayed at its high-water mark
+    # (430-550 MB); with the system allocator and heap_trim they gave it back (230-320 MB), the
+    # collector's peak went from 4.0 to 3.6 GB, and the catch-up took no longer. The workers inherit
+    # the variable in local mode; spark.executorEnv (below) carries it to a cluster's executors.
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     from pyspark.sql import SparkSession
 
     builder = (
@@ -47,6 +53,7 @@ def build_spark(master: str = "local[*]", app_name: str = "groupscope", **conf: 
         .config("spark.ui.enabled", conf.pop("spark.ui.enabled", "false"))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.python.worker.reuse", "true")
+        .config("spark.executorEnv.ARROW_DEFAULT_MEMORY_POOL", os.environ["ARROW_DEFAULT_MEMORY_POOL"])
     )
     for k, v in {**conf, **user_conf()}.items():
         builder = builder.config(k, v)

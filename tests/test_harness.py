@@ -74,3 +74,36 @@ def test_cli_lists_every_subcommand() -> None:
         "demo",
     ):
         assert name in out
+
+
+def test_python_workers_allocate_arrow_buffers_from_the_system_and_give_freed_heap_back(spark) -> None:
+    """build_spark gives the workers Arrow's system allocator, so what a worker frees is glibc's to
+    hand back (heap_trim), not kept by a jemalloc pool of its own."""
+
+    def probe(batches):
+        import os
+
+        import pyarrow as pa
+
+        from collectors.pipeline import heap_trim
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict(
+            {
+                "env": [os.environ.get("ARROW_DEFAULT_MEMORY_POOL")],
+                "pool": [pa.default_memory_pool().backend_name],
+                "trimmed": [heap_trim.release(force=True)],
+            }
+        )
+
+    rows = spark.range(1).mapInArrow(probe, "env string, pool string, trimmed boolean").collect()
+    assert rows and {(r.env, r.pool, r.trimmed) for r in rows} == {("system", "system", True)}
+
+
+def test_heap_trim_runs_at_most_every_interval() -> None:
+    from collectors.pipeline import heap_trim
+
+    assert heap_trim.release(force=True) is True
+    assert heap_trim.release() is False  # within MIN_INTERVAL_S of the last
+    assert heap_trim.release(force=True) is True

@@ -69,6 +69,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from collectors.pipeline import heap_trim
 from collectors.pipeline.commit_runs import RUN_KIND, commit_runs_of_columns, unpack
 from collectors.pipeline.route import Tick, commit_evidence, decode_one, position_of
 from collectors.pipeline.rows import COMMIT_KIND, DEAD_BUCKET, REFRESH_BUCKET, ROUTED_COLUMNS
@@ -282,6 +283,8 @@ def make_update(
                 meta["wake"] = first
         if out["kind"]:
             yield _frame(out)
+        del batch, groups, to_write
+        heap_trim.release()  # a catch-up's buckets leave the worker at its high-water mark otherwise
 
     return update
 

@@ -24,6 +24,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from collectors.pipeline import heap_trim
 from collectors.pipeline.admin_changes import is_resend
 from collectors.pipeline.change_hints import moving_groups
 from collectors.pipeline.rows import (
@@ -302,6 +303,7 @@ def route_arrow(
     if changes is not None:
         changes.note(moving)
     yield from _slices(runs.flush())
+    heap_trim.release()  # a catch-up task's columns are gone: the idle worker need not keep their pages
 
 
 @dataclass
