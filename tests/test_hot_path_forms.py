@@ -12,6 +12,7 @@ import pytest
 from conftest import CAPTURES
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_strategies import json_values
 
 from collectors.capture import read_capture
 from collectors.storage import json_text
@@ -87,17 +88,6 @@ def test_an_offset_store_pickled_in_the_older_form_still_loads() -> None:
     older = pickle.dumps((OffsetStore, (store.committed, store.ends, store.windows)), 5)
     cls, args = pickle.loads(older)
     _same_store(store, cls(*args))
-
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
-    max_leaves=20,
-)
 
 
 def _floats(x) -> list[float]:

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from conftest import CAPTURES, capture_dirs
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from json_strategies import json_values
 
 from collectors.cli.main import cli
 from collectors.pipeline.capture_source import load_capture
@@ -420,17 +421,6 @@ def test_admin_poller_turns_a_real_group_into_evidence(kafka_broker):
     assert set(kinds) == {"DescribeSnapshot", "CommittedSnapshot", "EndOffsets"}
     assert sorted(kinds["CommittedSnapshot"].offsets) == [(data, 0, 5), (data, 1, 5)]
     assert sorted(kinds["EndOffsets"].rows) == [(data, 0, 5), (data, 1, 5)]
-
-
-json_values = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats(allow_nan=False)
-    | st.text(),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
-    max_leaves=20,
-)
 
 
 @settings(max_examples=300, deadline=None)
