@@ -89,9 +89,9 @@ class OffsetStore:
     def __reduce__(self) -> tuple:
         # The pipeline pickles a group's engine at every micro-batch that touches it, and the store
         # is nearly all of it: a few objects per partition, each of which pickle asked for its state
-        # one by one (a Python call each: a third of a busy group's micro-batch). As plain rows, built
-        # in one pass here, pickling the store takes half the time. An engine pickled before this
-        # form (OffsetStore(committed, ends, windows)) still loads.
+        # one by one (a Python call each: a quarter of a busy group's micro-batch). As plain rows,
+        # built in one pass here, pickling the store takes a third to a half of the time. An engine
+        # pickled before this form (OffsetStore(committed, ends, windows)) still loads.
         committed = [
             (
                 tp,
