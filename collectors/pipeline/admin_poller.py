@@ -48,7 +48,6 @@ from collectors.kafka_clients import ErrorWatch, client_config, failure_log
 if TYPE_CHECKING:
     from collectors.kafka_protocol import KafkaProtocolClient
 
-from collectors.pipeline import heap_trim
 from collectors.pipeline.admin_changes import ChangeFilter, as_resend
 from collectors.pipeline.admin_hot import HotGroups
 from collectors.pipeline.admin_lines import (
@@ -164,7 +163,6 @@ class AdminPoller(Loop):
                 admin.poll(0)  # serve its log lines and error callbacks (they queue until polled)
                 n = self.poll_once(admin, producer)
                 self.polls += 1
-                heap_trim.release()  # the first poll's answers about every group are gone by now
                 delay = self.cfg.admin_poll_interval_s
                 with contextlib.suppress(Exception):
                     self.store.set_source_status("admin", True, f"{n} groups described", _now_ms())

@@ -5,6 +5,10 @@ catch-up's rows keeps that high-water mark as resident memory long after, idle o
 process tree then counts every worker at its own peak at once. `malloc_trim(0)` gives the free pages
 back. It costs a walk over the free heap (milliseconds), so a process does it at most every
 `MIN_INTERVAL_S`. Where glibc is not the allocator, it does nothing.
+
+Only Spark's Python workers call it, between tasks' work. The driver does not: it holds the arena
+locks while it walks, and the driver's threads (the Admin poller's fast describes every 300 ms, whose
+timing bounds the rebalances the model infers, librdkafka's, py4j's) would wait on them.
 """
 
 from __future__ import annotations
