@@ -603,7 +603,7 @@ def from_end_offsets_json(obj: dict) -> EndOffsets | None:
     if not items:
         return None
     raw_ts = obj.get("ts")
-    ts = raw_ts if type(raw_ts) is int else None
+    ts = raw_ts if type(raw_ts) is int else None  # else read (or refused) with the first item
     rows = []
     for item in items:
         if not isinstance(item, list) or len(item) != 3:
@@ -615,4 +615,5 @@ def from_end_offsets_json(obj: dict) -> EndOffsets | None:
         ev = from_end_offset_json({"ts": raw_ts, "topic": t, "partition": p, "end_offset": off})
         ts = ev.ts
         rows.append((ev.topic, ev.partition, ev.end_offset))
-    return EndOffsets(ts if ts is not None else 0, tuple(rows))
+    assert ts is not None  # the first item set it, or raised
+    return EndOffsets(ts, tuple(rows))

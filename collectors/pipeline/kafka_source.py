@@ -183,7 +183,8 @@ def plan_end(
         return end
     first = [x for x in pending if x[0] in first_topics]
     rest = [x for x in pending if x[0] not in first_topics]
-    left = max(1, int(max_rows)) - _take(first, max(1, int(max_rows)), end)
+    budget = max(1, int(max_rows))
+    left = budget - _take(first, budget, end)
     if first:
         # The other topics always get a tenth of the budget on top, so a catch-up of a backlog as big
         # as the budget reads the Admin poller's first answers with it, and models every group once,
