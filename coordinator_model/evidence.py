@@ -12,6 +12,7 @@ Malformed input raises `EvidenceError` (a ValueError), never anything else.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -320,24 +321,70 @@ Evidence = (
 
 # ---------------------------------------------------------------------------------------------
 # parsers
+# Every integer read from JSON ends up in a fixed-width column somewhere (the first stage's Arrow rows,
+# Spark's longs, the partition ints): Python's ints have no bound, so a value past these is refused
+# here, as malformed evidence, not found later as an overflow that fails a whole batch.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+# Broker limits of a member's timeouts (both int configs: group.max.session.timeout.ms defaults to
+# 1,800,000 ms, max.poll.interval.ms to at most Integer.MAX_VALUE): past them, no client sent it.
+TIMEOUT_MAX_MS = INT32_MAX
+
+
+def _shown(v: int) -> str:
+    """An int for an error message: its digits, unless it is too long to print (or to read)."""
+    return str(v) if v.bit_length() <= 128 else f"an integer of {v.bit_length()} bits"
+
+
+def _in_range(v: int, what: str, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int:
+    if not lo <= v <= hi:
+        raise EvidenceError(f"{what} must be between {lo} and {hi}, got {_shown(v)}")
+    return v
+
+
+def _as_int(v: Any, what: str, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int:
+    """A JSON number (an int, or a float, truncated as int() does) as an int in [lo, hi]. Not a bool
+    (JSON's true is no number), not an infinite or NaN float (int() of one raises OverflowError or
+    ValueError, not EvidenceError)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise EvidenceError(f"{what} must be a number, got {v!r}"[:300])
+    if isinstance(v, float) and not math.isfinite(v):
+        raise EvidenceError(f"{what} must be a finite number, got {v!r}")
+    return _in_range(int(v), what, lo, hi)
+
+
+def _lenient_int(v: Any, what: str, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int:
+    """int(v) as the list readers have always taken it (a numeric string too), but not a bool, and
+    within [lo, hi]."""
+    if isinstance(v, bool):
+        raise EvidenceError(f"{what} must be a number, got {v!r}")
+    if isinstance(v, float) and not math.isfinite(v):
+        raise EvidenceError(f"{what} must be a finite number, got {v!r}")
+    try:
+        n = int(v)
+    except (TypeError, ValueError) as exc:  # ValueError also for a numeric string past 4300 digits
+        raise EvidenceError(f"{what} must be a number, got {v!r}"[:300]) from exc
+    return _in_range(n, what, lo, hi)
+
+
 def _tps(items: Any, what: str) -> tuple[TP, ...]:
     if items is None:
         return ()
     try:
-        return tuple((str(t), int(p)) for t, p in items)
+        pairs = [(t, p) for t, p in items]
     except (TypeError, ValueError) as exc:
-        raise EvidenceError(f"{what}: expected [[topic, partition], ...], got {items!r}") from exc
+        raise EvidenceError(f"{what}: expected [[topic, partition], ...], got {items!r}"[:300]) from exc
+    # a partition is a Kafka int32
+    return tuple((str(t), _lenient_int(p, f"{what}: partition", INT32_MIN, INT32_MAX)) for t, p in pairs)
 
 
-def _int(obj: dict, key: str, required: bool = True) -> int | None:
+def _int(obj: dict, key: str, required: bool = True, lo: int = INT64_MIN, hi: int = INT64_MAX) -> int | None:
     v = obj.get(key)
     if v is None:
         if required:
             raise EvidenceError(f"missing {key!r} in {obj!r}"[:300])
         return None
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise EvidenceError(f"{key!r} must be a number, got {v!r}")
-    return int(v)
+    return _as_int(v, repr(key), lo, hi)
 
 
 def _str(obj: dict, key: str, required: bool = True) -> str | None:
@@ -503,8 +550,8 @@ def from_heartbeat_json(obj: dict) -> HeartbeatEvent:
         generation=_int(obj, "generation", False),
         state=_str(obj, "state", False),
         partitions=_tps(obj.get("partitions"), "partitions"),
-        session_timeout_ms=_int(obj, "session_timeout_ms", False),
-        max_poll_interval_ms=_int(obj, "max_poll_interval_ms", False),
+        session_timeout_ms=_int(obj, "session_timeout_ms", False, 0, TIMEOUT_MAX_MS),
+        max_poll_interval_ms=_int(obj, "max_poll_interval_ms", False, 0, TIMEOUT_MAX_MS),
         group_protocol=_str(obj, "group_protocol", False),
     )
 
@@ -555,11 +602,19 @@ def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot | Admi
         return AdminDenied(ts, group, what, str(obj.get("error") or ""))
     if "committed" in obj:
         try:
-            offsets = tuple((str(t), int(p), int(o)) for t, p, o in obj["committed"] or [])
+            triples = [(t, p, o) for t, p, o in obj["committed"] or []]
         except (TypeError, ValueError) as exc:
             raise EvidenceError(
                 f"committed: expected [[topic, partition, offset], ...] in {obj!r}"[:300]
             ) from exc
+        offsets = tuple(
+            (
+                str(t),
+                _lenient_int(p, "committed: partition", INT32_MIN, INT32_MAX),
+                _lenient_int(o, "committed: offset"),
+            )
+            for t, p, o in triples
+        )
         if obj.get("source") == SHARE_START_OFFSETS:
             return CommittedSnapshot(ts, group, offsets, SHARE_START_OFFSETS)
         return CommittedSnapshot(ts, group, offsets)
@@ -579,7 +634,7 @@ def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot | Admi
         assignor=_str(obj, "assignor", False) or "",
         members=tuple(_described_member(m, broker_members) for m in members),
         simple=bool(obj.get("simple", False)),
-        coordinator_id=coordinator.get("id") if isinstance(coordinator.get("id"), int) else None,
+        coordinator_id=_coordinator_id(coordinator),
         broker_state=broker.get("state") if broker else None,
         group_epoch=_int(broker, "group_epoch", False) if broker else None,
         assignment_epoch=_int(broker, "assignment_epoch", False) if broker else None,
@@ -587,10 +642,24 @@ def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot | Admi
     )
 
 
+def _coordinator_id(coordinator: dict) -> int | None:
+    """The describing broker's id, as lenient as ever (anything but an int is no id), but an int past
+    a broker id (an int32) is malformed, and a bool is no int."""
+    cid = coordinator.get("id")
+    if type(cid) is not int:
+        return None
+    return _in_range(cid, "'coordinator.id'", INT32_MIN, INT32_MAX)
+
+
 def from_end_offset_json(obj: dict) -> EndOffset:
     if not isinstance(obj, dict):
         raise EvidenceError(f"end offset line must be a JSON object, got {type(obj).__name__}")
-    return EndOffset(_int(obj, "ts"), _str(obj, "topic"), _int(obj, "partition"), _int(obj, "end_offset"))
+    return EndOffset(
+        _int(obj, "ts"),
+        _str(obj, "topic"),
+        _int(obj, "partition", True, INT32_MIN, INT32_MAX),
+        _int(obj, "end_offset"),
+    )
 
 
 def from_end_offsets_json(obj: dict) -> EndOffsets | None:
@@ -603,13 +672,21 @@ def from_end_offsets_json(obj: dict) -> EndOffsets | None:
     if not items:
         return None
     raw_ts = obj.get("ts")
-    ts = raw_ts if type(raw_ts) is int else None  # else read (or refused) with the first item
+    # else read (or refused, out of range too) with the first item
+    ts = raw_ts if type(raw_ts) is int and INT64_MIN <= raw_ts <= INT64_MAX else None
     rows = []
     for item in items:
         if not isinstance(item, list) or len(item) != 3:
             raise EvidenceError(f"end offset must be [topic, partition, offset], got {item!r}")
         t, p, off = item
-        if ts is not None and type(t) is str and type(p) is int and type(off) is int:
+        if (
+            ts is not None
+            and type(t) is str
+            and type(p) is int
+            and type(off) is int
+            and INT32_MIN <= p <= INT32_MAX
+            and INT64_MIN <= off <= INT64_MAX
+        ):
             rows.append((t, p, off))  # the poller's own shape: nothing to convert or refuse
             continue
         ev = from_end_offset_json({"ts": raw_ts, "topic": t, "partition": p, "end_offset": off})

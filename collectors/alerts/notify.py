@@ -25,6 +25,7 @@ from email.message import EmailMessage
 from typing import Any
 
 from collectors.config import DEFAULT_CLUSTER
+from collectors.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -91,14 +92,18 @@ def _post_json(url: str, body: dict[str, Any], headers: dict[str, str], timeout:
     req = urllib.request.Request(
         url, data=data, method="POST", headers={"Content-Type": "application/json", **headers}
     )
+    # A webhook URL is a secret (Slack's path token, a ?token= query, user:password): the errors name
+    # it redacted, and they reach logs, the CLI and Celery's task results.
+    shown = redact(url)
     try:
         with urllib.request.urlopen(req, timeout=timeout) as resp:
             if resp.status >= 300:
-                raise NotifyError(f"{name}: HTTP {resp.status} from {url}")
+                raise NotifyError(f"{name}: HTTP {resp.status} from {shown}")
     except urllib.error.HTTPError as e:
-        raise NotifyError(f"{name}: HTTP {e.code} from {url}") from e
+        raise NotifyError(f"{name}: HTTP {e.code} from {shown}") from e
     except (urllib.error.URLError, OSError) as e:
-        raise NotifyError(f"{name}: cannot reach {url}: {getattr(e, 'reason', e)}") from e
+        # the reason too: an error of the URL's own parsing may quote it
+        raise NotifyError(redact(f"{name}: cannot reach {shown}: {getattr(e, 'reason', e)}")) from e
 
 
 @dataclass
@@ -242,10 +247,19 @@ def send_with_retry(
             return attempt + 1
         except NotifyError as e:
             if attempt >= retries:
-                log.error("notifier %s gave up after %d attempts: %s", notifier.name, attempt + 1, e)
+                # redacted again: a channel's own NotifyError (not _post_json's) may name its URL
+                log.error(
+                    "notifier %s gave up after %d attempts: %s", notifier.name, attempt + 1, redact(str(e))
+                )
                 raise
             delay = backoff_delay(attempt, backoff_s)
-            log.warning("notifier %s failed (%s); retry %d in %.1f s", notifier.name, e, attempt + 1, delay)
+            log.warning(
+                "notifier %s failed (%s); retry %d in %.1f s",
+                notifier.name,
+                redact(str(e)),
+                attempt + 1,
+                delay,
+            )
             sleep(delay)
             attempt += 1
 

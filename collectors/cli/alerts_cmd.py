@@ -8,6 +8,7 @@ import sys
 import click
 
 from collectors.cli.options import redis_option, settings_from
+from collectors.redact import redact
 
 
 def _client(url: str):  # type: ignore[no-untyped-def]
@@ -17,7 +18,8 @@ def _client(url: str):  # type: ignore[no-untyped-def]
 
 
 def _fail(msg: str) -> None:
-    click.echo(f"groupscope: {msg}", err=True)
+    # a message may name the Redis URL, password and all (redis://:PASSWORD@host): never print that
+    click.echo(f"groupscope: {redact(msg)}", err=True)
     raise SystemExit(1)
 
 

@@ -12,6 +12,7 @@ import click
 
 from collectors.cli.options import redis_option, settings_from
 from collectors.config import DEFAULT_CLUSTER, ConfigError, Settings, check_cluster_name, one_cluster
+from collectors.redact import redact
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix, list_groups_across
 from collectors.storage.redis_store import SORT_KEYS, RedisStore
 
@@ -61,7 +62,8 @@ def _clusters(redis_url: str | None, only: str | None = None) -> Clusters:
     try:
         names = ClusterRegistry(client).names(s.configured_clusters()) or [DEFAULT_CLUSTER]
     except redis.RedisError as e:
-        raise click.ClickException(f"cannot reach Redis at {s.redis_url}: {e}") from e
+        # the URL may carry the password (redis://:PASSWORD@host): never print it
+        raise click.ClickException(redact(f"cannot reach Redis at {s.redis_url}: {e}")) from e
     if only is not None and only not in names:
         known = ", ".join(names)
         raise click.ClickException(f"no cluster {only!r} in Redis or the configuration (known: {known})")

@@ -31,6 +31,7 @@ from collectors.pipeline.rows import (
     CLOCK_TOPIC,
     DEAD_BUCKET,
     DEAD_LETTER_KEY,
+    ENDS_BUCKET,
     RAW_SCHEMA,
     REFRESH_BUCKET,
     ROUTED_COLUMNS,
@@ -202,6 +203,8 @@ def _admin_route(value: bytes | None) -> list[tuple[str, int, int]] | None:
     group, ts = obj.get("group"), obj.get("ts")
     if not isinstance(group, str) or type(ts) is not int or "end_offset" in obj:
         return None  # a single partition's end offset may be keyed by its group: the decoder's way
+    if not -(2**63) <= ts < 2**63:
+        return None  # no long (the routed row's ts): the decoder refuses it, the row is a dead letter
     if "end_offsets" in obj:
         ends = obj["end_offsets"]
         if not isinstance(ends, list):
@@ -245,10 +248,12 @@ def route_arrow(
     flush_rows: int | None = None,
     wake: Any = None,
     changes: Any = None,
+    ends_apart: bool = False,
 ) -> Iterator[Any]:
     """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out. With `changes`
     (change_hints.ChangeHints), the groups whose records just showed them moving are left for the
-    Admin poller to describe fast.
+    Admin poller to describe fast. With `ends_apart` (live), the Admin poller's end-offsets lines go
+    to ENDS_BUCKET, one row each, for the cluster's log-end histories, not to their group's model.
 
     Offset commits with the common value layouts are routed and decoded a column at a time (see
     commit_columns) and leave, at the end of the task (or every `flush_rows` commits), as runs of kind
@@ -294,7 +299,7 @@ def route_arrow(
         slow = np.flatnonzero(~fast)
         if len(slow):
             rest = batch if len(slow) == n else batch.take(pa.array(slow))
-            out = _route_rows(rest.to_pydict(), kinds, buckets, wake)
+            out = _route_rows(rest.to_pydict(), kinds, buckets, wake, ends_apart)
             if changes is not None:
                 for g, t in moving_groups(out, int(time.time() * 1000)).items():
                     moving[g] = max(moving.get(g, 0), t)
@@ -385,7 +390,11 @@ def _gather(runs: Any, rows: Any, idx: Any, keys: _RunKeys, batch: Any, cols: An
 
 
 def _route_rows(
-    raw: dict[str, list[Any]], kinds: Mapping[str, str], buckets: int, wake: Any = None
+    raw: dict[str, list[Any]],
+    kinds: Mapping[str, str],
+    buckets: int,
+    wake: Any = None,
+    ends_apart: bool = False,
 ) -> dict[str, list[Any]]:
     """The row-by-row path: one output row per group a record is evidence for, with its state bucket;
     a row that cannot be routed goes to the dead-letter bucket."""
@@ -397,12 +406,18 @@ def _route_rows(
             col.append(v)
 
     routes = _KEY_ROUTES.setdefault(buckets, {})
+    i64_min, i64_max, i32_min, i32_max = -(2**63), 2**63 - 1, -(2**31), 2**31 - 1  # long, int columns
     for topic, partition, offset, ts, key, value in zip(
         raw["topic"], raw["partition"], raw["offset"], raw["timestamp"], raw["key"], raw["value"], strict=True
     ):
         kind = "admin" if topic == CLOCK_TOPIC else kinds.get(topic)
         if kind == "admin" and value is not None and b'"clock"' in value:
             clock_ts = _clock_ts(value)
+            if clock_ts is not None and not i64_min <= clock_ts <= i64_max:
+                # emitted as is, it would fail the whole batch's Arrow conversion, outside any guard
+                err = "ValueError: the clock record's ts does not fit a long"
+                emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, err)
+                continue
             if clock_ts is not None:
                 # The Admin poller's clock record: every bucket gets it (group null), so each bucket's
                 # event-time watermark moves on even when none of its groups had evidence; with wake
@@ -420,18 +435,38 @@ def _route_rows(
             if kind is None:
                 raise ValueError(f"topic {topic!r} is not a groupscope source")
             resend = kind == "admin" and is_resend(value)
+            # Every value bound for a typed column is checked here, inside the guard, before any of
+            # the row's routes is emitted: Python's ints are unbounded and a str may hold a lone
+            # surrogate, and either, reaching RecordBatch.from_pydict, failed the whole batch (and
+            # the query, again at each restart). So a row is routed whole, or is one dead letter.
+            if partition is not None and not i32_min <= partition <= i32_max:
+                raise ValueError(f"partition {partition} does not fit an int")
+            hits = []
             for group, ets, rank in route_one(kind, topic, partition, offset, ts, key, value):
+                if ets is not None and (type(ets) is not int or not i64_min <= ets <= i64_max):
+                    raise ValueError(f"timestamp {ets!r} of group {group!r} does not fit a long"[:300])
+                if type(rank) is not int or not i32_min <= rank <= i32_max:
+                    raise ValueError(f"rank {rank!r} does not fit an int")
+                # bucket_of also refuses a group that is no str or does not encode to UTF-8
+                hits.append((group, ets, rank, bucket_of(group, buckets)))
+            for group, ets, rank, bucket in hits:
+                if ends_apart and rank == END_OFFSET_RANK:
+                    # a partition's, not a group's: one row; a resend too (merging is idempotent, and
+                    # it refills a Redis that lost its data with the ends that did not move)
+                    emit(ENDS_BUCKET, group, ets, rank, kind, topic, partition, offset, key, value, None)
+                    break
                 if resend:  # an unchanged answer sent again: a refresh stamp, not evidence
                     emit(REFRESH_BUCKET, group, ets, rank, kind, topic, partition, offset, None, None, None)
                     continue
-                bucket = bucket_of(group, buckets)
                 if kind == "offsets":
                     if len(routes) > 200_000:
                         routes.clear()
                     routes[key] = (group, bucket)
                 emit(bucket, group, ets, rank, kind, topic, partition, offset, key, value, None)
         except Exception as e:  # every failure, whatever its type, becomes a dead letter
-            emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, _err(e))
+            # its message as text Arrow takes (a JSON string decoded may hold a lone surrogate)
+            err = _err(e).encode("utf-8", "backslashreplace").decode("utf-8")
+            emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, err)
     return out
 
 

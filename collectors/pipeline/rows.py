@@ -25,6 +25,9 @@ DEAD_BUCKET = -1
 # group refreshed (model_state), and a resend that reached the group's own bucket made Spark hand that
 # bucket's whole state (the pickled engines of its groups) to Python and back for nothing.
 REFRESH_BUCKET = -2
+# Live, the Admin poller's end-offsets lines go to this bucket, which keeps no state: it merges them
+# into the cluster's log-end histories (storage/log_ends.py), one per partition, not one per group.
+ENDS_BUCKET = -3
 ROUTED_SCHEMA = (
     "bucket int, group string, ts long, rank int, kind string, topic string, partition int, offset long, "
     "key binary, value binary, error string, "
