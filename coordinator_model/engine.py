@@ -20,9 +20,9 @@ rebalance start is moved to the broker's time when the broker's line comes in.
 
 from __future__ import annotations
 
+import bisect
 import weakref
 from collections.abc import Callable, Iterable
-from itertools import pairwise
 from typing import Any
 
 from coordinator_model.broker_log import (
@@ -176,21 +176,7 @@ class GroupEngine:
             self._commits_one_by_one(merged_rows(runs))
             return
         self._commits_begin(last_ts)
-        by_tp: dict[TP, list[CommitRun]] = {}
-        for run in runs:  # in order of each partition's first commit, as apply_commits meets them
-            by_tp.setdefault((run.topic, run.partition), []).append(run)
-        firsts: list[int | None] = []
-        for tp, tp_runs in by_tp.items():
-            chained = all((a.last_ts, a.last_log) < (b.first_ts, b.first_log) for a, b in pairwise(tp_runs))
-            if not chained:  # runs of one partition that interleave in evidence order: merge them
-                firsts.append(self.offsets.commit_rows(tp, merged_rows(tp_runs)))
-                continue
-            first = None
-            for run in tp_runs:
-                t = self.offsets.commit_run(tp, run)
-                first = t if first is None else first
-            firsts.append(first)
-        self._commits_end(firsts)
+        self._commits_end(self.offsets.apply_runs(runs))
 
     def _commits_one_by_one(self, rows: Iterable[tuple]) -> None:
         # a session timer falls among them: one by one, so that it fires where it would
@@ -458,6 +444,46 @@ class GroupEngine:
             self.consumer.rename_partitions()  # a partition count may name a topic id
         if note is not None:
             self.conflict("end_offsets", ts, note)
+
+    def log_end_topics(self) -> set[str]:
+        """The topics whose log ends the group's lag needs: those it commits to, and those its
+        members subscribe to or own."""
+        topics = {t for t, _ in self.offsets.committed}
+        for m in self.members.values():
+            topics.update(m.subscription)
+            topics.update(t for t, _ in m.assignment)
+        return topics
+
+    def take_log_ends(self, histories: dict[TP, Any], upto: int) -> None:
+        """The cluster's log-end histories of the group's partitions, shared by every group that reads
+        them (the live pipeline keeps one per partition, not one per group), as far as `upto`: what
+        the engine would hold had it seen each observation up to then as EndOffset evidence. A
+        partition new to the group has the effects of `_end_offset` (a KIP-848 group may now name a
+        topic id; a committed offset past the log end is noted)."""
+        old = self.offsets.ends
+        self.offsets.ends = {}
+        for tp, h in histories.items():
+            cut = bisect.bisect_right(h.ts, upto)
+            if cut < len(h.ts):
+                del h.ts[cut:]
+                del h.offsets[cut:]
+                h.last_seen = min(h.last_seen, upto)
+            if not h.ts:
+                continue
+            self.offsets.ends[tp] = h
+            if tp not in old:
+                if self.type in MODERN_TYPES:
+                    self.consumer.rename_partitions()
+                cur = self.offsets.committed.get(tp)
+                if cur is not None and cur.ts <= h.ts[-1] and cur.offset > h.offsets[-1]:
+                    _, note = self.offsets.end_offset(tp, h.ts[-1], h.offsets[-1])
+                    if note is not None:
+                        self.conflict("end_offsets", h.ts[-1], note)
+
+    def drop_log_ends(self) -> None:
+        """Forget the shared log ends before the engine is saved: they are the cluster's, read again
+        from it next time, and were most of a lagging group's saved state."""
+        self.offsets.ends = {}
 
     def _expire_offsets(self, now: int) -> None:
         """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""

@@ -270,9 +270,9 @@ def test_lag_points_keep_per_partition_seconds_and_committed_for_the_chart(redis
                 (
                     "lg",
                     "doc",
-                    T0 + i * 1000,
-                    T0 + i * 1000,
-                    json.dumps(doc(T0 + i * 1000, 10 * i, 100, 9.0 - i)),
+                    T0 + i * MINUTE,
+                    T0 + i * MINUTE,
+                    json.dumps(doc(T0 + i * MINUTE, 10 * i, 100, 9.0 - i)),
                 ),
                 strict=True,
             )
@@ -287,11 +287,32 @@ def test_lag_points_keep_per_partition_seconds_and_committed_for_the_chart(redis
     assert [p["partitions"]["t:0"]["committed"] for p in points] == [0, 10, 20, 30, 40, 50]
     assert [p["partitions"]["t:0"]["lag_seconds"] for p in points] == [9.0, 8.0, 7.0, 6.0, 5.0, 4.0]
     assert [p["members"]["m1"]["lag_seconds"] for p in points] == [9.0, 8.0, 7.0, 6.0, 5.0, 4.0]
-    assert lag_series(points, "committed", "partition")["t:0"][-1] == (T0 + 5000, 50.0)
+    assert lag_series(points, "committed", "partition")["t:0"][-1] == (T0 + 5 * MINUTE, 50.0)
     assert lag_series(points, "lag_seconds", "partition")["t:0"][0] == (T0, 9.0)
-    assert lag_series(points, "lag_seconds", "member")["m1"][2] == (T0 + 2000, 7.0)
-    st.trim(T0 + 13_500)  # cutoff T0+3500: points 0-3 go
-    assert [p["ts"] for p in st.get_lag_history("lg")] == [T0 + 4000, T0 + 5000]
+    assert lag_series(points, "lag_seconds", "member")["m1"][2] == (T0 + 2 * MINUTE, 7.0)
+    st.trim(T0 + 3 * MINUTE + MINUTE // 2 + 10_000)  # cutoff between points 3 and 4: points 0-3 go
+    assert [p["ts"] for p in st.get_lag_history("lg")] == [T0 + 4 * MINUTE, T0 + 5 * MINUTE]
+
+
+MINUTE = 60_000
+
+
+@pytest.mark.servers
+def test_the_pipeline_keeps_a_minutes_peak_and_newest_lag_point(redis_client):
+    """The sink's lag points are thinned to two a minute a group: the minute's peak and its newest
+    point; a replayed write changes nothing."""
+    st = RedisStore(redis_client)
+    t0 = T0 - T0 % MINUTE
+    lags = [5, 40, 12, 90, 30, 7]  # one point every 10 s, all in one minute
+    for i, lag in enumerate(lags):
+        st.write_lag_points("g", t0 + i * 10_000, total=lag, lag_seconds=0.0, slot_ms=MINUTE)
+    assert [(p["ts"], p["lag"]) for p in st.get_lag_history("g")] == [(t0 + 30_000, 90), (t0 + 50_000, 7)]
+    before = dump(redis_client)
+    st.write_lag_points("g", t0 + 50_000, total=7, lag_seconds=0.0, slot_ms=MINUTE)
+    st.write_lag_points("g", t0 + 30_000, total=90, lag_seconds=0.0, slot_ms=MINUTE)
+    assert dump(redis_client) == before
+    st.write_lag_points("g", t0 + MINUTE, total=3, lag_seconds=0.0, slot_ms=MINUTE)  # the next minute
+    assert [p["lag"] for p in st.get_lag_history("g")] == [90, 7, 3]
 
 
 @pytest.mark.servers
@@ -308,3 +329,21 @@ def test_touch_refreshed_moves_only_the_refresh_stamps(redis_client):
     st.write_group(make_doc("a"), now_ms=5_000)
     assert st.get_row("a")["last_refreshed"] == 9_000
     assert st.freshness(["a"])["groups"] == {"a": 9_000}
+
+
+@pytest.mark.servers
+def test_trim_keeps_totals_only_of_lag_points_past_the_detail_horizon(redis_client):
+    from collectors.storage.redis_store import LAG_DETAIL_MS
+
+    st = RedisStore(redis_client)
+    st.write_group(make_doc("g"), now_ms=T0 + 4 * MINUTE + LAG_DETAIL_MS)  # trim walks the known groups
+    parts = {"t:0": {"lag": 5, "lag_seconds": 1.5, "committed": 10}}
+    for i in range(4):
+        st.write_lag_points(
+            "g", T0 + i * MINUTE, total=5 + i, lag_seconds=1.5, partitions=parts, members={"m": {"lag": 5}}
+        )
+    st.trim(T0 + 2 * MINUTE + LAG_DETAIL_MS)  # points 0-2 crossed the horizon, point 3 not yet
+    points = st.get_lag_history("g")
+    assert [p["lag"] for p in points] == [5, 6, 7, 8]
+    assert [bool(p["partitions"]) for p in points] == [False, False, False, True]
+    assert points[0] == {"ts": T0, "lag": 5, "lag_seconds": 1.5, "partitions": {}, "members": {}}

@@ -141,18 +141,18 @@ def test_lag_history_comes_from_the_groups_own_points(redis_client) -> None:
     partitions per point, over the last span of what is known, thinned to at most max_points."""
     s = RedisStore(redis_client)
     for i in range(50):
-        at = T0 + i * 1000
+        at = T0 + i * 60_000  # the sink keeps a minute's peak and newest point
         d = doc(
             "a", {("orders", 0): (i, float(i)), ("orders", 1): (1, 0.5), ("audit", 0): (100, 9.0)}, as_of=at
         )
         b = doc("b", {("audit", 0): (7, 1.0)}, as_of=at)
         write_rows(s, [_row(d, at), _row(b, at)])
-    hist = s.topics.lag_history("orders", ["a", "b", "nobody"], span_ms=10_000)
+    hist = s.topics.lag_history("orders", ["a", "b", "nobody"], span_ms=600_000)
     assert set(hist) == {"a"}  # b reads no partition of orders; nobody has no history
-    assert [t for t, _, _ in hist["a"]] == [T0 + i * 1000 for i in range(39, 50)]
-    assert hist["a"][-1] == (T0 + 49_000, 49 + 1, 49.0)
-    thin = s.topics.lag_history("orders", ["a"], span_ms=60_000, max_points=10)["a"]
-    assert len(thin) == 10 and thin[-1][0] == T0 + 49_000 and thin[0][0] < T0 + 10_000
+    assert [t for t, _, _ in hist["a"]] == [T0 + i * 60_000 for i in range(39, 50)]
+    assert hist["a"][-1] == (T0 + 49 * 60_000, 49 + 1, 49.0)
+    thin = s.topics.lag_history("orders", ["a"], span_ms=3_600_000, max_points=10)["a"]
+    assert len(thin) == 10 and thin[-1][0] == T0 + 49 * 60_000 and thin[0][0] < T0 + 10 * 60_000
     assert s.topics.lag_history("orders", [], span_ms=1000) == {}
 
 

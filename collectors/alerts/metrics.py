@@ -289,10 +289,8 @@ class MetricsSource:
         the same computation the sink's summaries are made with."""
         for i in range(0, len(names), self.chunk):
             chunk = names[i : i + self.chunk]
-            pipe = self.r.pipeline(transaction=False)
-            pipe.hmget(data.k("fleet"), chunk)
-            pipe.mget([data.gk(name, "doc") for name in chunk])
-            rows, docs = pipe.execute()
+            rows = self.r.hmget(data.k("fleet"), chunk)
+            docs = data.document_texts(chunk)
             for name, raw_row, raw_doc in zip(chunk, rows, docs, strict=True):
                 row = _loads(raw_row)
                 if not isinstance(row, dict):

@@ -173,13 +173,23 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     wake = WakeHints(cfg.redis_url, cfg.prefix) if timers else None
     # live, the groups the offsets topic shows moving are left for the Admin poller (change_hints.py)
     changes = ChangeHints(cfg.redis_url, cfg.prefix) if timers and cfg.admin_enabled else None
+    # live, log ends are the cluster's, one history per partition (storage/log_ends.py); a replay keeps
+    # each group's own, as `groupscope model` does
+    shared_ends = cfg.live
     routed = raw.mapInArrow(
-        lambda it: route_arrow(it, kinds, buckets, wake=wake, changes=changes), ROUTED_SCHEMA
+        lambda it: route_arrow(it, kinds, buckets, wake=wake, changes=changes, ends_apart=shared_ends),
+        ROUTED_SCHEMA,
     )
     timeout = GroupStateTimeout.ProcessingTimeTimeout if timers else GroupStateTimeout.NoTimeout
     modeled = routed.groupBy("bucket").applyInPandasWithState(
         make_update(
-            timers, cfg.retention_ms, cfg.tick_ms, cfg.allowed_lateness_ms, wake=wake, sink=sink_config(cfg)
+            timers,
+            cfg.retention_ms,
+            cfg.tick_ms,
+            cfg.allowed_lateness_ms,
+            wake=wake,
+            sink=sink_config(cfg),
+            shared_ends=shared_ends,
         ),
         OUTPUT_SCHEMA,
         STATE_SCHEMA,

@@ -72,7 +72,7 @@ from typing import Any
 from collectors.pipeline import heap_trim
 from collectors.pipeline.commit_runs import RUN_KIND, commit_runs_of_columns, unpack
 from collectors.pipeline.route import Tick, commit_evidence, decode_one, position_of
-from collectors.pipeline.rows import COMMIT_KIND, DEAD_BUCKET, REFRESH_BUCKET, ROUTED_COLUMNS
+from collectors.pipeline.rows import COMMIT_KIND, DEAD_BUCKET, ENDS_BUCKET, REFRESH_BUCKET, ROUTED_COLUMNS
 from collectors.storage import json_text
 from coordinator_model.document import GroupDocument
 
@@ -129,11 +129,17 @@ def make_update(
     idle_ms: int | None = None,
     wake: Any = None,
     sink: Any = None,
+    shared_ends: bool = False,
 ):
     """The applyInPandasWithState function for one pipeline configuration (see the module docstring
     for the event-time watermark that drives the timers in live mode). With `sink` (a
-    sink.SinkConfig) the documents are written to Redis here, not sent on as rows (see "Output")."""
+    sink.SinkConfig) the documents are written to Redis here, not sent on as rows (see "Output").
+    With `shared_ends` (live, with a sink) the log ends are the cluster's, one history per partition
+    in Redis (storage/log_ends.py): the first stage sends the Admin poller's end-offsets lines to
+    ENDS_BUCKET, which merges them there, and an engine is lent the histories of its partitions
+    while it runs, never keeping a copy."""
     idle_after = int(idle_ms if idle_ms is not None else 2 * tick_ms)
+    ends_of = _log_ends_reader(sink) if shared_ends and sink is not None else None
 
     def update(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         out: dict[str, list[Any]] = {c: [] for c in OUTPUT_COLUMNS}
@@ -149,6 +155,15 @@ def make_update(
             for i in range(batch.n):
                 ts, partition, offset = batch.ts[i], batch.partition[i], batch.offset[i]
                 topic, k, v, error = batch.topic[i], batch.key[i], batch.value[i], batch.error[i]
+                emit("", "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
+            if out["kind"]:
+                yield _frame(out)
+            return
+
+        if key[0] == ENDS_BUCKET:
+            # The Admin poller's end-offsets lines: merged into the cluster's histories, one per
+            # partition, whatever group each line was polled for.
+            for ts, partition, offset, topic, k, v, error in _merge_log_ends(sink, batch):
                 emit("", "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
             if out["kind"]:
                 yield _frame(out)
@@ -189,6 +204,13 @@ def make_update(
             # a whole re-modelling of an idle fleet of 10,000 groups every 5 s.
             due_by = watermark if live else now
             touched |= {g for g, v in groups.items() if (v[4] if len(v) > 4 else 0) <= due_by}
+        # lagging groups whose lag numbers are due, nothing else about them: no engine, their last
+        # document brought up to the log ends (LAG_REFRESH_MS)
+        relag = (
+            sorted(g for g, v in groups.items() if g not in touched and 0 < _lag_due(v) <= watermark)
+            if ends_of is not None and sweep and watermark > 0
+            else []
+        )
         changed = False  # whether any group's state moved: an untouched bucket is not written back
         for group in sorted(touched):
             blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
@@ -209,6 +231,8 @@ def make_update(
             else:
                 rows = sorted(arrived, key=_order)
             steps, dead = _steps(group, rows)
+            if ends_of is not None:
+                engine.take_log_ends(ends_of(engine.log_end_topics() | _step_topics(steps)), watermark)
             for row, error in dead:
                 ts, _, partition, offset, _, topic, k, v, _ = row[:9]
                 emit(group, "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
@@ -242,7 +266,15 @@ def make_update(
                 continue
             if live and watermark > 0:
                 engine.advance(watermark)
+            ends = None
+            if ends_of is not None:
+                # the members' topics may be new since the ends were lent: the document's lag needs them
+                engine.take_log_ends(ends_of(engine.log_end_topics()), watermark)
+                ends = engine.offsets.ends
+                engine.drop_log_ends()
             state_blob = pickle.dumps(engine, 5)
+            if ends is not None:
+                engine.offsets.ends = ends
             timers = _timers_due(engine)
             if early:
                 # The held commits are shown on the engine itself, now that its state is saved (the
@@ -253,12 +285,21 @@ def make_update(
             text = _dumps(doc.to_json())
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
             wake_time = _wake_at(timers, doc, held, max(watermark, now) if not live else watermark, tick_ms)
-            groups[group] = (state_blob, int(last_input), new_digest, held, wake_time)
+            lag_due = watermark + LAG_REFRESH_MS if live and _lag_moves(doc) else 0
+            groups[group] = (state_blob, int(last_input), new_digest, held, wake_time, lag_due)
             if new_digest != digest:
                 if sink is not None:
                     to_write.append((doc, int(doc.as_of or 0), int(last_input or now), text))
                 else:
                     emit(group, "doc", int(doc.as_of or 0), int(last_input or now), text)
+        if relag:
+            changed = True
+            for group, doc, text in _moved_on(sink, ends_of, relag, watermark):
+                blob, last_input, _, held, wake_time, *_ = groups[group]
+                digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+                lag_due = watermark + LAG_REFRESH_MS if _lag_moves(doc) else 0
+                groups[group] = (blob, last_input, digest, held, wake_time, lag_due)
+                to_write.append((doc, int(doc.as_of or 0), now, text))
         if to_write:
             from collectors.pipeline.sink import write_model_docs
 
@@ -276,7 +317,9 @@ def make_update(
             meta["saved"] = int(meta.get("event", 0))
             state.update((pickle.dumps((groups, meta), 5),))
         if live:
-            first = min((v[4] if len(v) > 4 else 0 for v in groups.values()), default=2**62)
+            first = min(
+                (min(v[4] if len(v) > 4 else 0, _lag_due(v) or 2**62) for v in groups.values()), default=2**62
+            )
             _set_timeout(state, now, _timeout_ms(first, now, tick_ms, allowed_lateness_ms))
             # the first stage sends clock records only to buckets due by then (wake_hints.py)
             if wake is not None and first != meta.get("wake") and wake.write(key[0], first):
@@ -552,7 +595,11 @@ IDLE_REFRESH_MS = 600_000
 def _timers_due(engine: Any) -> int | None:
     """The engine's own next deadline: a session timer (heartbeat-only inference) or its first
     committed offset to expire."""
-    due = [int(getattr(engine, "_next_due", 2**62)), engine.next_offset_expiry()]
+    due = [
+        int(getattr(engine, "_next_due", 2**62)),
+        engine.next_offset_expiry(),
+        engine.offsets.next_stop(engine.now),
+    ]
     return min((d for d in due if d is not None), default=None)
 
 
@@ -560,15 +607,16 @@ def _wake_at(
     timers: int | None, doc: GroupDocument | None, held: list[tuple[int, tuple]], at: int, tick_ms: int = 5000
 ) -> int:
     """When a group must next be looked at with no evidence of its own: its engine's next deadline
-    (`_timers_due`), the release of its first row held behind the watermark, the next tick while it
-    has lag (lag in seconds and the lag status move with time), else IDLE_REFRESH_MS on."""
+    (`_timers_due`: a session, an offset's expiry, a lagging partition turning STOP), the release of
+    its first row held behind the watermark, else IDLE_REFRESH_MS on. Lag alone wakes nothing: its
+    numbers move with the log ends and the clock, and the collector's lag refresher
+    (storage/lag_refresh.py) brings them up to date without the group's engine; a group woken every
+    tick while it lagged was 2,000 group rewrites a second for 10,000 lagging groups."""
     wake = at + IDLE_REFRESH_MS
     if held:
         wake = min(wake, min(t for t, _ in held))
     if timers is not None:
         wake = min(wake, timers)
-    if doc is not None and (doc.lag.total or doc.lag.max_seconds):
-        wake = min(wake, at + tick_ms)
     return wake
 
 
@@ -595,6 +643,112 @@ def _set_timeout(state: Any, now: int, duration_ms: int) -> None:
     if not state.hasTimedOut and batch_ms < old <= batch_ms + duration_ms:
         duration_ms = old - batch_ms
     state.setTimeoutDuration(int(duration_ms))
+
+
+# How often a lagging group's lag numbers are brought up to the log ends when nothing else happens to
+# it (`_moved_on`): its fleet row, summaries and lag point follow its lag at most this far behind.
+LAG_REFRESH_MS = 30_000
+
+
+def _lag_moves(doc: GroupDocument) -> bool:
+    """Whether a document's lag may move with the log ends alone: it lags, or a committed
+    partition's log end is not known yet (a Redis that lost the ends gets them again within a poll)."""
+    lag = doc.lag
+    return bool(lag.total or lag.max_seconds) or any(p.has_commit and p.lag is None for p in lag.partitions)
+
+
+def _lag_due(v: tuple) -> int:
+    """When a group's lag numbers are due (0: it has no lag), from its state tuple."""
+    return int(v[5]) if len(v) > 5 else 0
+
+
+def _moved_on(sink: Any, ends_of: Any, groups: list[str], watermark: int) -> list[tuple[Any, Any, str]]:
+    """(group, document, text) of these groups' stored documents with their lag brought up to the
+    log ends at `watermark` (offsets.lag.moved_on); a group whose document is not in Redis (flushed)
+    is left for its engine's next turn."""
+    from collectors.pipeline.sink import model_store, read_document, with_retry
+    from coordinator_model.offsets.lag import moved_on
+
+    store = model_store(sink)
+    texts = with_retry(
+        lambda: store.r.mget([store.gk(g, "doc") for g in groups]), "lag refresh", sink.redis_retry_s
+    )
+    docs = []
+    for group, raw in zip(groups, texts, strict=True):
+        if raw is None:
+            continue
+        doc = GroupDocument.from_json(read_document(raw.decode()))
+        docs.append((group, doc))
+    ends = ends_of({p.topic for _, doc in docs for p in doc.lag.partitions})
+    out = []
+    for group, doc in docs:
+        doc.lag = moved_on(doc.lag, ends, watermark)
+        doc.as_of = max(int(doc.as_of or 0), watermark)
+        out.append((group, doc, _dumps(doc.to_json())))
+    return out
+
+
+def _step_topics(steps: list[tuple[str, list[Any]]]) -> set[str]:
+    """The committed topics among a group's steps (runs and commits), whose log ends their lag
+    samples need."""
+    topics: set[str] = set()
+    for what, items in steps:
+        if what == "runs":
+            topics.update(run.topic for run in items)
+        elif what == "evidence":
+            topics.update(t for ev in items if isinstance(t := getattr(ev, "topic", None), str))
+    return topics
+
+
+# One reader of the cluster's log ends per Python worker and sink settings (like sink.model_writer's
+# client): its cache outlives the bucket, so a bucket reloads only the topics whose ends moved.
+_LOG_ENDS: dict[Any, Any] = {}
+
+
+def _log_ends_reader(sink: Any) -> Any:
+    """topics -> {(topic, partition): EndOffsetHistory} (copies) for this worker, through its cache."""
+
+    def histories(topics: set[str]) -> dict:
+        from collectors.pipeline.sink import model_store, with_retry
+        from collectors.storage.log_ends import LogEnds, LogEndsCache
+
+        cache = _LOG_ENDS.get(sink)
+        if cache is None:
+            store = model_store(sink)
+            cache = _LOG_ENDS[sink] = LogEndsCache(LogEnds(store.r, store.p))
+        return with_retry(lambda: cache.histories(topics), "log ends", sink.redis_retry_s)
+
+    return histories
+
+
+def _merge_log_ends(sink: Any, batch: BatchRows) -> list[tuple]:
+    """Merge the end-offsets lines of ENDS_BUCKET into the cluster's histories; the rows that are not
+    such a line, as (ts, partition, offset, topic, key, value, error) for the dead letters."""
+    import orjson
+
+    from collectors.pipeline.sink import model_store, with_retry
+    from collectors.storage.log_ends import LogEnds
+    from coordinator_model.evidence import from_end_offsets_json
+
+    observations: dict[tuple[str, int], list[tuple[int, int]]] = {}
+    bad: list[tuple] = []
+    for i in range(batch.n):
+        try:
+            ev = from_end_offsets_json(orjson.loads(batch.value[i] or b""))
+            if ev is None:
+                continue
+            for topic, partition, end in ev.rows:
+                observations.setdefault((topic, int(partition)), []).append((int(ev.ts), int(end)))
+        except Exception as e:  # a malformed line is set aside, the others are merged
+            ts, part, off = batch.ts[i], batch.partition[i], batch.offset[i]
+            bad.append((ts, part, off, batch.topic[i], batch.key[i], batch.value[i], _err(e)))
+    if observations and sink is not None:
+        with_retry(
+            lambda: LogEnds(model_store(sink).r, sink.prefix).merge(observations),
+            "log ends",
+            sink.redis_retry_s,
+        )
+    return bad
 
 
 def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:

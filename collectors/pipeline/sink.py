@@ -24,6 +24,8 @@ from coordinator_model.document import DocumentError, GroupDocument
 log = logging.getLogger("groupscope.sink")
 
 PIPELINE_COMMANDS = 1000
+# The pipeline keeps one lag point a group a minute (the minute's last): docs/redis-schema.md, "Per group".
+LAG_POINT_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -106,7 +108,14 @@ class DocWriter:
             if ts:
                 total, secs, parts, members = lag_point(doc)
                 store.write_lag_points(
-                    doc.group, ts, total=total, lag_seconds=secs, partitions=parts, members=members, pipe=pipe
+                    doc.group,
+                    ts,
+                    total=total,
+                    lag_seconds=secs,
+                    partitions=parts,
+                    members=members,
+                    pipe=pipe,
+                    slot_ms=LAG_POINT_MS,
                 )
             if len(pipe) >= PIPELINE_COMMANDS:
                 pipe.execute()
@@ -120,12 +129,18 @@ class DocWriter:
 _STORES: dict[SinkConfig, RedisStore] = {}
 
 
-def model_writer(cfg: SinkConfig) -> DocWriter:
-    """A DocWriter for the model stage's own writes, on this process's client for `cfg`."""
+def model_store(cfg: SinkConfig) -> RedisStore:
+    """This process's store (and client) for `cfg`."""
     store = _STORES.get(cfg)
     if store is None:
         store = RedisStore.from_url(cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms)
         _STORES[cfg] = store
+    return store
+
+
+def model_writer(cfg: SinkConfig) -> DocWriter:
+    """A DocWriter for the model stage's own writes, on this process's client for `cfg`."""
+    store = model_store(cfg)
     store.topics.touched = set()  # a failed earlier attempt's topics are the retried batch's too
     return DocWriter(store)
 

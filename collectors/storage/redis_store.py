@@ -29,8 +29,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from collectors.storage import json_text, sorted_index
+from collectors.storage import group_parts, json_text, sorted_index
 from collectors.storage import summaries as _summary
+from collectors.storage.group_offsets import GroupOffsets
+from collectors.storage.log_ends import LogEnds
 from collectors.storage.topics import TopicIndex
 from coordinator_model.document import DocumentError, GroupDocument
 
@@ -39,6 +41,10 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = "1"
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 HOUR_MS = 3600 * 1000
+# A lag point keeps its partitions and members this long, then its totals only (trim): per partition a
+# 100-partition group's point is about 6 KB, its totals under 100 bytes (docs/redis-schema.md).
+LAG_DETAIL_MS = 3 * HOUR_MS
+LAG_COMPACT_WINDOW_MS = 15 * 60 * 1000
 
 # The summary hashes (docs/redis-schema.md, "Summaries"), each `G` -> the group's summary, in the
 # order the sink writes them: a head before the facts that carry its key (a write cut short leaves
@@ -107,6 +113,44 @@ for i = 1, #gone, 1000 do
   redis.call('ZREM', KEYS[2], unpack(gone, i, j))
 end
 return #gone
+"""
+
+# A lag point into its slot (write_lag_points with slot_ms): a slot keeps its peak (`SLOT:p`, the
+# point of greatest lag) and its newest point (`SLOT:l`, when it is not the peak), each scored by its
+# own time: thinned so, the chart keeps the spikes an ops engineer looks for and the value now.
+_LAG_SLOT_SCRIPT = """
+local peak_id, last_id = ARGV[1] .. ':p', ARGV[1] .. ':l'
+local peak = redis.call('HGET', KEYS[1], peak_id)
+local lag = tonumber(ARGV[3])
+if peak then peak = cjson.decode(peak) end
+if peak and tonumber(peak['ts']) == tonumber(ARGV[4]) then return 0 end  -- written again (a replay)
+if (not peak) or lag > tonumber(peak['lag']) then
+  redis.call('HSET', KEYS[1], peak_id, ARGV[2])
+  redis.call('ZADD', KEYS[2], ARGV[4], peak_id)
+  redis.call('HDEL', KEYS[1], last_id)
+  redis.call('ZREM', KEYS[2], last_id)
+else
+  redis.call('HSET', KEYS[1], last_id, ARGV[2])
+  redis.call('ZADD', KEYS[2], ARGV[4], last_id)
+end
+return 1
+"""
+
+# Lag points that crossed the detail horizon keep their totals only (trim, LAG_DETAIL_MS): ARGV[1..2]
+# the window of point times to look at. A point already compacted has nothing left to strip.
+_COMPACT_LAG_SCRIPT = """
+local ids = redis.call('ZRANGEBYSCORE', KEYS[2], ARGV[1], ARGV[2])
+local n = 0
+for _, id in ipairs(ids) do
+  local raw = redis.call('HGET', KEYS[1], id)
+  if raw and (string.find(raw, '"partitions":{"', 1, true) or string.find(raw, '"members":{"', 1, true)) then
+    local point = cjson.decode(raw)
+    redis.call('HSET', KEYS[1], id, cjson.encode({ts = point['ts'], lag = point['lag'],
+      lag_seconds = point['lag_seconds'], partitions = {}, members = {}}))
+    n = n + 1
+  end
+end
+return n
 """
 
 # Add a dead letter once per record position: a replayed batch finds the position already seen.
@@ -219,7 +263,11 @@ class RedisStore:
         self._filter = client.register_script(_FILTER_SCRIPT)
         self._trim_series = client.register_script(_TRIM_SERIES_SCRIPT)
         self._dead_letter = client.register_script(_DEAD_LETTER_SCRIPT)
+        self._lag_slot = client.register_script(_LAG_SLOT_SCRIPT)
+        self._compact_lag = client.register_script(_COMPACT_LAG_SCRIPT)
         self.topics = TopicIndex(client, prefix, self._filter, self.gk)
+        self.offsets = GroupOffsets(client, lambda group: self.gk(group, "offsets"))
+        self.log_ends = LogEnds(client, prefix)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> RedisStore:
@@ -487,9 +535,13 @@ class RedisStore:
         partitions: Mapping[str, Any] | None = None,
         members: Mapping[str, Any] | None = None,
         pipe: Any = None,
+        slot_ms: int | None = None,
     ) -> None:
         """One point of a group's lag history at `ts` (ms): totals plus per-partition ("topic:p") and
-        per-member lag. Keyed by ts, so writing the same point twice keeps one."""
+        per-member lag. Keyed by ts, so writing the same point twice keeps one; with `slot_ms`, a slot
+        of that length keeps two points at most, its peak and its newest (_LAG_SLOT_SCRIPT): the
+        pipeline writes a point at every document write, which for a group committing every second
+        was a point a second, kept for the retention."""
         point = {
             "ts": int(ts),
             "lag": int(total),
@@ -503,8 +555,14 @@ class RedisStore:
         secs = [point["lag_seconds"]]
         for rows in (point["partitions"], point["members"]):
             secs.extend(v.get("lag_seconds") for v in rows.values() if isinstance(v, dict))
-        p.hset(self.gk(group, "lag"), rid, json_text.dumps(point, finite=json_text.finite(secs)))
-        p.zadd(self.gk(group, "lag:idx"), {rid: float(ts)})
+        text = json_text.dumps(point, finite=json_text.finite(secs))
+        if slot_ms:
+            slot = str(int(ts) - int(ts) % slot_ms)
+            keys = [self.gk(group, "lag"), self.gk(group, "lag:idx")]
+            self._lag_slot(keys=keys, args=[slot, text, int(total), int(ts)], client=p)
+        else:
+            p.hset(self.gk(group, "lag"), rid, text)
+            p.zadd(self.gk(group, "lag:idx"), {rid: float(ts)})
         if own:
             p.execute()
 
@@ -577,6 +635,13 @@ class RedisStore:
                         keys=[self.gk(name, what), self.gk(name, f"{what}:idx")], args=[cutoff], client=p
                     )
             removed += sum(int(x or 0) for x in p.execute())
+            for name in names:
+                # points that crossed the detail horizon since the last trims (the collector trims
+                # every minute; the window allows for missed ones) keep their totals only
+                horizon = int(now_ms - LAG_DETAIL_MS)
+                keys = [self.gk(name, "lag"), self.gk(name, "lag:idx")]
+                self._compact_lag(keys=keys, args=[horizon - LAG_COMPACT_WINDOW_MS, horizon], client=p)
+            p.execute(raise_on_error=False)  # a point the script cannot read stays as it is
             stale += [n for n in names if int(chunk[n.encode()]) < cutoff]
             if cursor == 0:
                 break
@@ -605,9 +670,7 @@ class RedisStore:
             missing = [n for n, k in zip(names, known, strict=True) if k is None]
             if missing:
                 p = self.pipeline()
-                for n in missing:  # one GET each: the documents live on their own hash slots
-                    p.get(self.gk(n, "doc"))
-                docs = p.execute()
+                docs = self.document_texts(missing)
                 for name, raw in zip(missing, docs, strict=True):
                     if not raw:
                         continue
@@ -637,7 +700,16 @@ class RedisStore:
             p.hdel(self.k(*h.split(":")), name)
         for what in SUMMARY_KEYS:
             p.hdel(self.sk(what), name)
-        for what in ("doc", "timeline", "timeline:idx", "generations", "generations:idx", "lag", "lag:idx"):
+        for what in (
+            "doc",
+            "offsets",
+            "timeline",
+            "timeline:idx",
+            "generations",
+            "generations:idx",
+            "lag",
+            "lag:idx",
+        ):
             p.delete(self.gk(name, what))
         p.execute()
 
@@ -701,8 +773,42 @@ class RedisStore:
 
     def get_group(self, name: str) -> dict[str, Any] | None:
         """The group's document exactly as `groupscope model --json` prints it, or None."""
-        raw = self.r.get(self.gk(name, "doc"))
+        raw = self.document_texts([name])[0]
         return json.loads(raw) if raw else None
+
+    def document_texts(self, names: list[str], now: int | None = None) -> list[bytes | None]:
+        """The groups' documents as JSON (None: absent), each put together from its parts where the
+        collector stores it so (group_parts.py); a stored value that is not JSON is handed back as it
+        is, for the caller to say so."""
+        if not names:
+            return []
+        raws = self.r.mget([self.gk(n, "doc") for n in names])
+        heads: dict[int, dict[str, Any]] = {}
+        for i, raw in enumerate(raws):
+            if raw and b'"offsets_apart":true' in raw:
+                try:
+                    d = json.loads(raw)
+                except ValueError:
+                    continue
+                if isinstance(d, dict) and group_parts.is_head(d):
+                    heads[i] = d
+        if not heads:
+            return list(raws)
+        stores = self.offsets.load([names[i] for i in heads])
+        topics = set()
+        for i, d in heads.items():
+            topics |= group_parts.topics_of(d, stores[names[i]])
+        ends = self.log_ends.read(topics)
+        out = list(raws)
+        for i, d in heads.items():
+            store = stores[names[i]]
+            mine = {tp: h for tp, h in ends.items() if tp[0] in group_parts.topics_of(d, store)}
+            try:
+                doc = group_parts.assemble(d, store, mine, now)
+            except DocumentError:
+                continue  # handed back as stored: the caller says it is not a document
+            out[i] = json_text.standard(doc.to_json()).encode()
+        return out
 
     def get_document(self, name: str) -> GroupDocument | None:
         """The group's document, typed (DocumentError if what is stored is not one), or None."""

@@ -17,8 +17,11 @@ from __future__ import annotations
 import bisect
 import itertools
 from array import array
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
+
+from coordinator_model.document.types import LagDoc, MemberLag, PartitionLag
 
 WINDOW = 10  # Burrow's `intervals`
 MIN_DISTANCE_MS = 1000  # a commit closer than this to the previous one replaces it (Burrow min-distance)
@@ -169,3 +172,37 @@ def group_status(partition_statuses: list[str]) -> str:
     if "WARN" in partition_statuses:
         return "WARN"
     return "OK"
+
+
+def moved_on(lag: LagDoc, ends: Mapping[tuple[str, int], EndOffsetHistory], now_ms: int) -> LagDoc:
+    """A group's lag (as its document has it) brought up to `now_ms` with the log ends known now,
+    committed offsets and Burrow statuses as they were: what the group's engine would compute with
+    no new evidence of its own but the log ends (a status moves with time alone only when a partition
+    turns STOP, which wakes the engine itself: OffsetStore.next_stop). The numbers follow
+    `OffsetStore.lag`: lag in offsets from the newest end, in seconds from when the log passed the
+    committed offset, per member summed and worst."""
+    parts = []
+    per_member: dict[str, MemberLag] = {}
+    for p in lag.partitions:
+        h = ends.get((p.topic, p.partition))
+        end = h.latest if h is not None else p.end_offset
+        lo = lag_offsets(p.committed, end) if h is not None else p.lag
+        ls = lag_seconds(p.committed, h, now_ms) if h is not None else p.lag_seconds
+        parts.append(
+            PartitionLag(p.topic, p.partition, p.committed, p.has_commit, end, lo, ls, p.status, p.member_id)
+        )
+        if p.member_id is not None:
+            pm = per_member.get(p.member_id)
+            if pm is None:
+                pm = per_member[p.member_id] = MemberLag(p.member_id)
+            pm.lag += lo or 0
+            pm.lag_seconds = max(pm.lag_seconds, ls or 0.0)
+    known = [p.lag for p in parts if p.lag is not None]
+    secs = [p.lag_seconds for p in parts if p.lag_seconds is not None]
+    return LagDoc(
+        total=sum(known) if known else None,
+        max_seconds=max(secs) if secs else None,
+        status=lag.status,
+        partitions=parts,
+        members=sorted(per_member.values(), key=lambda r: r.member_id),
+    )

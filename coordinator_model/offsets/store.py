@@ -16,7 +16,7 @@ from typing import Any
 
 from coordinator_model.document.types import LagDoc, MemberLag, OffsetDoc, PartitionLag
 from coordinator_model.offsets import lag as lagmod
-from coordinator_model.offsets.runs import CommitRun
+from coordinator_model.offsets.runs import CommitRun, merged_rows
 
 TP = tuple[str, int]
 
@@ -163,6 +163,26 @@ class OffsetStore:
             return run.first_ts
         return self.commit_rows(tp, run.rows())
 
+    def apply_runs(self, runs: list[CommitRun]) -> list[int | None]:
+        """Runs of commits (sorted by first commit), with exactly the effect of committing each of
+        their commits in evidence order; per partition, the time of the first commit kept, or None.
+        The live pipeline applies a known group's runs here alone, without its engine."""
+        by_tp: dict[TP, list[CommitRun]] = {}
+        for run in runs:  # in order of each partition's first commit, as apply_commits meets them
+            by_tp.setdefault((run.topic, run.partition), []).append(run)
+        firsts: list[int | None] = []
+        for tp, tp_runs in by_tp.items():
+            chained = all((a.last_ts, a.last_log) < (b.first_ts, b.first_log) for a, b in pairwise(tp_runs))
+            if not chained:  # runs of one partition that interleave in evidence order: merge them
+                firsts.append(self.commit_rows(tp, merged_rows(tp_runs)))
+                continue
+            first = None
+            for run in tp_runs:
+                t = self.commit_run(tp, run)
+                first = t if first is None else first
+            firsts.append(first)
+        return firsts
+
     def snapshot(self, ts: int, offsets: Iterable[tuple[str, int, int]], drop_unseen: bool) -> None:
         """Committed offsets as an Admin API answer (OffsetFetch) gave them at `ts`; `drop_unseen`:
         the answer is the only word on offsets, so a partition it no longer lists has none."""
@@ -260,6 +280,24 @@ class OffsetStore:
             h.trim_before(cutoff)
 
     # ---- lag -----------------------------------------------------------------------------------
+    def next_stop(self, now: int) -> int | None:
+        """The first moment after `now` at which a lagging partition turns STOP with no new evidence
+        (Burrow: its commits stopped for longer than its window spans): the only way a partition's
+        status moves with time alone, so what a group with lag must be looked at again for."""
+        due = None
+        for tp, w in self.windows.items():
+            if len(w.samples) < 2:
+                continue
+            first, last = w.samples[0].ts, w.samples[-1].ts
+            at = last + (last - first) + 1
+            if at <= now:
+                continue
+            o, h = self.committed.get(tp), self.ends.get(tp)
+            if o is None or h is None or not lagmod.lag_offsets(o.offset, h.latest):
+                continue
+            due = at if due is None else min(due, at)
+        return due
+
     def _sample(self, tp: TP, ts: int) -> None:
         cur = self.committed.get(tp)
         if cur is None:

@@ -1,0 +1,126 @@
+"""A group's committed offsets in Redis, one hash field per partition (docs/redis-schema.md, "Per
+group"): the unit of work of the live pipeline is the partition commit, not the group.
+
+`{prefix}:group:{G}:offsets`, field `TOPIC:PARTITION` -> JSON `[offset, commit_timestamp, ts,
+log_offset, metadata, leader_epoch, expire_timestamp, slot_start, [[ts, offset, lag, end_offset],
+...]]`: what `OffsetStore` keeps of the partition (its `OffsetState` and its Burrow lag window).
+Topic names have no `:` (Kafka allows letters, digits, `.`, `_` and `-`), so the last `:` splits a
+field. A commit writes its partition's field and nothing else of the group.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from coordinator_model.offsets import OffsetState, OffsetStore
+from coordinator_model.offsets import lag as lagmod
+
+TP = tuple[str, int]
+
+
+def field(tp: TP) -> str:
+    return f"{tp[0]}:{tp[1]}"
+
+
+def tp_of(name: bytes | str) -> TP:
+    text = name.decode() if isinstance(name, bytes) else name
+    topic, _, partition = text.rpartition(":")
+    return topic, int(partition)
+
+
+def encode(store: OffsetStore, tp: TP) -> bytes | None:
+    """A partition's field value (None: the store keeps no offset there)."""
+    o = store.committed.get(tp)
+    if o is None:
+        return None
+    w = store.windows.get(tp)
+    window = [list(s) for s in w.samples] if w is not None else []
+    slot_start = w.slot_start if w is not None else -(2**62)
+    return orjson.dumps(
+        [
+            o.offset,
+            o.commit_timestamp,
+            o.ts,
+            o.log_offset,
+            o.metadata,
+            o.leader_epoch,
+            o.expire_timestamp,
+            slot_start,
+            window,
+        ]
+    )
+
+
+def decode_into(store: OffsetStore, tp: TP, raw: bytes) -> None:
+    """A field value into `store` (its committed offset and lag window); ValueError if malformed."""
+    try:
+        off, cts, ts, log, meta, epoch, expire, slot_start, window = orjson.loads(raw)
+        store.committed[tp] = OffsetState(
+            int(off), int(cts), int(ts), int(log), str(meta), int(epoch), int(expire)
+        )
+        samples = [lagmod.CommitSample(int(s[0]), int(s[1]), s[2], s[3]) for s in window]
+    except (TypeError, ValueError, IndexError) as e:
+        raise ValueError(f"offsets field of {field(tp)}: {e}") from e
+    store.windows[tp] = lagmod.PartitionWindow(samples, int(slot_start))
+
+
+class GroupOffsets:
+    """Read and write groups' offset hashes through one client."""
+
+    def __init__(self, client: Any, key_of: Any) -> None:
+        self.r = client
+        self.key_of = key_of  # group -> its hash's key (RedisStore.gk(group, "offsets"))
+
+    def load(self, groups: list[str]) -> dict[str, OffsetStore]:
+        """Every partition of each group (a group with none: an empty store)."""
+        if not groups:
+            return {}
+        with self.r.pipeline(transaction=False) as p:
+            for g in groups:
+                p.hgetall(self.key_of(g))
+            rows = p.execute()
+        return {g: _store(fields.items()) for g, fields in zip(groups, rows, strict=True)}
+
+    def load_partitions(self, wanted: dict[str, list[TP]]) -> dict[str, OffsetStore]:
+        """Only these partitions of each group."""
+        groups = list(wanted)
+        if not groups:
+            return {}
+        with self.r.pipeline(transaction=False) as p:
+            for g in groups:
+                p.hmget(self.key_of(g), [field(tp) for tp in wanted[g]])
+            rows = p.execute()
+        out = {}
+        for g, values in zip(groups, rows, strict=True):
+            out[g] = _store((field(tp), v) for tp, v in zip(wanted[g], values, strict=True) if v is not None)
+        return out
+
+    def queue_write(self, p: Any, group: str, store: OffsetStore, tps: Iterable[TP]) -> None:
+        """Queue on pipeline `p` the fields of `tps` as `store` has them now (a partition it no longer
+        keeps, expired or deleted, loses its field)."""
+        sets: dict[str, bytes] = {}
+        gone: list[str] = []
+        for tp in tps:
+            v = encode(store, tp)
+            if v is None:
+                gone.append(field(tp))
+            else:
+                sets[field(tp)] = v
+        key = self.key_of(group)
+        if sets:
+            p.hset(key, mapping=sets)
+        if gone:
+            p.hdel(key, *gone)
+
+
+def _store(fields: Iterable[tuple[Any, Any]]) -> OffsetStore:
+    store = OffsetStore()
+    for name, raw in fields:
+        try:
+            decode_into(store, tp_of(name), raw)
+        except ValueError:
+            continue  # a field of another shape is not an offset: the next commit writes it anew
+    return store

@@ -1,0 +1,244 @@
+"""Log ends per topic-partition (collectors/storage/log_ends.py) and lag that follows them without
+waking a group's engine (coordinator_model/offsets/lag.py `moved_on`, model_state's lag refresh).
+
+Live, the Admin poller's end-offsets lines are merged into one history per partition (ENDS_BUCKET),
+an engine is lent the histories of its partitions while it runs, and a lagging group's lag numbers
+are brought up to the log ends every LAG_REFRESH_MS from its stored document: these tests hold each
+piece to what the engine computes when it is fed the same observations as evidence."""
+
+from __future__ import annotations
+
+import json
+from array import array
+
+import pandas as pd
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from collectors.codec import records as r
+from collectors.codec.encoder import encode_key, encode_value
+from collectors.pipeline import model_state
+from collectors.pipeline.route import decode_batches
+from collectors.pipeline.rows import ENDS_BUCKET
+from collectors.pipeline.sink import SinkConfig
+from collectors.storage.log_ends import MAX_POINTS, LogEnds, LogEndsCache, merge, pack, thin, unpack
+from collectors.storage.redis_store import RedisStore
+from coordinator_model.engine import GroupEngine
+from coordinator_model.evidence import EndOffset, OffsetCommit
+from coordinator_model.offsets.lag import EndOffsetHistory, moved_on
+from tests.test_pipeline_watermark import BucketState
+
+T0 = 1_800_000_000_000
+
+points = st.lists(st.tuples(st.integers(0, 10**7), st.integers(0, 10**9)), min_size=0, max_size=400)
+
+
+@given(points)
+def test_a_history_packs_and_unpacks_to_itself(pts: list[tuple[int, int]]) -> None:
+    h = EndOffsetHistory()
+    merge(h, [(T0 + t, o) for t, o in pts])
+    back = unpack(pack(h))
+    assert (list(back.ts), list(back.offsets), back.last_seen) == (list(h.ts), list(h.offsets), h.last_seen)
+
+
+@given(points)
+def test_thinning_keeps_the_first_and_the_recent_points(pts: list[tuple[int, int]]) -> None:
+    h = EndOffsetHistory()
+    for t, o in sorted(pts):
+        h.add(T0 + t, o)
+    full = EndOffsetHistory(array("q", h.ts), array("q", h.offsets), h.last_seen)
+    thin(h)
+    assert len(h.ts) <= MAX_POINTS
+    if full.ts:
+        assert h.ts[0] == full.ts[0] and h.ts[-1] == full.ts[-1] and h.latest == full.latest
+        # what is left is a part of what was, still in order
+        assert set(zip(h.ts, h.offsets, strict=True)) <= set(zip(full.ts, full.offsets, strict=True))
+        assert list(h.ts) == sorted(h.ts) and list(h.offsets) == sorted(h.offsets)
+        recent = min(len(full.ts), MAX_POINTS // 2)
+        assert list(h.ts[-recent:]) == list(full.ts[-recent:])
+
+
+def test_merging_is_idempotent_and_a_worker_reloads_only_topics_that_moved(redis_client) -> None:
+    ends = LogEnds(redis_client, "gs")
+    obs = {("orders", 0): [(T0, 10), (T0 + 5000, 20)], ("orders", 1): [(T0, 7)], ("audit", 0): [(T0, 1)]}
+    assert ends.merge(obs) == 3
+    before = {k: redis_client.hgetall(k) for k in redis_client.keys("gs:ends:{*")}
+    ends.merge(obs)  # a micro-batch replayed
+    assert {k: redis_client.hgetall(k) for k in redis_client.keys("gs:ends:{*")} == before
+    cache = LogEndsCache(ends)
+    got = cache.histories({"orders"})
+    assert {tp: (list(h.ts), list(h.offsets)) for tp, h in got.items()} == {
+        ("orders", 0): ([T0, T0 + 5000], [10, 20]),
+        ("orders", 1): ([T0], [7]),
+    }
+    got[("orders", 0)].add(T0 + 9000, 99)  # a copy: the cache is not changed
+    reads = []
+    real_read = ends.read
+    ends.read = lambda topics: reads.append(sorted(topics)) or real_read(topics)  # type: ignore[method-assign]
+    assert cache.histories({"orders", "audit"})[("orders", 0)].latest == 20
+    assert reads == [["audit"]]  # orders had not moved
+    ends.merge({("orders", 0): [(T0 + 10_000, 30)]})
+    assert cache.histories({"orders", "audit"})[("orders", 0)].latest == 30
+    assert reads == [["audit"], ["orders"]]
+
+
+def _engine_with_commits(ends_as_evidence: bool, observations: list[tuple[int, int, int]]) -> GroupEngine:
+    e = GroupEngine("g")
+    evs: list = []
+    for i in range(6):
+        evs.append(OffsetCommit(T0 + i * 10_000 + 1, "g", "orders", i % 2, 100 * i, log_offset=i))
+    if ends_as_evidence:
+        evs += [EndOffset(ts, "orders", p, end) for ts, p, end in observations]
+        e.apply_many(evs)
+    else:
+        hist: dict[tuple[str, int], EndOffsetHistory] = {}
+        for ts, p, end in sorted(observations):
+            hist.setdefault(("orders", p), EndOffsetHistory()).add(ts, end)
+        e.take_log_ends(hist, T0 + 60_000)
+        e.apply_many(evs)
+    e.advance(T0 + 60_000)
+    return e
+
+
+def test_an_engine_lent_the_clusters_log_ends_renders_the_lag_of_one_fed_them_as_evidence() -> None:
+    obs = [(T0 + k * 5000, p, 50 * k + 30 * p) for k in range(13) for p in (0, 1)]
+    fed = _engine_with_commits(True, obs).document().lag.to_json()
+    lent = _engine_with_commits(False, obs).document().lag.to_json()
+    assert lent == fed and fed["total"]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(1, 2000)), min_size=1, max_size=12),
+    st.lists(st.integers(0, 5000), min_size=1, max_size=6),
+    st.integers(0, 600_000),
+)
+def test_lag_moved_on_equals_the_engines_lag_at_that_time(
+    commits: list[tuple[int, int]], growth: list[int], later: int
+) -> None:
+    """With no new commit, `moved_on` gives the numbers the engine gives once it has seen the new log
+    ends: lag in offsets and seconds per partition, per member and in total."""
+    e = GroupEngine("g")
+    end = {p: 0 for p in range(4)}
+    t = T0
+    for i, (p, step) in enumerate(commits):
+        t += 1500
+        end[p] += step
+        e.apply(EndOffset(t, "orders", p, end[p]))
+        e.apply(OffsetCommit(t + 1, "g", "orders", p, end[p] - step // 2, log_offset=i))
+    before = e.document(t + 2).lag
+    hist: dict[tuple[str, int], EndOffsetHistory] = {
+        tp: EndOffsetHistory(array("q", h.ts), array("q", h.offsets), h.last_seen)
+        for tp, h in e.offsets.ends.items()
+    }
+    for g in growth:
+        t += 5000
+        for p in list(end):
+            end[p] += g
+            e.apply(EndOffset(t, "orders", p, end[p]))
+            hist.setdefault(("orders", p), EndOffsetHistory()).add(t, end[p])
+    now = t + later
+    want = e.offsets.lag(now, {}).to_json()
+    got = moved_on(before, hist, now).to_json()
+    for d in (want, got):
+        d.pop("status")
+        for part in d["partitions"]:
+            part.pop("status")
+    assert got == want
+
+
+def _end_lines(groups: list[str], at: int, ends: dict[int, int]) -> pd.DataFrame:
+    rows = []
+    for i, g in enumerate(groups):
+        line = {"group": g, "ts": at, "end_offsets": [["orders", p, e] for p, e in ends.items()]}
+        rows.append(("groupscope.admin", 0, i, at, g.encode(), json.dumps(line).encode()))
+    rows.append(("groupscope.admin", 0, len(rows), at, b"x", b'{"group": "x", "ts": 1, "end_offsets": 7}'))
+    return pd.DataFrame(rows, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
+
+
+def _commits(groups: list[str], at: int, offset: int) -> pd.DataFrame:
+    rows = []
+    for g in groups:
+        for p in range(2):
+            key = encode_key(r.OffsetCommitKey(g, "orders", p))
+            value = encode_value(1, r.OffsetCommitValue(offset=offset, commit_timestamp=at), 3)
+            rows.append(("__consumer_offsets", 0, len(rows), at + len(rows), key, value))
+    return pd.DataFrame(rows, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
+
+
+KINDS = {"__consumer_offsets": "offsets", "groupscope.admin": "admin"}
+
+
+def _run(update, raw: pd.DataFrame, states: dict[int, BucketState]) -> list[dict]:
+    routed = pd.concat(list(decode_batches(iter([raw]), KINDS, 4)))
+    routed = pd.concat(list(_apart(routed)))
+    out = []
+    for bucket, rows in routed.groupby("bucket"):
+        state = states.setdefault(int(bucket), BucketState())
+        for frame in update((int(bucket),), iter([rows.reset_index(drop=True)]), state):
+            out.extend(frame.to_dict("records"))
+    return out
+
+
+def _apart(routed: pd.DataFrame):
+    """The live route's choice (route_arrow's ends_apart) made on decode_batches' rows: end-offsets
+    lines to ENDS_BUCKET, one row each."""
+    ends = routed["rank"] == 3
+    moved = routed[ends].drop_duplicates(subset=["topic", "partition", "offset"]).copy()
+    moved["bucket"] = ENDS_BUCKET
+    yield pd.concat([routed[~ends], moved])
+
+
+def test_live_log_ends_are_shared_and_lag_follows_them_without_the_engine(
+    redis_server, redis_client, monkeypatch
+) -> None:
+    groups = ["a", "b", "c"]
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": T0 + 10_000}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    states: dict[int, BucketState] = {}
+    out = _run(
+        update, pd.concat([_end_lines(groups, T0, {0: 500, 1: 700}), _commits(groups, T0 + 100, 400)]), states
+    )
+    # one malformed line set aside, the others merged once per partition
+    assert [x["kind"] for x in out if x["group"] == ""] == ["dead"]
+    ends = LogEnds(redis_client, "gs").read({"orders"})
+    assert {tp: h.latest for tp, h in ends.items()} == {("orders", 0): 500, ("orders", 1): 700}
+    store = RedisStore(redis_client)
+    doc = store.get_document("a")
+    assert doc is not None and doc.lag.total == 100 + 300
+    # the engines keep no copy of the cluster's log ends
+    for s in states.values():
+        if s.exists:
+            groups_of, _ = model_state._load_state(s)
+            for blob, *_ in groups_of.values():
+                assert not model_state.pickle.loads(blob).offsets.ends
+    # the log ends move, nothing else happens: after LAG_REFRESH_MS the lag follows, engines untouched
+    clock["now"] = T0 + model_state.LAG_REFRESH_MS + 20_000
+    calls = []
+    real_setstate = GroupEngine.__setstate__
+    monkeypatch.setattr(
+        GroupEngine, "__setstate__", lambda self, st: calls.append(1) or real_setstate(self, st)
+    )
+    _run(update, _end_lines(groups, T0 + model_state.LAG_REFRESH_MS + 10_000, {0: 900, 1: 800}), states)
+    clock_row = pd.DataFrame(
+        [
+            (
+                "groupscope.admin",
+                0,
+                99,
+                clock["now"],
+                None,
+                json.dumps({"ts": clock["now"], "clock": True}).encode(),
+            )
+        ],
+        columns=["topic", "partition", "offset", "timestamp", "key", "value"],
+    )
+    _run(update, clock_row, states)
+    doc = store.get_document("a")
+    assert doc is not None and doc.lag.total == 500 + 400
+    assert doc.lag.max_seconds is not None and doc.lag.max_seconds > 0
+    assert not calls  # no engine was unpickled for it
+    row = json.loads(redis_client.hget("gs:fleet", "a"))
+    assert row["lag"] == 900
