@@ -105,10 +105,7 @@ class ReferenceCollector:
             groups.add_metric([st], n)
         for i in range(0, len(names), self.chunk):
             chunk = names[i : i + self.chunk]
-            pipe = self.r.pipeline(transaction=False)
-            for name in chunk:
-                pipe.get(self.data.gk(name, "doc"))
-            for name, raw in zip(chunk, pipe.execute(), strict=True):
+            for name, raw in zip(chunk, self.data.document_texts(chunk), strict=True):
                 if not raw:
                     continue
                 topics: dict[str, list[float]] = {}

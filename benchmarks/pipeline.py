@@ -17,6 +17,31 @@ and redis-server. Kafka refuses a produce to `__consumer_offsets`, so the backlo
 commits: AlterConsumerGroupOffsets requests, one group and up to 100 partitions each, many in flight,
 written by the broker's own group coordinator (the groups have no members, as Burrow's benchmarks'
 do not need any). Figures go to stdout; the run takes several minutes.
+
+Live scenarios (issue "A pipeline whose cost follows the commits"; benchmarks/pipeline_live.py), after
+the catch-up, with the collector that caught up still running:
+
+    .venv/bin/python benchmarks/pipeline.py --scenarios busy,quiet        # no catch-up table
+    .venv/bin/python benchmarks/pipeline.py --records 50000 --groups 500 --runs 1 \
+        --scenarios busy,quiet --live-seconds 60
+    .venv/bin/python benchmarks/pipeline.py --scenarios busy --commit-rate 1000 --produce-rate 3000
+
+`--scenarios` picks among `catchup` (the table above and the two live latency lines after it),
+`busy` and `quiet` (default: all three). Without `catchup`, one collector is started and waited for
+as a catch-up run does (Redis emptied, fresh checkpoint), its time printed, and no plain read.
+A producer first brings every partition of the ten topics above every committed offset, then
+writes `--produce-rate` small messages a second over their 1,000 partitions, so every group lags.
+- busy: the fleet commits 10 partitions a group, a little behind the log ends, at `--commit-rate`
+  groups a second (default: groups / 10, i.e. 1,000/s at 10,000 groups, each group every 10 s),
+  through several AdminClients in threads (one commits only about 170 groups a second);
+- quiet: nothing commits but the probes.
+Each runs `--warmup-seconds` of its load, then a window of `--live-seconds` in which a probe commit
+goes every `--probe-every` seconds to a random group (a fresh offset on one partition), timed until
+`RedisStore.get_document` shows it (60 s at most). A row per scenario: the commit rate reached,
+commit -> Redis p50/p95/max and the probes that never showed, the CPU of the collector's process
+tree (and of the broker, redis-server and the benchmark process itself) in cores over the window,
+Redis used_memory at its start and end and the growth per minute, and the micro-batches the
+collector logged in it (GROUPSCOPE_PROGRESS_LOG: count, median and max duration).
 """
 
 from __future__ import annotations
@@ -36,6 +61,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from benchmarks.pipeline_live import LiveSetup, run_live
 from collectors.demo.servers.kafka import KafkaBroker
 from collectors.demo.servers.processes import RedisServer
 
@@ -174,20 +200,22 @@ def _reset_admin_topic(bootstrap: str, topic: str = "groupscope.admin") -> None:
 
 
 def _complete(r: Any, names: list[str], last: dict[str, int], prefix: str = "gs") -> list[str]:
-    """The groups among `names` whose document in Redis (under a cluster's `prefix`) does not have
-    every expected last commit yet (`last`: partition -> last committed offset, the same for every
-    benchmark group)."""
+    """The groups among `names` whose committed offsets in Redis (under a cluster's `prefix`) do not
+    have every expected last commit yet (`last`: partition -> last committed offset, the same for
+    every benchmark group). Read through the collector's own reader (RedisStore.document_texts), which
+    puts a group stored in parts back together."""
     import json
 
-    with r.pipeline(transaction=False) as p:
-        for g in names:
-            p.get(f"{prefix}:group:{{{g}}}:doc")
-        docs = p.execute()
+    from collectors.storage.redis_store import RedisStore
+
+    store = RedisStore(r, prefix=prefix)
     missing = []
-    for g, raw in zip(names, docs, strict=True):
-        offs = {o["partition"]: o["offset"] for o in json.loads(raw).get("offsets") or []} if raw else {}
-        if any(offs.get(part) != off for part, off in last.items()):
-            missing.append(g)
+    for i in range(0, len(names), 500):
+        chunk = names[i : i + 500]
+        for g, raw in zip(chunk, store.document_texts(chunk), strict=True):
+            offs = {o["partition"]: o["offset"] for o in json.loads(raw).get("offsets") or []} if raw else {}
+            if any(offs.get(part) != off for part, off in last.items()):
+                missing.append(g)
     return missing
 
 
@@ -198,6 +226,9 @@ class Collector:
         env = dict(os.environ)
         env.update(GROUPSCOPE_BOOTSTRAP_SERVERS=bootstrap, GROUPSCOPE_REDIS_URL=redis_url)
         self.log = tempfile.NamedTemporaryFile(prefix="gs-bench-collect-", suffix=".log", delete=False)  # noqa: SIM115
+        # one JSON line per micro-batch (the live scenarios read the durations)
+        self.progress_log = self.log.name[: -len(".log")] + "-progress.jsonl"
+        env["GROUPSCOPE_PROGRESS_LOG"] = self.progress_log
         exe = Path(sys.executable).with_name("groupscope")
         argv = [str(exe), "collect", "--checkpoint", tempfile.mkdtemp(prefix="gs-bench-ck-"), "--no-progress"]
         self.proc = subprocess.Popen(
@@ -326,6 +357,17 @@ def _p95(xs: list[float]) -> float:
     return xs[min(len(xs) - 1, round(0.95 * len(xs)) - 1)]
 
 
+SCENARIOS = ("catchup", "busy", "quiet")
+
+
+def _scenarios(text: str) -> list[str]:
+    chosen = [x.strip() for x in text.split(",") if x.strip()]
+    unknown = sorted(set(chosen) - set(SCENARIOS))
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"scenarios are among {', '.join(SCENARIOS)}, not {text!r}")
+    return [x for x in SCENARIOS if x in chosen]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--records", type=int, default=1_000_000)
@@ -335,9 +377,24 @@ def main() -> None:
     ap.add_argument("--redis", default=None)
     ap.add_argument("--latency-samples", type=int, default=30)
     ap.add_argument("--no-busy", action="store_true", help="skip the live latency with the fleet committing")
+    ap.add_argument(
+        "--scenarios",
+        type=_scenarios,
+        default=list(SCENARIOS),
+        help="among catchup,busy,quiet (default: all)",
+    )
+    ap.add_argument("--live-seconds", type=float, default=120, help="busy/quiet: the measured window")
+    ap.add_argument("--warmup-seconds", type=float, default=15, help="busy/quiet: load before the window")
+    ap.add_argument(
+        "--commit-rate", type=float, default=None, help="busy: groups committing a second (default groups/10)"
+    )
+    ap.add_argument("--produce-rate", type=float, default=2000, help="busy/quiet: messages produced a second")
+    ap.add_argument("--probe-every", type=float, default=3, help="busy/quiet: seconds between probe commits")
     args = ap.parse_args()
+    live = [x for x in args.scenarios if x != "catchup"]
 
     broker = redis_server = None
+    col = None
     try:
         bootstrap = args.bootstrap_servers
         if not bootstrap:
@@ -352,38 +409,72 @@ def main() -> None:
         print(f"  committed in {dt:.1f} s ({args.records / dt:,.0f} records/s, AlterConsumerGroupOffsets)")
         per_group = max(1, -(-args.records // args.groups))
         print()
-        print("| run | plain read (s) | groupscope collect (s) | ratio | first group (s) | peak RSS (MB) |")
-        print("|---:|---:|---:|---:|---:|---:|")
-        col = None
-        for run in range(1, args.runs + 1):
-            if col is not None:
-                col.stop()
-            _, dt_plain = plain_read(bootstrap)
-            res = collect_catch_up(bootstrap, redis_url, args.groups, per_group)
-            col = res["collector"]
-            total = res["all_s"]
-            ratio = f"{total / dt_plain:.1f}" if total else "-"
-            shown = f"{total:.1f}" if total else f"not done ({res['missing']:,} groups missing)"
-            first = f"{res['first_s']:.1f}" if res["first_s"] else "-"
+        if "catchup" in args.scenarios:
             print(
-                f"| {run} | {dt_plain:.1f} | {shown} | {ratio} | {first} | {res['peak_mb']:,.0f} |",
-                flush=True,
+                "| run | plain read (s) | groupscope collect (s) | ratio | first group (s) | peak RSS (MB) |"
             )
-        print()
-        # live, with the last run's collector and the whole fleet in it
-        time.sleep(15)
-        lat, _ = live_latency(bootstrap, redis_url, args.latency_samples)
-        shown = _latencies(lat, args.latency_samples)
-        print(f"live, {args.groups:,} idle groups: commit -> lag in Redis: {shown}")
-        if not args.no_busy:
-            lat, rate = live_latency(bootstrap, redis_url, args.latency_samples, busy_groups=args.groups)
-            print(
-                f"live, {args.groups:,} groups committing 10 partitions each ({rate:,.0f} commits/s "
-                f"reached): commit -> lag in Redis: {_latencies(lat, args.latency_samples)}"
+            print("|---:|---:|---:|---:|---:|---:|")
+            for run in range(1, args.runs + 1):
+                if col is not None:
+                    col.stop()
+                _, dt_plain = plain_read(bootstrap)
+                res = collect_catch_up(bootstrap, redis_url, args.groups, per_group)
+                col = res["collector"]
+                total = res["all_s"]
+                ratio = f"{total / dt_plain:.1f}" if total else "-"
+                shown = f"{total:.1f}" if total else f"not done ({res['missing']:,} groups missing)"
+                first = f"{res['first_s']:.1f}" if res["first_s"] else "-"
+                print(
+                    f"| {run} | {dt_plain:.1f} | {shown} | {ratio} | {first} | {res['peak_mb']:,.0f} |",
+                    flush=True,
+                )
+            print()
+            # live, with the last run's collector and the whole fleet in it
+            time.sleep(15)
+            lat, _ = live_latency(bootstrap, redis_url, args.latency_samples)
+            shown = _latencies(lat, args.latency_samples)
+            print(f"live, {args.groups:,} idle groups: commit -> lag in Redis: {shown}")
+            if not args.no_busy:
+                lat, rate = live_latency(bootstrap, redis_url, args.latency_samples, busy_groups=args.groups)
+                print(
+                    f"live, {args.groups:,} groups committing 10 partitions each ({rate:,.0f} commits/s "
+                    f"reached): commit -> lag in Redis: {_latencies(lat, args.latency_samples)}"
+                )
+            print()
+        if live:
+            if col is None:  # a collector as a catch-up run starts it, caught up
+                res = collect_catch_up(bootstrap, redis_url, args.groups, per_group)
+                col = res["collector"]
+                shown = (
+                    f"{res['all_s']:.1f} s"
+                    if res["all_s"]
+                    else f"not done ({res['missing']:,} groups missing)"
+                )
+                peak = f"peak RSS {res['peak_mb']:,.0f} MB"
+                print(f"collector for the live scenarios: caught up in {shown}, {peak}", flush=True)
+            others = {}
+            if broker is not None and broker.proc is not None:
+                others["broker"] = broker.proc.pid
+            if redis_server is not None and getattr(redis_server, "proc", None) is not None:
+                others["redis"] = redis_server.proc.pid
+            setup = LiveSetup(
+                bootstrap=bootstrap,
+                redis_url=redis_url,
+                groups=args.groups,
+                collector_pid=col.proc.pid,
+                progress_log=col.progress_log,
+                live_s=args.live_seconds,
+                warmup_s=args.warmup_seconds,
+                probe_every_s=args.probe_every,
+                commit_rate=args.commit_rate or max(1.0, args.groups / 10),
+                cpu_others=others,
             )
+            run_live(live, setup, args.produce_rate, lambda: col.proc.poll() is None)
+            if col.proc.poll() is not None:
+                print(f"- the collector exited with status {col.proc.returncode}; its log: {col.log.name}")
+    finally:
         if col is not None:
             col.stop()
-    finally:
         if broker:
             broker.stop()
         if redis_server:

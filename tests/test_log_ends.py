@@ -242,3 +242,76 @@ def test_live_log_ends_are_shared_and_lag_follows_them_without_the_engine(
     assert not calls  # no engine was unpickled for it
     row = json.loads(redis_client.hget("gs:fleet", "a"))
     assert row["lag"] == 900
+
+
+def _rounds(groups: list[str], rounds: int, parts: int = 3) -> list[pd.DataFrame]:
+    """Commits and end-offsets lines, a batch each round: every group commits every partition in
+    round 0 (its engine learns them), then some partitions each round (the commit path)."""
+    out = []
+    log = 0
+    for k in range(rounds):
+        at = T0 + k * 7_000
+        rows = []
+        for gi, g in enumerate(groups):
+            for p in range(parts):
+                if k and (gi + p + k) % 3 == 0:
+                    continue  # not every partition commits every round
+                for c in range(2 if k else 1):  # two commits a round make runs of two
+                    key = encode_key(r.OffsetCommitKey(g, "orders", p))
+                    off = 50 * k + 10 * p + 5 * c + gi
+                    value = encode_value(
+                        1, r.OffsetCommitValue(offset=off, commit_timestamp=at + c * 1500), 3
+                    )
+                    rows.append(("__consumer_offsets", 0, log, at + c * 1500 + p, key, value))
+                    log += 1
+        frame = pd.DataFrame(rows, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
+        ends = _end_lines(groups[:1], at - 1000, {p: 60 * k + 40 + 10 * p for p in range(parts)})
+        out.append(pd.concat([ends.iloc[:-1], frame]))  # (the malformed line left out)
+    return out
+
+
+def test_the_commit_path_writes_what_the_engine_would_and_never_touches_it(
+    redis_server, redis_client, monkeypatch
+) -> None:
+    """Known groups' commits take the commit path (partition fields in Redis, no engine); the
+    document a reader puts together equals the one the engine renders fed the same evidence."""
+    from collectors.pipeline.route import decode_one
+
+    groups = ["a", "b", "c", "d"]
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": T0}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    states: dict[int, BucketState] = {}
+    unpickled = []
+    real_setstate = GroupEngine.__setstate__
+    monkeypatch.setattr(
+        GroupEngine, "__setstate__", lambda self, st: unpickled.append(self.group) or real_setstate(self, st)
+    )
+    batches = _rounds(groups, 5)
+    for k, raw in enumerate(batches):
+        clock["now"] = T0 + k * 7_000 + 6_000
+        unpickled.clear()
+        _run(update, raw, states)
+        if k:
+            assert unpickled == [], (k, unpickled)  # the commit path: no engine
+    store = RedisStore(redis_client)
+    assert b'"offsets_apart":true' in redis_client.get("gs:group:{a}:doc")
+    # the same evidence, offline, one engine a group
+    for g in groups:
+        e = GroupEngine(g)
+        evs = []
+        for raw in batches:
+            for row in raw.itertuples():
+                kind = "offsets" if row.topic == "__consumer_offsets" else "admin"
+                for grp, _, _, ev in decode_one(
+                    kind, row.topic, row.partition, row.offset, row.timestamp, row.key, row.value
+                ):
+                    if grp == g or kind == "admin":
+                        evs.append(ev)
+        e.apply_many(evs)
+        got = store.get_document(g)
+        assert got is not None
+        want = e.document(got.as_of)
+        assert [o.to_json() for o in got.offsets] == [o.to_json() for o in want.offsets], g
+        assert got.lag.to_json() == want.lag.to_json(), g

@@ -58,6 +58,18 @@ refreshed ("refresh") and the topics whose aggregate the sink recomputes once pe
 partitions, about 300 MB of JSON) crossed from Python to the JVM and back to another Python worker,
 and were parsed there again: more than half of a catch-up's model and sink time. (Without a sink,
 as in tests, a changed document is a row of `kind` "doc" with the JSON in `payload`.)
+
+Live (`shared_ends`), the unit of work is the partition commit, not the group. A group is kept in
+parts (storage/group_parts.py): its engine in Spark's state holds membership, generations and the
+timeline but no offsets; its committed offsets (with their Burrow windows) are a Redis hash, a field
+per partition; the log ends are the cluster's, one history per partition. A known group's runs of
+commits to partitions it already holds take the commit path (`_commit_path`): the partitions'
+fields are read, committed with the engine's own rule (OffsetStore.apply_runs) and written back,
+and the engine is not unpickled. Any other row takes the engine path, which is lent the group's
+offsets and log ends while it runs, writes back the partitions that moved and the group's head (the
+document without offsets and lag) when it changed. A group's fleet row, summaries, topic rows and
+lag point, which follow its lag, are brought up to date at most every LAG_REFRESH_MS from its parts
+(`_moved_on`), not at every commit.
 """
 
 from __future__ import annotations
@@ -198,20 +210,43 @@ def make_update(
         sweep = timed_out or clock is not None
         arrived_groups = batch.slices
         touched = set(arrived_groups)
+        due: set[str] = set()
         if sweep:
-            # Only the groups that have something due: a timer, rows held behind the watermark, lag
-            # that grows by the second (see `_wake_at`). Waking all of them at every clock record cost
-            # a whole re-modelling of an idle fleet of 10,000 groups every 5 s.
+            # Only the groups that have something due: a timer, rows held behind the watermark (see
+            # `_wake_at`). Waking all of them at every clock record cost a whole re-modelling of an
+            # idle fleet of 10,000 groups every 5 s.
             due_by = watermark if live else now
-            touched |= {g for g, v in groups.items() if (v[4] if len(v) > 4 else 0) <= due_by}
-        # lagging groups whose lag numbers are due, nothing else about them: no engine, their last
-        # document brought up to the log ends (LAG_REFRESH_MS)
+            due = {g for g, v in groups.items() if (v[4] if len(v) > 4 else 0) <= due_by}
+            touched |= due
+        changed = False  # whether any group's state moved: an untouched bucket is not written back
+        parts = ends_of is not None  # live: offsets and log ends in Redis, not in the engines
+        # the log ends an engine is lent: as far as its evidence goes (a one-off catch-up has no
+        # watermark: all of them)
+        ends_upto = watermark if live else 2**62
+        offsets_out: list[tuple[str, dict]] = []  # (group, {partition: stored form, None: gone})
+        if parts:
+            # A known group whose rows are only runs of commits to partitions it has committed to
+            # before, with nothing due, takes the commit path: its partitions' fields are read,
+            # committed and written back, and its engine is not touched.
+            fast = _commit_path(sink, ends_of, batch, groups, arrived_groups, due, watermark)
+            for group, fields in fast.items():
+                touched.discard(group)
+                offsets_out.append((group, fields))
+                blob, last_input, digest, held, wake_time, *rest = groups[group]
+                lag_due = _lag_due(groups[group])
+                soon = watermark + LAG_REFRESH_MS if watermark > 0 else now + LAG_REFRESH_MS
+                lag_due = soon if not lag_due else min(lag_due, soon)
+                groups[group] = (blob, now, digest, held, wake_time, lag_due)
+                changed = True
+            # the engines' own offsets: read now, for every group the model runs
+            full = _load_offsets(sink, [g for g in touched if groups.get(g, (b"",))[0]])
+        # groups whose lag numbers are due, nothing else about them: no engine, their head, offsets
+        # and the log ends put together at the watermark (LAG_REFRESH_MS)
         relag = (
             sorted(g for g, v in groups.items() if g not in touched and 0 < _lag_due(v) <= watermark)
-            if ends_of is not None and sweep and watermark > 0
+            if parts and watermark > 0
             else []
         )
-        changed = False  # whether any group's state moved: an untouched bucket is not written back
         for group in sorted(touched):
             blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
             held: list[tuple[int, tuple]] = rest[0] if rest else []
@@ -231,8 +266,15 @@ def make_update(
             else:
                 rows = sorted(arrived, key=_order)
             steps, dead = _steps(group, rows)
-            if ends_of is not None:
-                engine.take_log_ends(ends_of(engine.log_end_topics() | _step_topics(steps)), watermark)
+            before: dict = {}
+            moved: dict = {}
+            if parts:
+                # an engine saved before the parts keeps its own offsets, all of them written out now
+                legacy = bool(engine.offsets.committed)
+                if not legacy:
+                    engine.offsets = full.get(group, engine.offsets)
+                before = {} if legacy else _fields(engine.offsets)
+                engine.take_log_ends(ends_of(engine.log_end_topics() | _step_topics(steps)), ends_upto)
             for row, error in dead:
                 ts, _, partition, offset, _, topic, k, v, _ = row[:9]
                 emit(group, "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
@@ -254,6 +296,8 @@ def make_update(
                     dead_letter_payload(topic, partition, offset, ts, f"model: {_err(e)}", k, v),
                 )
                 engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
+                if parts and not engine.offsets.committed:
+                    engine.offsets = full.get(group, engine.offsets)
             if span is not None:
                 last_input = now
             # Commits still held behind the watermark are shown at once (offsets and lag only): a
@@ -266,15 +310,24 @@ def make_update(
                 continue
             if live and watermark > 0:
                 engine.advance(watermark)
-            ends = None
-            if ends_of is not None:
+            kept = None
+            if parts:
                 # the members' topics may be new since the ends were lent: the document's lag needs them
-                engine.take_log_ends(ends_of(engine.log_end_topics()), watermark)
-                ends = engine.offsets.ends
-                engine.drop_log_ends()
+                engine.take_log_ends(ends_of(engine.log_end_topics()), ends_upto)
+                after = _fields(engine.offsets)
+                moved = {
+                    tp: after.get(tp)
+                    for tp in before.keys() | after.keys()
+                    if before.get(tp) != after.get(tp)
+                }
+                if moved:
+                    offsets_out.append((group, moved))
+                # saved without its offsets and log ends: they are in Redis, and were most of a
+                # group's saved state
+                kept, engine.offsets = engine.offsets, type(engine.offsets)()
             state_blob = pickle.dumps(engine, 5)
-            if ends is not None:
-                engine.offsets.ends = ends
+            if kept is not None:
+                engine.offsets = kept
             timers = _timers_due(engine)
             if early:
                 # The held commits are shown on the engine itself, now that its state is saved (the
@@ -282,16 +335,18 @@ def make_update(
                 # unpickling was a third of a busy fleet's micro-batch.
                 engine.preview_commits(early)
             doc = engine.document()
-            text = _dumps(doc.to_json())
+            text = _dumps(_head_json(doc) if parts else doc.to_json())
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
             wake_time = _wake_at(timers, doc, held, max(watermark, now) if not live else watermark, tick_ms)
             lag_due = watermark + LAG_REFRESH_MS if live and _lag_moves(doc) else 0
             groups[group] = (state_blob, int(last_input), new_digest, held, wake_time, lag_due)
-            if new_digest != digest:
+            if new_digest != digest or (parts and moved):
                 if sink is not None:
                     to_write.append((doc, int(doc.as_of or 0), int(last_input or now), text))
                 else:
                     emit(group, "doc", int(doc.as_of or 0), int(last_input or now), text)
+        if offsets_out:
+            _write_offsets(sink, offsets_out)
         if relag:
             changed = True
             for group, doc, text in _moved_on(sink, ends_of, relag, watermark):
@@ -650,6 +705,102 @@ def _set_timeout(state: Any, now: int, duration_ms: int) -> None:
 LAG_REFRESH_MS = 30_000
 
 
+def _head_json(doc: GroupDocument) -> dict:
+    from collectors.storage.group_parts import head_json
+
+    return head_json(doc)
+
+
+def _fields(store: Any) -> dict:
+    """Each committed partition's stored form (storage/group_offsets.py), to tell what the model
+    changed."""
+    from collectors.storage.group_offsets import encode
+
+    return {tp: encode(store, tp) for tp in store.committed}
+
+
+def _load_offsets(sink: Any, groups: list[str]) -> dict[str, Any]:
+    """The committed offsets of these groups, from Redis (an OffsetStore each)."""
+    from collectors.pipeline.sink import model_store, with_retry
+
+    if not groups:
+        return {}
+    store = model_store(sink)
+    return with_retry(lambda: store.offsets.load(sorted(groups)), "offsets", sink.redis_retry_s)
+
+
+def _write_offsets(sink: Any, changes: list[tuple[str, dict]]) -> None:
+    """The partitions that moved, each group's in one hash (a partition no longer kept loses its
+    field); before the documents, so a reader that sees a new head sees its offsets."""
+    from collectors.pipeline.sink import PIPELINE_COMMANDS, model_store, with_retry
+
+    def attempt() -> None:
+        store = model_store(sink)
+        p = store.pipeline()
+        for group, fields in changes:
+            store.offsets.queue_fields(p, group, fields)
+            if len(p) >= PIPELINE_COMMANDS:
+                p.execute()
+        p.execute()
+
+    with_retry(attempt, "offsets", sink.redis_retry_s)
+
+
+def _commit_path(
+    sink: Any,
+    ends_of: Any,
+    batch: BatchRows,
+    groups: dict[str, tuple],
+    arrived: dict[str | None, tuple[int, int]],
+    due: set[str],
+    watermark: int,
+) -> dict[str, dict]:
+    """The groups of the batch whose rows are only commits the commit path can take, committed
+    there: {group: {partition: its stored form now}} for the partitions that moved.
+
+    A group qualifies when its engine exists, nothing of it is held or due (its next deadline is
+    after every commit of the batch: no session timer fires among them), and every run commits to a
+    partition its offsets already hold (a first commit to a partition goes to the engine, which
+    learns topic ids and Empty groups from it). The commits are applied with OffsetStore.apply_runs,
+    the engine's own rule, to the partitions' stored state; a run the stored state already holds
+    (a micro-batch replayed after a failure) is skipped."""
+    from collectors.pipeline.sink import model_store, with_retry
+    from collectors.storage.group_offsets import encode
+
+    cands: dict[str, list[Any]] = {}
+    for group, span in arrived.items():
+        v = groups.get(group) if group is not None else None
+        if v is None or not v[0] or group in due or (len(v) > 3 and v[3]) or not batch.all_runs(span):
+            continue
+        runs = batch.commit_runs(span)
+        if (
+            max(r.last_ts for r in runs) >= (v[4] if len(v) > 4 else 0)
+            or (v[4] if len(v) > 4 else 0) <= watermark
+        ):
+            continue
+        cands[group] = runs
+    if not cands:
+        return {}
+    wanted = {g: sorted({(r.topic, r.partition) for r in runs}) for g, runs in cands.items()}
+    store = model_store(sink)
+    stored = with_retry(lambda: store.offsets.load_partitions(wanted), "offsets", sink.redis_retry_s)
+    topics = {t for tps in wanted.values() for t, _ in tps}
+    ends = ends_of(topics) if topics else {}
+    out: dict[str, dict] = {}
+    for group, runs in cands.items():
+        offsets = stored[group]
+        if any(tp not in offsets.committed for tp in wanted[group]):
+            continue  # a partition new to the group: the engine's turn
+        runs = [r for r in runs if r.last_log > offsets.committed[(r.topic, r.partition)].log_offset]
+        if not runs:
+            out[group] = {}
+            continue
+        offsets.ends = {tp: ends[tp] for tp in wanted[group] if tp in ends}
+        offsets.apply_runs(sorted(runs, key=lambda r: (r.first_ts, r.first_log)))
+        out[group] = {tp: encode(offsets, tp) for tp in {(r.topic, r.partition) for r in runs}}
+    return out
+
+
 def _lag_moves(doc: GroupDocument) -> bool:
     """Whether a document's lag may move with the log ends alone: it lags, or a committed
     partition's log end is not known yet (a Redis that lost the ends gets them again within a poll)."""
@@ -663,25 +814,39 @@ def _lag_due(v: tuple) -> int:
 
 
 def _moved_on(sink: Any, ends_of: Any, groups: list[str], watermark: int) -> list[tuple[Any, Any, str]]:
-    """(group, document, text) of these groups' stored documents with their lag brought up to the
-    log ends at `watermark` (offsets.lag.moved_on); a group whose document is not in Redis (flushed)
-    is left for its engine's next turn."""
+    """(group, document, head text) of these groups brought up to the log ends at `watermark`: the
+    head as stored, its committed offsets and the log ends put together (storage/group_parts.py), as
+    the engine would render them; a whole document stored before the parts has its own lag moved on
+    (offsets.lag.moved_on). A group whose head is not in Redis (flushed) is left for its engine's
+    next turn."""
     from collectors.pipeline.sink import model_store, read_document, with_retry
+    from collectors.storage import group_parts
     from coordinator_model.offsets.lag import moved_on
 
     store = model_store(sink)
     texts = with_retry(
         lambda: store.r.mget([store.gk(g, "doc") for g in groups]), "lag refresh", sink.redis_retry_s
     )
-    docs = []
-    for group, raw in zip(groups, texts, strict=True):
-        if raw is None:
-            continue
-        doc = GroupDocument.from_json(read_document(raw.decode()))
-        docs.append((group, doc))
-    ends = ends_of({p.topic for _, doc in docs for p in doc.lag.partitions})
+    heads = {g: read_document(raw.decode()) for g, raw in zip(groups, texts, strict=True) if raw is not None}
+    apart = [g for g, d in heads.items() if group_parts.is_head(d)]
+    offsets = (
+        with_retry(lambda: store.offsets.load(apart), "lag refresh", sink.redis_retry_s) if apart else {}
+    )
+    topics: set[str] = set()
+    for g, d in heads.items():
+        topics |= (
+            group_parts.topics_of(d, offsets[g])
+            if g in offsets
+            else {p["topic"] for p in (d.get("lag") or {}).get("partitions") or ()}
+        )
+    ends = ends_of(topics)
     out = []
-    for group, doc in docs:
+    for group, d in heads.items():
+        if group in offsets:
+            doc = group_parts.assemble(d, offsets[group], ends, watermark)
+            out.append((group, doc, _dumps(d)))
+            continue
+        doc = GroupDocument.from_json(d)
         doc.lag = moved_on(doc.lag, ends, watermark)
         doc.as_of = max(int(doc.as_of or 0), watermark)
         out.append((group, doc, _dumps(doc.to_json())))

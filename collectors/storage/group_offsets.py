@@ -101,10 +101,13 @@ class GroupOffsets:
     def queue_write(self, p: Any, group: str, store: OffsetStore, tps: Iterable[TP]) -> None:
         """Queue on pipeline `p` the fields of `tps` as `store` has them now (a partition it no longer
         keeps, expired or deleted, loses its field)."""
+        self.queue_fields(p, group, {tp: encode(store, tp) for tp in tps})
+
+    def queue_fields(self, p: Any, group: str, fields: dict[TP, bytes | None]) -> None:
+        """Queue on pipeline `p` these partitions' stored forms (None: the field goes)."""
         sets: dict[str, bytes] = {}
         gone: list[str] = []
-        for tp in tps:
-            v = encode(store, tp)
+        for tp, v in fields.items():
             if v is None:
                 gone.append(field(tp))
             else:
