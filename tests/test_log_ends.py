@@ -315,3 +315,53 @@ def test_the_commit_path_writes_what_the_engine_would_and_never_touches_it(
         want = e.document(got.as_of)
         assert [o.to_json() for o in got.offsets] == [o.to_json() for o in want.offsets], g
         assert got.lag.to_json() == want.lag.to_json(), g
+
+
+def test_a_redis_that_lost_the_data_gets_every_group_again(redis_server, redis_client, monkeypatch) -> None:
+    """The driver sets a new data epoch when Redis lost what the collector wrote; at the next batch
+    each bucket writes all its groups again from their engines (their offsets come back with the
+    Admin poller's committed answers, which the engine path applies)."""
+    groups = ["a", "b", "c"]
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": T0 + 10_000}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    store = RedisStore(redis_client)
+    store.new_data_epoch()
+    states: dict[int, BucketState] = {}
+    _run(
+        update,
+        pd.concat([_end_lines(groups, T0, {0: 500, 1: 700}).iloc[:-1], _commits(groups, T0 + 100, 400)]),
+        states,
+    )
+    assert store.get_document("a") is not None
+    redis_client.flushdb()  # lost; the driver notices and sets a new epoch
+    store.new_data_epoch()
+    clock["now"] += 5_000
+    committed = [
+        (
+            "groupscope.admin",
+            0,
+            50 + i,
+            clock["now"] - 1000,
+            g.encode(),
+            json.dumps(
+                {"ts": clock["now"] - 1000, "group": g, "committed": [["orders", 0, 400], ["orders", 1, 400]]}
+            ).encode(),
+        )
+        for i, g in enumerate(groups[:2])
+    ]
+    frame = pd.DataFrame(committed, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
+    _run(
+        update,
+        pd.concat([_end_lines(groups, clock["now"] - 1000, {0: 500, 1: 700}).iloc[:-1], frame]),
+        states,
+    )
+    for g in groups[:2]:
+        doc = store.get_document(g)
+        assert doc is not None, g
+        assert [(o.partition, o.offset) for o in doc.offsets] == [(0, 400), (1, 400)]
+        assert doc.lag.total == 100 + 300
+    # c had no evidence since: its engine wrote it again all the same (its offsets wait for the poller)
+    c = store.get_document("c")
+    assert c is not None and c.state == "Empty" and redis_client.hget("gs:fleet", "c") is not None

@@ -93,9 +93,14 @@ class AdminPoller(Loop):
         describe_chunk: int = 20,
         offsets_in_flight: int = 200,
         offsets_readable: bool = False,
+        refill: bool = False,
     ) -> None:
         super().__init__("groupscope-admin-poller")
         self.cfg = cfg
+        # Redis lost what the collector wrote (its data epoch is gone): send everything again, with
+        # every group's committed offsets, which the pipeline keeps in Redis alone (storage/
+        # group_offsets.py). At start: when the checkpoint resumes over a Redis without the epoch.
+        self._refill = refill
         # __consumer_offsets is read by the pipeline: committed offsets are not sent again from here
         self.offsets_readable = offsets_readable
         # group -> the partitions it has committed offsets on (when they are not sent, they are only
@@ -359,6 +364,11 @@ class AdminPoller(Loop):
 
         # Raises when no broker answers (list_consumer_groups itself would just return nothing).
         admin.list_topics(timeout=timeout_s)
+        if self._redis_lost_data():
+            self._refill = True
+        refill = self._refill
+        if refill:
+            self.forget_sent()
         listing = admin.list_consumer_groups(request_timeout=timeout_s).result(timeout_s + 5)
         if listing.errors and not listing.valid:
             raise RuntimeError(f"list groups: {listing.errors[0]}")
@@ -475,8 +485,13 @@ class AdminPoller(Loop):
             # the catch-up's first batch with every group's commits (run_pipeline)
             if self.polls:
                 need = need[: self.committed_per_poll]
+            if refill:
+                need = list(groups)
             for g, committed in self._fetch_committed(admin, need, timeout_s)[0].items():
                 self._committed_tps[g] = {(t, p) for t, p, _ in committed}
+                if refill:  # the offsets topic's commits are in the model's past: the answer refills
+                    send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
+                    producer.poll(0)
             known = set(groups)
             for g in [g for g in self._committed_tps if g not in known]:
                 del self._committed_tps[g]
@@ -514,7 +529,17 @@ class AdminPoller(Loop):
         left = producer.flush(timeout_s)
         if left:
             raise RuntimeError(f"{left} admin records not delivered to {topic}")
+        self._refill = False  # sent whole: a failed poll leaves it for the next
         return len(groups) + len(share_groups)
+
+    def _redis_lost_data(self) -> bool:
+        """Whether Redis lost what the collector wrote since the last poll (its data epoch is gone); a
+        new epoch is set at once, which tells the model stage to write every group again."""
+        if self.store is None or self.store.data_epoch() is not None:
+            return False
+        self.store.new_data_epoch()
+        log.warning("Redis lost the collector's data: every group is sent and written again")
+        return True
 
     def forget_sent(self) -> None:
         """Send everything at the next poll, as at the first one (what was sent, when each group was

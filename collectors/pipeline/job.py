@@ -209,6 +209,17 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     return w.start()
 
 
+def _lost_while_down(cfg: PipelineConfig, store: RedisStore) -> bool:
+    """Whether this start resumes a checkpoint over a Redis that lost the collector's data (its data
+    epoch is gone): the checkpoint's groups are then sent and written again (AdminPoller's refill,
+    the model stage's epoch). A first start sets the epoch and refills nothing."""
+    if store.data_epoch() is not None:
+        return False
+    store.new_data_epoch()
+    commits = os.path.join(cfg.checkpoint_dir, "commits")
+    return os.path.isdir(commits) and bool(os.listdir(commits))
+
+
 # ---- progress ----------------------------------------------------------------------------------------
 class Progress:
     """A progress bar on stderr while a backlog is caught up (records read / records available)."""
@@ -371,7 +382,8 @@ def run_pipeline(
     if cfg.live:
         topics, offsets_ok = check_topics(cfg, store)
         if cfg.admin_enabled:
-            threads.append(AdminPoller(cfg, store, offsets_readable=bool(offsets_ok)))
+            refill = _lost_while_down(cfg, store)
+            threads.append(AdminPoller(cfg, store, offsets_readable=bool(offsets_ok), refill=refill))
         if cfg.broker_log_files and not cfg.broker_log_topic:
             threads.append(BrokerLogShipper(cfg))
     own_spark = spark is None

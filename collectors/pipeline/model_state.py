@@ -224,11 +224,21 @@ def make_update(
         # watermark: all of them)
         ends_upto = watermark if live else 2**62
         offsets_out: list[tuple[str, dict]] = []  # (group, {partition: stored form, None: gone})
+        rewrite: set[str] = set()
         if parts:
+            # Redis lost what the collector wrote (the driver set a new data epoch): every group of the
+            # bucket is written again from its engine (the Admin poller refills their offsets)
+            epoch = _data_epoch(sink)
+            if epoch is not None and meta.get("epoch") != epoch:
+                if "epoch" in meta:
+                    rewrite = {g for g, v in groups.items() if v[0]}
+                    touched |= rewrite
+                meta["epoch"] = epoch
+                changed = True
             # A known group whose rows are only runs of commits to partitions it has committed to
             # before, with nothing due, takes the commit path: its partitions' fields are read,
             # committed and written back, and its engine is not touched.
-            fast = _commit_path(sink, ends_of, batch, groups, arrived_groups, due, watermark)
+            fast = _commit_path(sink, ends_of, batch, groups, arrived_groups, due | rewrite, watermark)
             for group, fields in fast.items():
                 touched.discard(group)
                 offsets_out.append((group, fields))
@@ -249,6 +259,8 @@ def make_update(
         )
         for group in sorted(touched):
             blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
+            if group in rewrite:
+                digest = ""  # written whatever it says
             held: list[tuple[int, tuple]] = rest[0] if rest else []
             span = arrived_groups.get(group)
             changed = True
@@ -717,6 +729,13 @@ def _fields(store: Any) -> dict:
     from collectors.storage.group_offsets import encode
 
     return {tp: encode(store, tp) for tp in store.committed}
+
+
+def _data_epoch(sink: Any) -> str | None:
+    from collectors.pipeline.sink import model_store, with_retry
+
+    store = model_store(sink)
+    return with_retry(store.data_epoch, "data epoch", sink.redis_retry_s)
 
 
 def _load_offsets(sink: Any, groups: list[str]) -> dict[str, Any]:

@@ -610,6 +610,20 @@ class RedisStore:
         val = {"ok": bool(ok), "detail": detail, "since": since, "updated": int(now_ms)}
         (pipe if pipe is not None else self.r).hset(key, source, _dumps(val))
 
+    # ---- the data epoch -----------------------------------------------------------------------------
+    # A value the collector sets when it finds none: gone, Redis lost what the collector wrote (flushed,
+    # restarted without persistence, evicted), and everything is sent and rewritten again.
+    def data_epoch(self) -> str | None:
+        raw = self.r.get(self.k("collector", "epoch"))
+        return raw.decode() if raw else None
+
+    def new_data_epoch(self) -> str:
+        """Set a new epoch (the wall clock in ms: it differs from any the collector's checkpoint
+        remembers) and return it."""
+        epoch = str(int(time.time() * 1000))
+        self.r.set(self.k("collector", "epoch"), epoch)
+        return epoch
+
     def heartbeat_collector(
         self, now_ms: int, *, batch_id: int | None = None, event_ms: int | None = None, **extra: Any
     ) -> None:
