@@ -248,6 +248,8 @@ def make_update(
                 lag_due = soon if not lag_due else min(lag_due, soon)
                 groups[group] = (blob, now, digest, held, wake_time, lag_due)
                 changed = True
+                if fields:
+                    emit(group, "refresh", 0, now, "")  # its refresh stamp: the collector wrote it now
             # the engines' own offsets: read now, for every group the model runs
             full = _load_offsets(sink, [g for g in touched if groups.get(g, (b"",))[0]])
         # groups whose lag numbers are due, nothing else about them: no engine, their head, offsets
