@@ -365,3 +365,32 @@ def test_a_redis_that_lost_the_data_gets_every_group_again(redis_server, redis_c
     # c had no evidence since: its engine wrote it again all the same (its offsets wait for the poller)
     c = store.get_document("c")
     assert c is not None and c.state == "Empty" and redis_client.hget("gs:fleet", "c") is not None
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.integers(0, 10**12),
+            st.integers(-1, 10**13),
+            st.integers(0, 10**9),
+            st.text(max_size=5),
+        ),
+        max_size=20,
+    )
+)
+def test_a_partitions_stored_form_reads_back_as_the_store_had_it(commits) -> None:
+    """group_offsets: what a partition's field holds (its OffsetState and Burrow window) reads back
+    equal, whatever the commits were."""
+    from collectors.storage.group_offsets import decode_into, encode
+    from coordinator_model.offsets import OffsetState, OffsetStore
+
+    store = OffsetStore()
+    for i, (p, off, cts, ts, meta) in enumerate(commits):
+        store.commit(("t", p), OffsetState(off, cts, T0 + ts, i, meta))
+    for tp in store.committed:
+        back = OffsetStore()
+        decode_into(back, tp, encode(store, tp))
+        assert back.committed[tp] == store.committed[tp]
+        assert back.windows[tp].samples == store.windows[tp].samples
+        assert back.windows[tp].slot_start == store.windows[tp].slot_start

@@ -342,7 +342,9 @@ def make_update(
             state_blob = pickle.dumps(engine, 5)
             if kept is not None:
                 engine.offsets = kept
-            timers = _timers_due(engine)
+            # (in parts, a partition turning STOP is the lag refresh's to see: its lag_due below)
+            timers = _timers_due(engine, stop=not parts)
+            stop_at = engine.offsets.next_stop(engine.now) if parts else None
             if early:
                 # The held commits are shown on the engine itself, now that its state is saved (the
                 # engine is not used again: the next batch starts from state_blob). A copy made by
@@ -352,7 +354,7 @@ def make_update(
             text = _dumps(_head_json(doc) if parts else doc.to_json())
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
             wake_time = _wake_at(timers, doc, held, max(watermark, now) if not live else watermark, tick_ms)
-            lag_due = watermark + LAG_REFRESH_MS if live and _lag_moves(doc) else 0
+            lag_due = _next_lag_due(doc, watermark, stop_at) if live else 0
             groups[group] = (state_blob, int(last_input), new_digest, held, wake_time, lag_due)
             if new_digest != digest or (parts and moved):
                 if sink is not None:
@@ -363,10 +365,10 @@ def make_update(
             _write_offsets(sink, offsets_out)
         if relag:
             changed = True
-            for group, doc, text in _moved_on(sink, ends_of, relag, watermark):
+            for group, doc, text, stop in _moved_on(sink, ends_of, relag, watermark):
                 blob, last_input, _, held, wake_time, *_ = groups[group]
                 digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-                lag_due = watermark + LAG_REFRESH_MS if _lag_moves(doc) else 0
+                lag_due = _next_lag_due(doc, watermark, stop)
                 groups[group] = (blob, last_input, digest, held, wake_time, lag_due)
                 to_write.append((doc, int(doc.as_of or 0), now, text))
         if to_write:
@@ -661,13 +663,13 @@ def _steps(group: str, rows: list[tuple]) -> tuple[list[tuple[str, list[Any]]], 
 IDLE_REFRESH_MS = 600_000
 
 
-def _timers_due(engine: Any) -> int | None:
-    """The engine's own next deadline: a session timer (heartbeat-only inference) or its first
-    committed offset to expire."""
+def _timers_due(engine: Any, stop: bool = True) -> int | None:
+    """The engine's own next deadline: a session timer (heartbeat-only inference), its first
+    committed offset to expire, and (`stop`) a lagging partition turning STOP."""
     due = [
         int(getattr(engine, "_next_due", 2**62)),
         engine.next_offset_expiry(),
-        engine.offsets.next_stop(engine.now),
+        engine.offsets.next_stop(engine.now) if stop else None,
     ]
     return min((d for d in due if d is not None), default=None)
 
@@ -822,6 +824,15 @@ def _commit_path(
     return out
 
 
+def _next_lag_due(doc: GroupDocument, at: int, stop_at: int | None) -> int:
+    """When a group's lag numbers are next due (0: never by themselves): LAG_REFRESH_MS on while
+    its lag may move with the log ends, or sooner when a lagging partition turns STOP then."""
+    due = at + LAG_REFRESH_MS if _lag_moves(doc) else 0
+    if stop_at is not None:
+        due = min(due, stop_at) if due else stop_at
+    return due
+
+
 def _lag_moves(doc: GroupDocument) -> bool:
     """Whether a document's lag may move with the log ends alone: it lags, or a committed
     partition's log end is not known yet (a Redis that lost the ends gets them again within a poll)."""
@@ -834,12 +845,12 @@ def _lag_due(v: tuple) -> int:
     return int(v[5]) if len(v) > 5 else 0
 
 
-def _moved_on(sink: Any, ends_of: Any, groups: list[str], watermark: int) -> list[tuple[Any, Any, str]]:
-    """(group, document, head text) of these groups brought up to the log ends at `watermark`: the
-    head as stored, its committed offsets and the log ends put together (storage/group_parts.py), as
-    the engine would render them; a whole document stored before the parts has its own lag moved on
-    (offsets.lag.moved_on). A group whose head is not in Redis (flushed) is left for its engine's
-    next turn."""
+def _moved_on(sink: Any, ends_of: Any, groups: list[str], watermark: int) -> list[tuple]:
+    """(group, document, head text, when a lagging partition turns STOP next) of these groups
+    brought up to the log ends at `watermark`: the head as stored, its committed offsets and the log
+    ends put together (storage/group_parts.py), as the engine would render them; a whole document
+    stored before the parts has its own lag moved on (offsets.lag.moved_on). A group whose head is
+    not in Redis (flushed) is left for its engine's next turn."""
     from collectors.pipeline.sink import model_store, read_document, with_retry
     from collectors.storage import group_parts
     from coordinator_model.offsets.lag import moved_on
@@ -865,12 +876,12 @@ def _moved_on(sink: Any, ends_of: Any, groups: list[str], watermark: int) -> lis
     for group, d in heads.items():
         if group in offsets:
             doc = group_parts.assemble(d, offsets[group], ends, watermark)
-            out.append((group, doc, _dumps(d)))
+            out.append((group, doc, _dumps(d), offsets[group].next_stop(watermark)))
             continue
         doc = GroupDocument.from_json(d)
         doc.lag = moved_on(doc.lag, ends, watermark)
         doc.as_of = max(int(doc.as_of or 0), watermark)
-        out.append((group, doc, _dumps(doc.to_json())))
+        out.append((group, doc, _dumps(doc.to_json()), None))
     return out
 
 

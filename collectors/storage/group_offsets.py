@@ -58,13 +58,21 @@ def decode_into(store: OffsetStore, tp: TP, raw: bytes) -> None:
     """A field value into `store` (its committed offset and lag window); ValueError if malformed."""
     try:
         off, cts, ts, log, meta, epoch, expire, slot_start, window = orjson.loads(raw)
-        store.committed[tp] = OffsetState(
-            int(off), int(cts), int(ts), int(log), str(meta), int(epoch), int(expire)
-        )
-        samples = [lagmod.CommitSample(int(s[0]), int(s[1]), s[2], s[3]) for s in window]
+        state = OffsetState(off, cts, ts, log, meta, epoch, expire)
+        # a lagging fleet's refresh reads every partition's window: samples made as plain tuples
+        samples = [_new(_SAMPLE, s) for s in window]
+        if not all(type(v) is int for v in (off, cts, ts, log, epoch, expire, slot_start)) or any(
+            len(x) != 4 or type(x[0]) is not int or type(x[1]) is not int for x in samples
+        ):
+            raise TypeError("not the stored shape")
     except (TypeError, ValueError, IndexError) as e:
         raise ValueError(f"offsets field of {field(tp)}: {e}") from e
-    store.windows[tp] = lagmod.PartitionWindow(samples, int(slot_start))
+    store.committed[tp] = state
+    store.windows[tp] = lagmod.PartitionWindow(samples, slot_start)
+
+
+_SAMPLE = lagmod.CommitSample
+_new = tuple.__new__
 
 
 class GroupOffsets:
