@@ -432,9 +432,11 @@ def test_live_demo_topics_pages(demo_run):
     cli = seen["slow_topic_cli"]
     assert cli is not None and [g["group"] for g in cli["groups"]] == ["demo-slow"]
     # the page and the CLI read the index a moment apart, while the slow group's lag moves (it grows,
-    # then drains): each shows a lag the group had, one of the points of its lag history
+    # then drains): each shows a lag the group had, within what its lag history holds (which keeps a
+    # minute's peak and newest point, not every value the group went through)
     had = {p["lag"] for p in demo_run.slow_lag}
-    assert groups["demo-slow"]["lag"] in had and cli["groups"][0]["lag"] in had, (groups, cli["groups"])
+    for shown in (groups["demo-slow"]["lag"], cli["groups"][0]["lag"]):
+        assert min(had) <= shown <= max(had), (groups, cli["groups"], sorted(had))
     assert max(had) > 0  # and it was behind at some point
     assert groups["demo-slow"]["partitions"] == cli["groups"][0]["partitions"]
 
