@@ -178,11 +178,9 @@ def moved_on(lag: LagDoc, ends: Mapping[tuple[str, int], EndOffsetHistory], now_
     """A group's lag (as its document has it) brought up to `now_ms` with the log ends known now,
     committed offsets and Burrow statuses as they were: what the group's engine would compute with
     no new evidence of its own but the log ends (a status moves with time alone only when a partition
-    turns STOP, which wakes the engine itself: OffsetStore.next_stop). The numbers follow
-    `OffsetStore.lag`: lag in offsets from the newest end, in seconds from when the log passed the
-    committed offset, per member summed and worst."""
+    turns STOP: OffsetStore.next_stop says when). The numbers follow `OffsetStore.lag`: lag in
+    offsets from the newest end, in seconds from when the log passed the committed offset."""
     parts = []
-    per_member: dict[str, MemberLag] = {}
     for p in lag.partitions:
         h = ends.get((p.topic, p.partition))
         end = h.latest if h is not None else p.end_offset
@@ -191,18 +189,27 @@ def moved_on(lag: LagDoc, ends: Mapping[tuple[str, int], EndOffsetHistory], now_
         parts.append(
             PartitionLag(p.topic, p.partition, p.committed, p.has_commit, end, lo, ls, p.status, p.member_id)
         )
+    return lag_doc(parts, lag.status)
+
+
+def lag_doc(parts: list[PartitionLag], status: str | None) -> LagDoc:
+    """A group's lag from its partitions' rows: per member, the sum over the partitions it owns and
+    the worst of their lags in seconds; the group's total and worst (None when no partition's lag is
+    known)."""
+    per_member: dict[str, MemberLag] = {}
+    for p in parts:
         if p.member_id is not None:
             pm = per_member.get(p.member_id)
             if pm is None:
                 pm = per_member[p.member_id] = MemberLag(p.member_id)
-            pm.lag += lo or 0
-            pm.lag_seconds = max(pm.lag_seconds, ls or 0.0)
+            pm.lag += p.lag or 0
+            pm.lag_seconds = max(pm.lag_seconds, p.lag_seconds or 0.0)
     known = [p.lag for p in parts if p.lag is not None]
     secs = [p.lag_seconds for p in parts if p.lag_seconds is not None]
     return LagDoc(
         total=sum(known) if known else None,
         max_seconds=max(secs) if secs else None,
-        status=lag.status,
+        status=status,
         partitions=parts,
         members=sorted(per_member.values(), key=lambda r: r.member_id),
     )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from coordinator_model.document.types import LagDoc, MemberLag, OffsetDoc, PartitionLag
+from coordinator_model.document.types import LagDoc, OffsetDoc, PartitionLag
 from coordinator_model.offsets import lag as lagmod
 from coordinator_model.offsets.runs import CommitRun, merged_rows
 
@@ -345,7 +345,6 @@ class OffsetStore:
         """The group's lag as its document carries it: per partition (committed or owned by a member
         in `owner`), per member, and the group's total, worst time lag and Burrow status."""
         parts = []
-        per_member: dict[str, MemberLag] = {}
         statuses = []
         for tp in sorted(set(self.committed) | set(owner)):
             o = self.committed.get(tp)
@@ -361,23 +360,10 @@ class OffsetStore:
                 status = "UNKNOWN"
             else:
                 statuses.append(status)
-            who = owner.get(tp)
-            parts.append(PartitionLag(tp[0], tp[1], committed, o is not None, end, lo, ls, status, who))
-            if who is not None:
-                pm = per_member.get(who)
-                if pm is None:
-                    pm = per_member[who] = MemberLag(who)
-                pm.lag += lo or 0
-                pm.lag_seconds = max(pm.lag_seconds, ls or 0.0)
-        known = [p.lag for p in parts if p.lag is not None]
-        secs = [p.lag_seconds for p in parts if p.lag_seconds is not None]
-        return LagDoc(
-            total=sum(known) if known else None,
-            max_seconds=max(secs) if secs else None,
-            status=lagmod.group_status(statuses),
-            partitions=parts,
-            members=sorted(per_member.values(), key=lambda r: r.member_id),
-        )
+            parts.append(
+                PartitionLag(tp[0], tp[1], committed, o is not None, end, lo, ls, status, owner.get(tp))
+            )
+        return lagmod.lag_doc(parts, lagmod.group_status(statuses))
 
     def rows(self) -> list[OffsetDoc]:
         """The committed offsets as the group's document lists them."""
