@@ -212,8 +212,9 @@ def test_live_log_ends_are_shared_and_lag_follows_them_without_the_engine(
     for s in states.values():
         if s.exists:
             groups_of, _ = model_state._load_state(s)
-            for blob, *_ in groups_of.values():
-                assert not model_state.pickle.loads(blob).offsets.ends
+            for slot in groups_of.values():
+                engine = model_state.pickle.loads(slot.engine)
+                assert not engine.offsets.ends and not engine.offsets.committed
     # the log ends move, nothing else happens: after LAG_REFRESH_MS the lag follows, engines untouched
     clock["now"] = T0 + model_state.LAG_REFRESH_MS + 20_000
     calls = []
@@ -394,3 +395,20 @@ def test_a_partitions_stored_form_reads_back_as_the_store_had_it(commits) -> Non
         assert back.committed[tp] == store.committed[tp]
         assert back.windows[tp].samples == store.windows[tp].samples
         assert back.windows[tp].slot_start == store.windows[tp].slot_start
+
+
+def test_a_bucket_saved_as_tuples_by_an_older_version_loads_as_slots() -> None:
+    from collectors.pipeline.model_state import GroupSlot, _load_state
+
+    state = BucketState()
+    old = {"a": (b"x", 1, "d"), "b": (b"y", 2, "e", [], 9), "c": (b"z", 3, "f", [], 9, 7)}
+    state.update((model_state.pickle.dumps((old, {"event": 5}), 5),))
+    groups, meta = _load_state(state)
+    assert groups == {
+        "a": GroupSlot(b"x", 1, "d"),
+        "b": GroupSlot(b"y", 2, "e", [], 9),
+        "c": GroupSlot(b"z", 3, "f", [], 9, 7),
+    }
+    assert meta == {"event": 5}
+    state.update((model_state.pickle.dumps((groups, meta), 5),))
+    assert _load_state(state)[0] == groups

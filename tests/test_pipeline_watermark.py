@@ -272,7 +272,7 @@ def test_a_bucket_times_out_when_its_first_group_is_due(monkeypatch):
         live.batch(t + 200, [clock(t)])
     assert live.docs[-1]["state"] == "Empty"
     # nothing due but the idle refresh: the timeout waits for it
-    (first,) = (v[4] for v in pickle.loads(live.state.value[0])[0].values())
+    (first,) = (v.wake_at for v in pickle.loads(live.state.value[0])[0].values())
     assert live.state.timeout_ms == min(first + 5000 - (T0 + 25_200), model_state.IDLE_REFRESH_MS)
     assert live.state.timeout_ms > 5000
 

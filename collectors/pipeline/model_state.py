@@ -79,6 +79,7 @@ import hashlib
 import pickle
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.pipeline import heap_trim
@@ -216,7 +217,7 @@ def make_update(
             # `_wake_at`). Waking all of them at every clock record cost a whole re-modelling of an
             # idle fleet of 10,000 groups every 5 s.
             due_by = watermark if live else now
-            due = {g for g, v in groups.items() if (v[4] if len(v) > 4 else 0) <= due_by}
+            due = {g for g, v in groups.items() if v.wake_at <= due_by}
             touched |= due
         changed = False  # whether any group's state moved: an untouched bucket is not written back
         parts = ends_of is not None  # live: offsets and log ends in Redis, not in the engines
@@ -231,7 +232,7 @@ def make_update(
             epoch = _data_epoch(sink)
             if epoch is not None and meta.get("epoch") != epoch:
                 if "epoch" in meta:
-                    rewrite = {g for g, v in groups.items() if v[0]}
+                    rewrite = {g for g, v in groups.items() if v.engine}
                     touched |= rewrite
                 meta["epoch"] = epoch
                 changed = True
@@ -242,28 +243,27 @@ def make_update(
             for group, fields in fast.items():
                 touched.discard(group)
                 offsets_out.append((group, fields))
-                blob, last_input, digest, held, wake_time, *rest = groups[group]
-                lag_due = _lag_due(groups[group])
+                slot = groups[group]
                 soon = watermark + LAG_REFRESH_MS if watermark > 0 else now + LAG_REFRESH_MS
-                lag_due = soon if not lag_due else min(lag_due, soon)
-                groups[group] = (blob, now, digest, held, wake_time, lag_due)
+                slot.lag_due = soon if not slot.lag_due else min(slot.lag_due, soon)
+                slot.last_input = now
                 changed = True
                 if fields:
                     emit(group, "refresh", 0, now, "")  # its refresh stamp: the collector wrote it now
             # the engines' own offsets: read now, for every group the model runs
-            full = _load_offsets(sink, [g for g in touched if groups.get(g, (b"",))[0]])
+            full = _load_offsets(sink, [g for g in touched if g in groups and groups[g].engine])
         # groups whose lag numbers are due, nothing else about them: no engine, their head, offsets
         # and the log ends put together at the watermark (LAG_REFRESH_MS)
         relag = (
-            sorted(g for g, v in groups.items() if g not in touched and 0 < _lag_due(v) <= watermark)
+            sorted(g for g, v in groups.items() if g not in touched and 0 < v.lag_due <= watermark)
             if parts and watermark > 0
             else []
         )
         for group in sorted(touched):
-            blob, last_input, digest, *rest = groups.get(group, (b"", 0, ""))
+            slot = groups.get(group) or GroupSlot()
+            blob, last_input, digest, held = slot.engine, slot.last_input, slot.digest, slot.held
             if group in rewrite:
                 digest = ""  # written whatever it says
-            held: list[tuple[int, tuple]] = rest[0] if rest else []
             span = arrived_groups.get(group)
             changed = True
             engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
@@ -320,7 +320,9 @@ def make_update(
             if not blob and not steps and not early:
                 # every row of a group we have not seen yet is still held behind the watermark:
                 # publish nothing until there is evidence, or an empty document would stand in Redis
-                groups[group] = (b"", int(last_input), digest, held, _wake_at(None, None, held, watermark))
+                groups[group] = GroupSlot(
+                    b"", int(last_input), digest, held, _wake_at(None, None, held, watermark)
+                )
                 continue
             if live and watermark > 0:
                 engine.advance(watermark)
@@ -355,7 +357,7 @@ def make_update(
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
             wake_time = _wake_at(timers, doc, held, max(watermark, now) if not live else watermark, tick_ms)
             lag_due = _next_lag_due(doc, watermark, stop_at) if live else 0
-            groups[group] = (state_blob, int(last_input), new_digest, held, wake_time, lag_due)
+            groups[group] = GroupSlot(state_blob, int(last_input), new_digest, held, wake_time, lag_due)
             if new_digest != digest or (parts and moved):
                 if sink is not None:
                     to_write.append((doc, int(doc.as_of or 0), int(last_input or now), text))
@@ -366,10 +368,9 @@ def make_update(
         if relag:
             changed = True
             for group, doc, text, stop in _moved_on(sink, ends_of, relag, watermark):
-                blob, last_input, _, held, wake_time, *_ = groups[group]
-                digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-                lag_due = _next_lag_due(doc, watermark, stop)
-                groups[group] = (blob, last_input, digest, held, wake_time, lag_due)
+                slot = groups[group]
+                slot.digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
+                slot.lag_due = _next_lag_due(doc, watermark, stop)
                 to_write.append((doc, int(doc.as_of or 0), now, text))
         if to_write:
             from collectors.pipeline.sink import write_model_docs
@@ -388,9 +389,7 @@ def make_update(
             meta["saved"] = int(meta.get("event", 0))
             state.update((pickle.dumps((groups, meta), 5),))
         if live:
-            first = min(
-                (min(v[4] if len(v) > 4 else 0, _lag_due(v) or 2**62) for v in groups.values()), default=2**62
-            )
+            first = min((min(v.wake_at, v.lag_due or 2**62) for v in groups.values()), default=2**62)
             _set_timeout(state, now, _timeout_ms(first, now, tick_ms, allowed_lateness_ms))
             # the first stage sends clock records only to buckets due by then (wake_hints.py)
             if wake is not None and first != meta.get("wake") and wake.write(key[0], first):
@@ -793,13 +792,10 @@ def _commit_path(
     cands: dict[str, list[Any]] = {}
     for group, span in arrived.items():
         v = groups.get(group) if group is not None else None
-        if v is None or not v[0] or group in due or (len(v) > 3 and v[3]) or not batch.all_runs(span):
+        if v is None or not v.engine or group in due or v.held or not batch.all_runs(span):
             continue
         runs = batch.commit_runs(span)
-        if (
-            max(r.last_ts for r in runs) >= (v[4] if len(v) > 4 else 0)
-            or (v[4] if len(v) > 4 else 0) <= watermark
-        ):
+        if max(r.last_ts for r in runs) >= v.wake_at or v.wake_at <= watermark:
             continue
         cands[group] = runs
     if not cands:
@@ -838,11 +834,6 @@ def _lag_moves(doc: GroupDocument) -> bool:
     partition's log end is not known yet (a Redis that lost the ends gets them again within a poll)."""
     lag = doc.lag
     return bool(lag.total or lag.max_seconds) or any(p.has_commit and p.lag is None for p in lag.partitions)
-
-
-def _lag_due(v: tuple) -> int:
-    """When a group's lag numbers are due (0: it has no lag), from its state tuple."""
-    return int(v[5]) if len(v) > 5 else 0
 
 
 def _moved_on(sink: Any, ends_of: Any, groups: list[str], watermark: int) -> list[tuple]:
@@ -982,17 +973,36 @@ def _frame(out: dict[str, list[Any]]) -> Any:
     return pd.DataFrame({c: np.array(out[c], types[c]) for c in OUTPUT_COLUMNS}, copy=False)
 
 
-def _load_state(state: Any) -> tuple[dict[str, tuple], dict[str, int]]:
-    """(groups, meta) of a bucket. groups: group -> (pickled engine, last input time, document digest,
-    held rows [(release time, row)], absent in older checkpoints); meta holds the watermark's inputs
-    ("event": the latest event time delivered, "seen": when the bucket last got a record). A checkpoint
-    from before the watermark held the groups alone."""
+@dataclass(slots=True)
+class GroupSlot:
+    """What a bucket keeps of one of its groups between micro-batches."""
+
+    engine: bytes = b""  # the pickled GroupEngine (b"": every row of it still held)
+    last_input: int = 0  # when it last got evidence (wall clock, ms)
+    digest: str = ""  # of the document (live: the head) last written
+    held: list[tuple[int, tuple]] = field(default_factory=list)  # rows behind the watermark: (release, row)
+    wake_at: int = 0  # when it must next be looked at with no evidence of its own (`_wake_at`)
+    lag_due: int = 0  # when its lag numbers are next brought up to the log ends (0: not by themselves)
+
+    def __reduce__(self) -> tuple:
+        return (GroupSlot, (self.engine, self.last_input, self.digest, self.held, self.wake_at, self.lag_due))
+
+    @classmethod
+    def of(cls, v: Any) -> GroupSlot:
+        """A slot as any checkpoint saved it: this class, or the tuple of 3 to 6 of its fields that
+        versions before it saved."""
+        return v if isinstance(v, GroupSlot) else cls(*v)
+
+
+def _load_state(state: Any) -> tuple[dict[str, GroupSlot], dict[str, Any]]:
+    """(groups, meta) of a bucket: each group's GroupSlot; meta holds the watermark's inputs ("event":
+    the latest event time delivered, "seen": when the bucket last got a record) and the data epoch it
+    last saw. A checkpoint from before the watermark held the groups alone."""
     if not state.exists:
         return {}, {}
     obj = pickle.loads(state.get[0])
-    if isinstance(obj, tuple):
-        return obj[0], obj[1]
-    return obj, {}
+    groups, meta = (obj[0], obj[1]) if isinstance(obj, tuple) else (obj, {})
+    return {g: GroupSlot.of(v) for g, v in groups.items()}, meta
 
 
 def _err(e: BaseException) -> str:
