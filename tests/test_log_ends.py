@@ -412,3 +412,47 @@ def test_a_bucket_saved_as_tuples_by_an_older_version_loads_as_slots() -> None:
     assert meta == {"event": 5}
     state.update((model_state.pickle.dumps((groups, meta), 5),))
     assert _load_state(state)[0] == groups
+
+
+def test_commits_are_shown_at_once_even_when_other_evidence_of_the_group_waits(
+    redis_server, redis_client, monkeypatch
+) -> None:
+    """A group with rows held behind the event-time watermark (a heartbeat event from ahead of the
+    collector's clock): its commits to partitions it holds still take the commit path and show in
+    the next read, not after the watermark passes the held rows."""
+    groups = ["a", "b"]
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": T0}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=True)
+    states: dict[int, BucketState] = {}
+    store = RedisStore(redis_client)
+    kinds = {**KINDS, "groupscope.heartbeats": "heartbeat"}
+    batches = _rounds(groups, 4)
+    for k, raw in enumerate(batches):
+        clock["now"] = T0 + k * 7_000 + 6_000
+        at = clock["now"] + 3_000  # ahead of the watermark: held
+        hb = {"ts": at, "group": "a", "member_id": "m", "event": "heartbeat", "session_timeout_ms": 45000}
+        beat = pd.DataFrame(
+            [("groupscope.heartbeats", 0, k, at, b"a", json.dumps(hb).encode())],
+            columns=["topic", "partition", "offset", "timestamp", "key", "value"],
+        )
+        routed = pd.concat(list(decode_batches(iter([pd.concat([raw, beat])]), kinds, 4)))
+        routed = pd.concat(list(_apart(routed)))
+        for bucket, rows in routed.groupby("bucket"):
+            state = states.setdefault(int(bucket), BucketState())
+            list(update((int(bucket),), iter([rows.reset_index(drop=True)]), state))
+        if not k:
+            continue
+        want: dict[tuple[str, int], int] = {}
+        for row in raw.itertuples():
+            if row.topic == "__consumer_offsets":
+                from collectors.codec.decoder import decode_record
+
+                rec = decode_record(row.key, row.value, row.partition, row.offset, row.timestamp)
+                if rec.key.group == "a":
+                    want[(rec.key.topic, rec.key.partition)] = rec.value.offset
+        doc = store.get_document("a")
+        assert doc is not None
+        shown = {(o.topic, o.partition): o.offset for o in doc.offsets}
+        assert all(shown[tp] == off for tp, off in want.items()), (k, want, shown)

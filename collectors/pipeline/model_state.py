@@ -226,6 +226,7 @@ def make_update(
         ends_upto = watermark if live else 2**62
         offsets_out: list[tuple[str, dict]] = []  # (group, {partition: stored form, None: gone})
         rewrite: set[str] = set()
+        fast: dict[str, tuple[Any, dict, set]] = {}
         if parts:
             # Redis lost what the collector wrote (the driver set a new data epoch): every group of the
             # bucket is written again from its engine (the Admin poller refills their offsets)
@@ -239,9 +240,11 @@ def make_update(
             # A known group whose rows are only runs of commits to partitions it has committed to
             # before, with nothing due, takes the commit path: its partitions' fields are read,
             # committed and written back, and its engine is not touched.
-            fast = _commit_path(sink, ends_of, batch, groups, arrived_groups, due | rewrite, watermark)
-            for group, fields in fast.items():
-                touched.discard(group)
+            fast = _commit_path(sink, ends_of, batch, groups, arrived_groups, rewrite)
+            for group, (_, fields, taken) in fast.items():
+                span = arrived_groups[group]
+                if batch.all_runs(span) and len(taken) == _run_partitions(batch, span) and group not in due:
+                    touched.discard(group)  # nothing else of it in the batch: no engine
                 offsets_out.append((group, fields))
                 slot = groups[group]
                 soon = watermark + LAG_REFRESH_MS if watermark > 0 else now + LAG_REFRESH_MS
@@ -250,8 +253,14 @@ def make_update(
                 changed = True
                 if fields:
                     emit(group, "refresh", 0, now, "")  # its refresh stamp: the collector wrote it now
-            # the engines' own offsets: read now, for every group the model runs
+            # the engines' own offsets: read now, for every group the model runs, with what the commit
+            # path just did to them (written at the end of the bucket, with the engines')
             full = _load_offsets(sink, [g for g in touched if g in groups and groups[g].engine])
+            for group, (taken_store, _, taken) in fast.items():
+                if group in full:
+                    for tp in taken:
+                        full[group].committed[tp] = taken_store.committed[tp]
+                        full[group].windows[tp] = taken_store.windows[tp]
         # groups whose lag numbers are due, nothing else about them: no engine, their head, offsets
         # and the log ends put together at the watermark (LAG_REFRESH_MS)
         relag = (
@@ -270,6 +279,11 @@ def make_update(
             # Runs of commits stay whole (one row each) through holding and ordering: taken apart,
             # a catch-up's million commits were a million Python tuples and evidence objects.
             arrived = batch.row_tuples(span, runs_whole=True) if span is not None else []
+            if parts and group in fast:  # the runs the commit path took are not the engine's
+                taken = fast[group][2]
+                arrived = [
+                    r for r in arrived if r[4] != RUN_KIND or (r[9].topic, r[9].partition) not in taken
+                ]
             if live:
                 # Evidence is applied in event-time order up to the watermark; what is newer waits
                 # here (a row stamped ahead of our clock waits until the watermark passes its arrival;
@@ -311,7 +325,8 @@ def make_update(
                 )
                 engine = pickle.loads(blob) if blob else new_engine(group, retention_ms)
                 if parts and not engine.offsets.committed:
-                    engine.offsets = full.get(group, engine.offsets)
+                    # read again: the failed steps changed the store they were lent
+                    engine.offsets = _load_offsets(sink, [group]).get(group, engine.offsets)
             if span is not None:
                 last_input = now
             # Commits still held behind the watermark are shown at once (offsets and lag only): a
@@ -352,6 +367,12 @@ def make_update(
                 # engine is not used again: the next batch starts from state_blob). A copy made by
                 # unpickling was a third of a busy fleet's micro-batch.
                 engine.preview_commits(early)
+                if parts:
+                    # and in Redis, where readers find offsets (applied again in their turn, the
+                    # append rule keeps them: the same log positions)
+                    shown = _fields(engine.offsets, {(ev.topic, ev.partition) for ev in early})
+                    offsets_out.append((group, shown))
+                    moved = {**moved, **shown}
             doc = engine.document()
             text = _dumps(_head_json(doc) if parts else doc.to_json())
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
@@ -726,12 +747,12 @@ def _head_json(doc: GroupDocument) -> dict:
     return head_json(doc)
 
 
-def _fields(store: Any) -> dict:
-    """Each committed partition's stored form (storage/group_offsets.py), to tell what the model
-    changed."""
+def _fields(store: Any, tps: Any = None) -> dict:
+    """Each committed partition's (or each of `tps`') stored form (storage/group_offsets.py), to
+    tell what the model changed."""
     from collectors.storage.group_offsets import encode
 
-    return {tp: encode(store, tp) for tp in store.committed}
+    return {tp: encode(store, tp) for tp in (store.committed if tps is None else tps)}
 
 
 def _data_epoch(sink: Any) -> str | None:
@@ -772,32 +793,31 @@ def _commit_path(
     sink: Any,
     ends_of: Any,
     batch: BatchRows,
-    groups: dict[str, tuple],
+    groups: dict[str, GroupSlot],
     arrived: dict[str | None, tuple[int, int]],
-    due: set[str],
-    watermark: int,
-) -> dict[str, dict]:
-    """The groups of the batch whose rows are only commits the commit path can take, committed
-    there: {group: {partition: its stored form now}} for the partitions that moved.
+    skip: set[str],
+) -> dict[str, tuple[Any, dict, set]]:
+    """The commits the commit path takes, committed there: {group: (OffsetStore of the partitions it
+    took, {partition: its stored form now} for those that moved, the partitions it took)}.
 
-    A group qualifies when its engine exists, nothing of it is held or due (its next deadline is
-    after every commit of the batch: no session timer fires among them), and every run commits to a
-    partition its offsets already hold (a first commit to a partition goes to the engine, which
-    learns topic ids and Empty groups from it). The commits are applied with OffsetStore.apply_runs,
-    the engine's own rule, to the partitions' stored state; a run the stored state already holds
-    (a micro-batch replayed after a failure) is skipped."""
+    It takes a known group's runs of commits (every run of a partition, or none) to a partition its
+    offsets already hold; everything else of the group is the engine's (a first commit to a
+    partition teaches it topic ids and Empty groups; a tombstone or a commit with metadata, an Admin
+    answer, membership). Its commits need no event-time order with the group's other evidence (the
+    engine's membership does not follow them), so they are never held behind the watermark: applied
+    with OffsetStore.apply_runs, the engine's own rule, to the partitions' stored state. A run that
+    state already holds (a micro-batch replayed after a failure) is skipped, and an older one a held
+    row brings later is skipped by the append rule."""
     from collectors.pipeline.sink import model_store, with_retry
-    from collectors.storage.group_offsets import encode
 
     cands: dict[str, list[Any]] = {}
     for group, span in arrived.items():
         v = groups.get(group) if group is not None else None
-        if v is None or not v.engine or group in due or v.held or not batch.all_runs(span):
+        if v is None or not v.engine or group in skip:
             continue
-        runs = batch.commit_runs(span)
-        if max(r.last_ts for r in runs) >= v.wake_at or v.wake_at <= watermark:
-            continue
-        cands[group] = runs
+        runs = [run for a, b in batch._run_stretches(span) for run in batch.commit_runs((a, b))]
+        if runs:
+            cands[group] = runs
     if not cands:
         return {}
     wanted = {g: sorted({(r.topic, r.partition) for r in runs}) for g, runs in cands.items()}
@@ -805,19 +825,31 @@ def _commit_path(
     stored = with_retry(lambda: store.offsets.load_partitions(wanted), "offsets", sink.redis_retry_s)
     topics = {t for tps in wanted.values() for t, _ in tps}
     ends = ends_of(topics) if topics else {}
-    out: dict[str, dict] = {}
+    out: dict[str, tuple[Any, dict, set]] = {}
     for group, runs in cands.items():
         offsets = stored[group]
-        if any(tp not in offsets.committed for tp in wanted[group]):
-            continue  # a partition new to the group: the engine's turn
-        runs = [r for r in runs if r.last_log > offsets.committed[(r.topic, r.partition)].log_offset]
-        if not runs:
-            out[group] = {}
+        taken = {tp for tp in wanted[group] if tp in offsets.committed}  # a new one: the engine's
+        if not taken:
             continue
-        offsets.ends = {tp: ends[tp] for tp in wanted[group] if tp in ends}
-        offsets.apply_runs(sorted(runs, key=lambda r: (r.first_ts, r.first_log)))
-        out[group] = {tp: encode(offsets, tp) for tp in {(r.topic, r.partition) for r in runs}}
+        runs = [
+            r
+            for r in runs
+            if (r.topic, r.partition) in taken
+            and r.last_log > offsets.committed[(r.topic, r.partition)].log_offset
+        ]
+        fields: dict = {}
+        if runs:
+            offsets.ends = {tp: ends[tp] for tp in taken if tp in ends}
+            offsets.apply_runs(sorted(runs, key=lambda r: (r.first_ts, r.first_log)))
+            fields = _fields(offsets, {(r.topic, r.partition) for r in runs})
+        out[group] = (offsets, fields, taken)
     return out
+
+
+def _run_partitions(batch: BatchRows, span: tuple[int, int]) -> int:
+    """How many partitions a span's runs commit to."""
+    s, e = span
+    return len(set(zip(batch.c_topic[s:e], batch.c_partition[s:e], strict=True)))
 
 
 def _next_lag_due(doc: GroupDocument, at: int, stop_at: int | None) -> int:

@@ -816,7 +816,8 @@ class RedisStore:
         out = list(raws)
         for i, d in heads.items():
             store = stores[names[i]]
-            mine = {tp: h for tp, h in ends.items() if tp[0] in group_parts.topics_of(d, store)}
+            topics = group_parts.topics_of(d, store)
+            mine = {tp: h for tp, h in ends.items() if tp[0] in topics}
             try:
                 doc = group_parts.assemble(d, store, mine, now)
             except DocumentError:
