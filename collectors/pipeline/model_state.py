@@ -68,7 +68,7 @@ fields are read, committed with the engine's own rule (OffsetStore.apply_runs) a
 and the engine is not unpickled. Any other row takes the engine path, which is lent the group's
 offsets and log ends while it runs, writes back the partitions that moved and the group's head (the
 document without offsets and lag) when it changed. A group's fleet row, summaries, topic rows and
-lag point, which follow its lag, are brought up to date at most every LAG_REFRESH_MS from its parts
+lag point, which follow its lag, are brought up to date once every LAG_REFRESH_MS from its parts
 (`_moved_on`), not at every commit.
 """
 
@@ -247,7 +247,7 @@ def make_update(
                     touched.discard(group)  # nothing else of it in the batch: no engine
                 offsets_out.append((group, fields))
                 slot = groups[group]
-                soon = watermark + LAG_REFRESH_MS if watermark > 0 else now + LAG_REFRESH_MS
+                soon = _lag_phase(group, watermark if watermark > 0 else now)
                 slot.lag_due = soon if not slot.lag_due else min(slot.lag_due, soon)
                 slot.last_input = now
                 changed = True
@@ -264,10 +264,15 @@ def make_update(
         # groups whose lag numbers are due, nothing else about them: no engine, their head, offsets
         # and the log ends put together at the watermark (LAG_REFRESH_MS)
         relag = (
-            sorted(g for g, v in groups.items() if g not in touched and 0 < v.lag_due <= watermark)
+            sorted(
+                (v.lag_due, g) for g, v in groups.items() if g not in touched and 0 < v.lag_due <= watermark
+            )
             if parts and watermark > 0
             else []
         )
+        # the longest due first, at most so many a call: a bucket's share of a burst (the log ends of
+        # every partition moving at once) waits for the next micro-batches, not the commits behind it
+        relag = [g for _, g in relag[:RELAG_PER_CALL]]
         for group in sorted(touched):
             slot = groups.get(group) or GroupSlot()
             blob, last_input, digest, held = slot.engine, slot.last_input, slot.digest, slot.held
@@ -738,7 +743,20 @@ def _set_timeout(state: Any, now: int, duration_ms: int) -> None:
 
 # How often a lagging group's lag numbers are brought up to the log ends when nothing else happens to
 # it (`_moved_on`): its fleet row, summaries and lag point follow its lag at most this far behind.
-LAG_REFRESH_MS = 30_000
+LAG_REFRESH_MS = 60_000
+# A bucket brings at most so many groups' lag up to date in one call (256 buckets: 4,096 a batch).
+RELAG_PER_CALL = 16
+
+
+def _lag_phase(group: str, at: int) -> int:
+    """The first moment after `at` at the group's own phase of LAG_REFRESH_MS (from its name): each
+    group's lag numbers come due once per interval, the fleet's spread evenly over it rather than all
+    in the micro-batch after a catch-up or a burst."""
+    import zlib
+
+    phase = zlib.crc32(group.encode("utf-8", "surrogatepass")) % LAG_REFRESH_MS
+    due = at - at % LAG_REFRESH_MS + phase
+    return due if due > at else due + LAG_REFRESH_MS
 
 
 def _head_json(doc: GroupDocument) -> dict:
@@ -855,7 +873,7 @@ def _run_partitions(batch: BatchRows, span: tuple[int, int]) -> int:
 def _next_lag_due(doc: GroupDocument, at: int, stop_at: int | None) -> int:
     """When a group's lag numbers are next due (0: never by themselves): LAG_REFRESH_MS on while
     its lag may move with the log ends, or sooner when a lagging partition turns STOP then."""
-    due = at + LAG_REFRESH_MS if _lag_moves(doc) else 0
+    due = _lag_phase(doc.group, at) if _lag_moves(doc) else 0
     if stop_at is not None:
         due = min(due, stop_at) if due else stop_at
     return due
