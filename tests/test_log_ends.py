@@ -170,23 +170,13 @@ KINDS = {"__consumer_offsets": "offsets", "groupscope.admin": "admin"}
 
 
 def _run(update, raw: pd.DataFrame, states: dict[int, BucketState]) -> list[dict]:
-    routed = pd.concat(list(decode_batches(iter([raw]), KINDS, 4)))
-    routed = pd.concat(list(_apart(routed)))
+    routed = pd.concat(list(decode_batches(iter([raw]), KINDS, 4, ends_apart=True)))
     out = []
     for bucket, rows in routed.groupby("bucket"):
         state = states.setdefault(int(bucket), BucketState())
         for frame in update((int(bucket),), iter([rows.reset_index(drop=True)]), state):
             out.extend(frame.to_dict("records"))
     return out
-
-
-def _apart(routed: pd.DataFrame):
-    """The live route's choice (route_arrow's ends_apart) made on decode_batches' rows: end-offsets
-    lines to ENDS_BUCKET, one row each."""
-    ends = routed["rank"] == 3
-    moved = routed[ends].drop_duplicates(subset=["topic", "partition", "offset"]).copy()
-    moved["bucket"] = ENDS_BUCKET
-    yield pd.concat([routed[~ends], moved])
 
 
 def test_live_log_ends_are_shared_and_lag_follows_them_without_the_engine(
@@ -198,11 +188,16 @@ def test_live_log_ends_are_shared_and_lag_follows_them_without_the_engine(
     monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
     update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
     states: dict[int, BucketState] = {}
-    out = _run(
+    _run(
         update, pd.concat([_end_lines(groups, T0, {0: 500, 1: 700}), _commits(groups, T0 + 100, 400)]), states
     )
-    # one malformed line set aside, the others merged once per partition
-    assert [x["kind"] for x in out if x["group"] == ""] == ["dead"]
+    # one malformed line set aside (by the route stage), the others merged once per partition
+    routed = pd.concat(
+        list(decode_batches(iter([_end_lines(groups, T0, {0: 1})]), KINDS, 4, ends_apart=True))
+    )
+    assert sorted(routed["bucket"]) == sorted(
+        [-1, ENDS_BUCKET]
+    )  # three groups' lines: one row; the bad: dead
     ends = LogEnds(redis_client, "gs").read({"orders"})
     assert {tp: h.latest for tp, h in ends.items()} == {("orders", 0): 500, ("orders", 1): 700}
     store = RedisStore(redis_client)
@@ -437,8 +432,7 @@ def test_commits_are_shown_at_once_even_when_other_evidence_of_the_group_waits(
             [("groupscope.heartbeats", 0, k, at, b"a", json.dumps(hb).encode())],
             columns=["topic", "partition", "offset", "timestamp", "key", "value"],
         )
-        routed = pd.concat(list(decode_batches(iter([pd.concat([raw, beat])]), kinds, 4)))
-        routed = pd.concat(list(_apart(routed)))
+        routed = pd.concat(list(decode_batches(iter([pd.concat([raw, beat])]), kinds, 4, ends_apart=True)))
         for bucket, rows in routed.groupby("bucket"):
             state = states.setdefault(int(bucket), BucketState())
             list(update((int(bucket),), iter([rows.reset_index(drop=True)]), state))

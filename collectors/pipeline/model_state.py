@@ -744,8 +744,8 @@ def _set_timeout(state: Any, now: int, duration_ms: int) -> None:
 # How often a lagging group's lag numbers are brought up to the log ends when nothing else happens to
 # it (`_moved_on`): its fleet row, summaries and lag point follow its lag at most this far behind.
 LAG_REFRESH_MS = 60_000
-# A bucket brings at most so many groups' lag up to date in one call (256 buckets: 4,096 a batch).
-RELAG_PER_CALL = 16
+# A bucket brings at most so many groups' lag up to date in one call (256 buckets: 1,024 a batch).
+RELAG_PER_CALL = 4
 
 
 def _lag_phase(group: str, at: int) -> int:

@@ -406,6 +406,12 @@ def _route_rows(
             col.append(v)
 
     routes = _KEY_ROUTES.setdefault(buckets, {})
+    # ends_apart: time -> ({(topic, partition): log end}, the position of the first line of that time)
+    ends_seen: dict[int, tuple[dict[tuple[str, int], int], tuple[str, int, int]]] = {}
+    if ends_apart:
+        import orjson
+
+        from coordinator_model.evidence import from_end_offsets_json
     i64_min, i64_max, i32_min, i32_max = -(2**63), 2**63 - 1, -(2**31), 2**31 - 1  # long, int columns
     for topic, partition, offset, ts, key, value in zip(
         raw["topic"], raw["partition"], raw["offset"], raw["timestamp"], raw["key"], raw["value"], strict=True
@@ -449,12 +455,18 @@ def _route_rows(
                     raise ValueError(f"rank {rank!r} does not fit an int")
                 # bucket_of also refuses a group that is no str or does not encode to UTF-8
                 hits.append((group, ets, rank, bucket_of(group, buckets)))
+            if ends_apart and hits and hits[0][2] == END_OFFSET_RANK:
+                # a partition's, not a group's: gathered once per partition and time for the whole
+                # call (every group's line of a poll repeats the same log ends); a resend too (merging
+                # is idempotent, and it refills a Redis that lost its data with the ends that did not
+                # move). A line the model stage would refuse is refused here, as a dead letter.
+                ev = from_end_offsets_json(orjson.loads(value or b""))
+                if ev is not None:
+                    seen = ends_seen.setdefault(int(ev.ts), ({}, (topic, partition, offset)))[0]
+                    for t, p, end in ev.rows:
+                        seen[(t, p)] = end
+                continue
             for group, ets, rank, bucket in hits:
-                if ends_apart and rank == END_OFFSET_RANK:
-                    # a partition's, not a group's: one row; a resend too (merging is idempotent, and
-                    # it refills a Redis that lost its data with the ends that did not move)
-                    emit(ENDS_BUCKET, group, ets, rank, kind, topic, partition, offset, key, value, None)
-                    break
                 if resend:  # an unchanged answer sent again: a refresh stamp, not evidence
                     emit(REFRESH_BUCKET, group, ets, rank, kind, topic, partition, offset, None, None, None)
                     continue
@@ -467,6 +479,10 @@ def _route_rows(
             # its message as text Arrow takes (a JSON string decoded may hold a lone surrogate)
             err = _err(e).encode("utf-8", "backslashreplace").decode("utf-8")
             emit(DEAD_BUCKET, DEAD_LETTER_KEY, ts, 9, kind, topic, partition, offset, key, value, err)
+    for at, (seen, (topic, partition, offset)) in sorted(ends_seen.items()):
+        rows = [[t, p, end] for (t, p), end in seen.items()]
+        line = orjson.dumps({"group": "", "ts": at, "end_offsets": rows})
+        emit(ENDS_BUCKET, "", at, END_OFFSET_RANK, "admin", topic, partition, offset, None, line, None)
     return out
 
 
@@ -474,7 +490,11 @@ RAW_COLUMNS = ["topic", "partition", "offset", "timestamp", "key", "value"]
 
 
 def decode_batches(
-    batches: Iterator[Any], kinds: Mapping[str, str], buckets: int = 256, flush_rows: int | None = None
+    batches: Iterator[Any],
+    kinds: Mapping[str, str],
+    buckets: int = 256,
+    flush_rows: int | None = None,
+    ends_apart: bool = False,
 ) -> Iterator[Any]:
     """`route_arrow` for pandas frames of the raw columns (tests and tools), ROUTED_SCHEMA frames out."""
     import pyarrow as pa
@@ -485,7 +505,7 @@ def decode_batches(
         return pa.RecordBatch.from_pandas(pdf[RAW_COLUMNS], schema=raw_schema, preserve_index=False)
 
     arrow = (to_arrow(pdf) for pdf in batches)
-    for out in route_arrow(arrow, kinds, buckets, flush_rows):
+    for out in route_arrow(arrow, kinds, buckets, flush_rows, ends_apart=ends_apart):
         yield out.to_pandas()
 
 
