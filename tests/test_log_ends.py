@@ -450,3 +450,18 @@ def test_commits_are_shown_at_once_even_when_other_evidence_of_the_group_waits(
         assert doc is not None
         shown = {(o.topic, o.partition): o.offset for o in doc.offsets}
         assert all(shown[tp] == off for tp, off in want.items()), (k, want, shown)
+
+
+def test_the_model_stage_function_pickles_after_this_process_used_its_caches(redis_server) -> None:
+    """Spark pickles the model stage's function (cloudpickle); a closure's globals go by value, and
+    the driver's own caches (a Redis client, with its locks) once went with it and failed the query
+    in any process that had run the stage itself before."""
+    from pyspark import cloudpickle
+
+    from collectors.pipeline.sink import model_store
+
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    model_state._log_ends_reader(sink)({"orders"})
+    model_store(sink)
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=True)
+    assert cloudpickle.loads(cloudpickle.dumps(update)) is not None

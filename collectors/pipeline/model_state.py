@@ -943,20 +943,27 @@ def _step_topics(steps: list[tuple[str, list[Any]]]) -> set[str]:
 _LOG_ENDS: dict[Any, Any] = {}
 
 
-def _log_ends_reader(sink: Any) -> Any:
-    """topics -> {(topic, partition): EndOffsetHistory} (copies) for this worker, through its cache."""
+class _LogEndsReader:
+    """topics -> {(topic, partition): EndOffsetHistory} (copies) for this worker, through its cache.
+    A class, not a closure: Spark pickles the model stage's function with what it holds, and a
+    closure's globals went with it by value (the driver's own cache, with its Redis client)."""
 
-    def histories(topics: set[str]) -> dict:
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink
+
+    def __call__(self, topics: set[str]) -> dict:
         from collectors.pipeline.sink import model_store, with_retry
         from collectors.storage.log_ends import LogEnds, LogEndsCache
 
-        cache = _LOG_ENDS.get(sink)
+        cache = _LOG_ENDS.get(self.sink)
         if cache is None:
-            store = model_store(sink)
-            cache = _LOG_ENDS[sink] = LogEndsCache(LogEnds(store.r, store.p))
-        return with_retry(lambda: cache.histories(topics), "log ends", sink.redis_retry_s)
+            store = model_store(self.sink)
+            cache = _LOG_ENDS[self.sink] = LogEndsCache(LogEnds(store.r, store.p))
+        return with_retry(lambda: cache.histories(topics), "log ends", self.sink.redis_retry_s)
 
-    return histories
+
+def _log_ends_reader(sink: Any) -> _LogEndsReader:
+    return _LogEndsReader(sink)
 
 
 def _merge_log_ends(sink: Any, batch: BatchRows) -> list[tuple]:
