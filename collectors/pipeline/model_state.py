@@ -819,10 +819,12 @@ def _commit_path(
     took, {partition: its stored form now} for those that moved, the partitions it took)}.
 
     It takes a known group's runs of commits (every run of a partition, or none) to a partition its
-    offsets already hold; everything else of the group is the engine's (a first commit to a
-    partition teaches it topic ids and Empty groups; a tombstone or a commit with metadata, an Admin
-    answer, membership). Its commits need no event-time order with the group's other evidence (the
-    engine's membership does not follow them), so they are never held behind the watermark: applied
+    offsets already hold, when the batch brings nothing else of the group; everything else is the
+    engine's, in evidence order (a first commit to a partition teaches it topic ids and Empty groups;
+    a tombstone or a commit with metadata, an Admin answer, membership, and commits that interleave
+    with them, which its generations' inference reads). Rows of the group held behind the watermark
+    from earlier batches do not keep its commits from this path (busy groups always have a commit
+    held), so they are not held themselves: applied
     with OffsetStore.apply_runs, the engine's own rule, to the partitions' stored state. A run that
     state already holds (a micro-batch replayed after a failure) is skipped, and an older one a held
     row brings later is skipped by the append rule."""
@@ -831,11 +833,9 @@ def _commit_path(
     cands: dict[str, list[Any]] = {}
     for group, span in arrived.items():
         v = groups.get(group) if group is not None else None
-        if v is None or not v.engine or group in skip:
-            continue
-        runs = [run for a, b in batch._run_stretches(span) for run in batch.commit_runs((a, b))]
-        if runs:
-            cands[group] = runs
+        if v is None or not v.engine or group in skip or not batch.all_runs(span):
+            continue  # other evidence of the group in the batch: all of it in order, by its engine
+        cands[group] = batch.commit_runs(span)
     if not cands:
         return {}
     wanted = {g: sorted({(r.topic, r.partition) for r in runs}) for g, runs in cands.items()}
