@@ -1,0 +1,160 @@
+"""What a committing, lagging group costs the collector's first two stages, in one process, with a real
+redis-server: the route stage and the model stage (model_state) as the live pipeline runs them, on
+rounds where every group commits 10 of its partitions and the Admin poller's end-offsets line of
+each group moves, next to the same rounds with the group kept whole (every commit through its
+engine, per-group log ends: the layout before the parts) measured in the same run.
+
+    .venv/bin/python benchmarks/commit_path.py                 # 3,000 groups x 50 partitions, 5 rounds
+    .venv/bin/python benchmarks/commit_path.py --groups 1000 --rounds 3
+
+Spark's own costs (the shuffle, the state store, Arrow between the JVM and Python) are not in these
+figures: benchmarks/pipeline.py measures the whole collector. Figures go to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+T0 = 1_800_000_000_000
+KINDS = {"__consumer_offsets": "offsets", "groupscope.admin": "admin"}
+COLUMNS = ["topic", "partition", "offset", "timestamp", "key", "value"]
+
+
+class Fleet:
+    """Raw records of a fleet of groups, each on topic `topic-{i % 10}`, as the sources give them."""
+
+    def __init__(self, groups: int, partitions: int) -> None:
+        self.groups = [f"g{i:05d}" for i in range(groups)]
+        self.partitions = partitions
+        self.log = 0
+
+    def commits(self, parts: range, at: int, offset: int) -> Any:
+        import pandas as pd
+
+        from collectors.codec import records as r
+        from collectors.codec.encoder import encode_key, encode_value
+
+        rows = []
+        for i, g in enumerate(self.groups):
+            for p in parts:
+                key = encode_key(r.OffsetCommitKey(g, f"topic-{i % 10}", p))
+                value = encode_value(1, r.OffsetCommitValue(offset=offset, commit_timestamp=at), 3)
+                rows.append(("__consumer_offsets", 0, self.log, at + p, key, value))
+                self.log += 1
+        return pd.DataFrame(rows, columns=COLUMNS)
+
+    def ends(self, at: int, end: int) -> Any:
+        import pandas as pd
+
+        rows = []
+        for i, g in enumerate(self.groups):
+            line = {
+                "group": g,
+                "ts": at,
+                "end_offsets": [[f"topic-{i % 10}", p, end] for p in range(self.partitions)],
+            }
+            rows.append(("groupscope.admin", 0, self.log, at, g.encode(), json.dumps(line).encode()))
+            self.log += 1
+        return pd.DataFrame(rows, columns=COLUMNS)
+
+    def clock(self, at: int) -> Any:
+        import pandas as pd
+
+        value = json.dumps({"ts": at, "clock": True}).encode()
+        return pd.DataFrame([("groupscope.admin", 0, 0, at, b"", value)], columns=COLUMNS)
+
+
+class Stages:
+    """The route and model stages of one pipeline, every bucket in turn, with Spark's GroupState
+    played by a dict (tests/test_pipeline_watermark.BucketState)."""
+
+    def __init__(self, redis_url: str, prefix: str, parts: bool, buckets: int = 256) -> None:
+        from collectors.pipeline import model_state
+        from collectors.pipeline.sink import SinkConfig
+
+        self.now = T0
+        self.model_state = model_state
+        sink = SinkConfig(redis_url, prefix, live=True, redis_retry_s=5)
+        self.update = model_state.make_update(
+            True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=parts
+        )
+        self.parts, self.buckets, self.states = parts, buckets, {}
+
+    def run(self, raw: Any) -> None:
+        import pandas as pd
+
+        from collectors.pipeline.route import decode_batches
+        from tests.test_pipeline_watermark import BucketState
+
+        self.model_state._now_ms = lambda: self.now
+        routed = pd.concat(list(decode_batches(iter([raw]), KINDS, self.buckets, ends_apart=self.parts)))
+        for bucket, rows in routed.groupby("bucket"):
+            state = self.states.setdefault(int(bucket), BucketState())
+            for _ in self.update((int(bucket),), iter([rows.reset_index(drop=True)]), state):
+                pass
+
+
+def measure(
+    redis_url: str, prefix: str, parts: bool, groups: int, partitions: int, rounds: int
+) -> list[float]:
+    """CPU seconds per group of each round after a catch-up of every partition."""
+    import pandas as pd
+
+    fleet = Fleet(groups, partitions)
+    stages = Stages(redis_url, prefix, parts)
+    stages.run(pd.concat([fleet.ends(T0, 100), fleet.commits(range(partitions), T0 + 10, 50)]))
+    stages.now = T0 + 20_000
+    stages.run(fleet.clock(T0 + 20_000))
+    out = []
+    for k in range(1, rounds + 1):
+        at = T0 + 20_000 + k * 5_000
+        stages.now = at + 500
+        raw = pd.concat(
+            [fleet.ends(at - 100, 100 + 50 * k), fleet.commits(range(10), at, 50 + 10 * k), fleet.clock(at)]
+        )
+        t0 = time.process_time()
+        stages.run(raw)
+        out.append((time.process_time() - t0) / groups)
+    return out
+
+
+def main() -> None:
+    import statistics
+
+    from collectors.demo.servers.processes import RedisServer
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--groups", type=int, default=3000)
+    ap.add_argument("--partitions", type=int, default=50)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    server = RedisServer().start()
+    try:
+        rows = []
+        for name, parts in (("whole group (the layout before)", False), ("in parts (commit path)", True)):
+            per_group = measure(
+                server.url, f"bench-{int(parts)}", parts, args.groups, args.partitions, args.rounds
+            )
+            rows.append(
+                (name, statistics.median(per_group) * 1000, min(per_group) * 1000, max(per_group) * 1000)
+            )
+        head = f"{args.groups:,} groups x {args.partitions} partitions"
+        print(f"\n{head}; each round: every group commits 10 partitions")
+        print("and its end-offsets line moves; CPU of the route and model stages per group and round\n")
+        print("| layout | median ms/group | min | max |")
+        print("|---|---:|---:|---:|")
+        for name, med, lo, hi in rows:
+            print(f"| {name} | {med:.2f} | {lo:.2f} | {hi:.2f} |")
+    finally:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()
