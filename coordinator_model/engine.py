@@ -480,11 +480,6 @@ class GroupEngine:
                     if note is not None:
                         self.conflict("end_offsets", h.ts[-1], note)
 
-    def drop_log_ends(self) -> None:
-        """Forget the shared log ends before the engine is saved: they are the cluster's, read again
-        from it next time, and were most of a lagging group's saved state."""
-        self.offsets.ends = {}
-
     def _expire_offsets(self, now: int) -> None:
         """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""
         self.offsets.expire(now, self._offset_expiries())

@@ -461,7 +461,7 @@ def test_the_model_stage_function_pickles_after_this_process_used_its_caches(red
     from collectors.pipeline.sink import model_store
 
     sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
-    model_state._log_ends_reader(sink)({"orders"})
+    model_state._LogEndsReader(sink)({"orders"})
     model_store(sink)
     update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=True)
     assert cloudpickle.loads(cloudpickle.dumps(update)) is not None

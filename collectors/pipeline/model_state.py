@@ -152,7 +152,7 @@ def make_update(
     ENDS_BUCKET, which merges them there, and an engine is lent the histories of its partitions
     while it runs, never keeping a copy."""
     idle_after = int(idle_ms if idle_ms is not None else 2 * tick_ms)
-    ends_of = _log_ends_reader(sink) if shared_ends and sink is not None else None
+    ends_of = _LogEndsReader(sink) if shared_ends and sink is not None else None
 
     def update(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         out: dict[str, list[Any]] = {c: [] for c in OUTPUT_COLUMNS}
@@ -243,7 +243,7 @@ def make_update(
             fast = _commit_path(sink, ends_of, batch, groups, arrived_groups, rewrite)
             for group, (_, fields, taken) in fast.items():
                 span = arrived_groups[group]
-                if batch.all_runs(span) and len(taken) == _run_partitions(batch, span) and group not in due:
+                if len(taken) == _run_partitions(batch, span) and group not in due:
                     touched.discard(group)  # nothing else of it in the batch: no engine
                 offsets_out.append((group, fields))
                 slot = groups[group]
@@ -960,10 +960,6 @@ class _LogEndsReader:
             store = model_store(self.sink)
             cache = _LOG_ENDS[self.sink] = LogEndsCache(LogEnds(store.r, store.p))
         return with_retry(lambda: cache.histories(topics), "log ends", self.sink.redis_retry_s)
-
-
-def _log_ends_reader(sink: Any) -> _LogEndsReader:
-    return _LogEndsReader(sink)
 
 
 def _merge_log_ends(sink: Any, batch: BatchRows) -> list[tuple]:

@@ -253,7 +253,8 @@ def route_arrow(
     """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out. With `changes`
     (change_hints.ChangeHints), the groups whose records just showed them moving are left for the
     Admin poller to describe fast. With `ends_apart` (live), the Admin poller's end-offsets lines go
-    to ENDS_BUCKET, one row each, for the cluster's log-end histories, not to their group's model.
+    to ENDS_BUCKET for the cluster's log-end histories, not to their group's model: one row per time
+    and route call, each partition's observation once (`_route_rows`).
 
     Offset commits with the common value layouts are routed and decoded a column at a time (see
     commit_columns) and leave, at the end of the task (or every `flush_rows` commits), as runs of kind

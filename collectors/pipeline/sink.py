@@ -24,7 +24,8 @@ from coordinator_model.document import DocumentError, GroupDocument
 log = logging.getLogger("groupscope.sink")
 
 PIPELINE_COMMANDS = 1000
-# The pipeline keeps one lag point a group a minute (the minute's last): docs/redis-schema.md, "Per group".
+# The pipeline keeps two lag points a group a minute at most, the minute's peak and newest
+# (RedisStore.write_lag_points, slot_ms): docs/redis-schema.md, "Per group".
 LAG_POINT_MS = 60_000
 
 

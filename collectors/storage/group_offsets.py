@@ -106,11 +106,6 @@ class GroupOffsets:
             out[g] = _store((field(tp), v) for tp, v in zip(wanted[g], values, strict=True) if v is not None)
         return out
 
-    def queue_write(self, p: Any, group: str, store: OffsetStore, tps: Iterable[TP]) -> None:
-        """Queue on pipeline `p` the fields of `tps` as `store` has them now (a partition it no longer
-        keeps, expired or deleted, loses its field)."""
-        self.queue_fields(p, group, {tp: encode(store, tp) for tp in tps})
-
     def queue_fields(self, p: Any, group: str, fields: dict[TP, bytes | None]) -> None:
         """Queue on pipeline `p` these partitions' stored forms (None: the field goes)."""
         sets: dict[str, bytes] = {}

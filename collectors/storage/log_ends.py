@@ -136,16 +136,6 @@ class LogEnds:
             return []
         return [int(v or 0) for v in self.r.hmget(self.version_key(), topics)]
 
-    def forget(self, topics: Iterable[str]) -> None:
-        """A deleted topic's histories (a topic recreated under the name starts again)."""
-        topics = list(topics)
-        if topics:
-            with self.r.pipeline(transaction=False) as p:
-                for t in topics:
-                    p.delete(self.key(t))
-                p.hdel(self.version_key(), *topics)
-                p.execute()
-
 
 def _history(raw: bytes | None) -> EndOffsetHistory:
     if raw is None:
