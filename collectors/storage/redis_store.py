@@ -787,16 +787,28 @@ class RedisStore:
 
     def get_group(self, name: str) -> dict[str, Any] | None:
         """The group's document exactly as `groupscope model --json` prints it, or None."""
-        raw = self.document_texts([name])[0]
-        return json.loads(raw) if raw else None
+        raws, docs = self._put_together([name])
+        if 0 in docs:
+            return docs[0].to_json()
+        return json.loads(raws[0]) if raws[0] else None
 
     def document_texts(self, names: list[str], now: int | None = None) -> list[bytes | None]:
         """The groups' documents as JSON (None: absent), each put together from its parts where the
         collector stores it so (group_parts.py); a stored value that is not JSON is handed back as it
         is, for the caller to say so."""
+        raws, docs = self._put_together(names, now)
+        for i, doc in docs.items():
+            raws[i] = json_text.standard(doc.to_json()).encode()
+        return raws
+
+    def _put_together(
+        self, names: list[str], now: int | None = None
+    ) -> tuple[list[bytes | None], dict[int, GroupDocument]]:
+        """The stored values of the groups' documents, and by position those stored in parts put
+        together (a head that does not read as a document is left to the caller, as stored)."""
         if not names:
-            return []
-        raws = self.r.mget([self.gk(n, "doc") for n in names])
+            return [], {}
+        raws = list(self.r.mget([self.gk(n, "doc") for n in names]))
         heads: dict[int, dict[str, Any]] = {}
         for i, raw in enumerate(raws):
             if raw and b'"offsets_apart":true' in raw:
@@ -807,28 +819,25 @@ class RedisStore:
                 if isinstance(d, dict) and group_parts.is_head(d):
                     heads[i] = d
         if not heads:
-            return list(raws)
+            return raws, {}
         stores = self.offsets.load([names[i] for i in heads])
-        topics = set()
+        topics_of = {i: group_parts.topics_of(d, stores[names[i]]) for i, d in heads.items()}
+        ends = self.log_ends.read(set().union(*topics_of.values()))
+        docs: dict[int, GroupDocument] = {}
         for i, d in heads.items():
-            topics |= group_parts.topics_of(d, stores[names[i]])
-        ends = self.log_ends.read(topics)
-        out = list(raws)
-        for i, d in heads.items():
-            store = stores[names[i]]
-            topics = group_parts.topics_of(d, store)
-            mine = {tp: h for tp, h in ends.items() if tp[0] in topics}
+            mine = {tp: h for tp, h in ends.items() if tp[0] in topics_of[i]}
             try:
-                doc = group_parts.assemble(d, store, mine, now)
+                docs[i] = group_parts.assemble(d, stores[names[i]], mine, now)
             except DocumentError:
                 continue  # handed back as stored: the caller says it is not a document
-            out[i] = json_text.standard(doc.to_json()).encode()
-        return out
+        return raws, docs
 
     def get_document(self, name: str) -> GroupDocument | None:
         """The group's document, typed (DocumentError if what is stored is not one), or None."""
-        raw = self.get_group(name)
-        return GroupDocument.from_json(raw) if raw is not None else None
+        raws, docs = self._put_together([name])
+        if 0 in docs:
+            return docs[0]
+        return GroupDocument.from_json(json.loads(raws[0])) if raws[0] else None
 
     def get_row(self, name: str) -> dict[str, Any] | None:
         raw = self.r.hget(self.k("fleet"), name)
