@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -102,13 +102,20 @@ class Settings(BaseSettings):
     dashboard_host: str = "127.0.0.1"
     dashboard_port: int = 8050
     dashboard_refresh_s: float = 5.0
+    # HTTP basic authentication of the dashboard and of the worker's /metrics: both or neither.
     dashboard_user: str | None = None
     dashboard_password: str | None = None
+
+    # HTTP endpoints (the dashboard, the worker's /metrics) listen on loopback unless told otherwise;
+    # any other address needs the basic authentication above, or this set to say the endpoint is
+    # open to anyone who can reach it (collectors/endpoints.py).
+    allow_open_bind: bool = False
 
     # Alerting
     alerts_file: str | None = None
     alerts_interval_s: float = 5.0
     metrics_per_partition: bool = False
+    metrics_host: str = "127.0.0.1"  # where `groupscope worker --metrics-port` serves /metrics
 
     @field_validator("dashboard_port")
     @classmethod
@@ -116,6 +123,28 @@ class Settings(BaseSettings):
         if not 0 < v < 65536:
             raise ValueError("must be between 1 and 65535")
         return v
+
+    @model_validator(mode="after")
+    def _auth_whole(self) -> Settings:
+        """Basic authentication half configured is a mistake to say, never a silent 'off'."""
+        if bool(self.dashboard_user) != bool(self.dashboard_password):
+            have, missing = (
+                ("dashboard_user", "dashboard_password")
+                if self.dashboard_user
+                else ("dashboard_password", "dashboard_user")
+            )
+            raise ValueError(
+                f"{have} is set but {missing} is not: basic authentication needs both "
+                f"(GROUPSCOPE_{missing.upper()} or `{missing}:` in the config file); set it, or unset "
+                f"{have} to turn authentication off"
+            )
+        return self
+
+    def basic_auth(self) -> tuple[str, str] | None:
+        """(user, password) of the dashboard's and /metrics' basic authentication, None when off."""
+        if self.dashboard_user and self.dashboard_password:
+            return self.dashboard_user, self.dashboard_password
+        return None
 
     @field_validator("clusters")
     @classmethod
@@ -232,6 +261,10 @@ def load_settings(**overrides: Any) -> Settings:
     except Exception as e:  # pydantic's ValidationError: keep it to one readable line per field
         errors = getattr(e, "errors", None)
         if callable(errors):
-            msgs = [f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in errors()]
+            msgs = []
+            for err in errors():
+                where = ".".join(map(str, err["loc"]))
+                msg = str(err["msg"]).removeprefix("Value error, ")
+                msgs.append(f"{where}: {msg}" if where else msg)
             raise ConfigError("invalid configuration: " + "; ".join(msgs)) from e
         raise ConfigError(f"invalid configuration: {e}") from e

@@ -18,14 +18,13 @@ same Redis as broker and result store for the what-if page's background callback
 
 from __future__ import annotations
 
-import base64
-import hmac
 from typing import Any
 
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from flask import Response, request
 
 from collectors.config import Settings, load_settings
+from collectors.endpoints import CHALLENGE, basic_auth_ok
 from dashboard import background
 from dashboard.components import empty_state, fmt_age, fmt_ms
 from dashboard.data import DashboardData, Health, Unavailable
@@ -315,18 +314,19 @@ def create_app(
     alerts.register(app, data)
     topics.register(app, data)
     topic.register(app, data)
-    if settings.dashboard_user and settings.dashboard_password:
-        add_basic_auth(app, settings.dashboard_user, settings.dashboard_password)
+    auth = settings.basic_auth()  # Settings refuses user without password and the reverse
+    if auth is not None:
+        add_basic_auth(app, *auth)
     return app
 
 
 def add_basic_auth(app: Dash, user: str, password: str) -> None:
     """HTTP basic authentication on every route (pages, assets and callbacks)."""
-    expected = base64.b64encode(f"{user}:{password}".encode()).decode()
+    if not user or not password:
+        raise ValueError("basic authentication needs both a user and a password")
 
     @app.server.before_request
     def _check() -> Response | None:
-        header = request.headers.get("Authorization", "")
-        if header.startswith("Basic ") and hmac.compare_digest(header[6:].strip(), expected):
+        if basic_auth_ok(request.headers.get("Authorization"), user, password):
             return None
-        return Response("Authentication required", 401, {"WWW-Authenticate": 'Basic realm="groupscope"'})
+        return Response("Authentication required", 401, dict([CHALLENGE]))

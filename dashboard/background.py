@@ -13,7 +13,11 @@ CELERY_QUEUE = "groupscope-dashboard"
 
 
 def make_celery(redis_url: str) -> Any:
+    """Celery on `redis_url` as broker and result backend; a `rediss://` URL gets TLS with the
+    server's certificate verified, as redis-py does (collectors/redis_tls.py)."""
     from celery import Celery
+
+    from collectors.redis_tls import celery_tls_conf
 
     app = Celery("groupscope-dashboard", broker=redis_url, backend=redis_url)
     app.conf.update(
@@ -22,6 +26,7 @@ def make_celery(redis_url: str) -> Any:
         broker_connection_retry_on_startup=True,
         worker_hijack_root_logger=False,
         worker_prefetch_multiplier=1,
+        **celery_tls_conf(redis_url),
     )
     return app
 

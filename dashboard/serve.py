@@ -14,6 +14,8 @@ from typing import Any
 import click
 
 from collectors.cli.options import redis_option, settings_from
+from collectors.config import Settings
+from collectors.endpoints import OPEN_FLAG, OPEN_HELP, is_loopback, open_bind_error
 
 
 def celery_worker_argv(concurrency: int = 2) -> list[str]:
@@ -41,12 +43,26 @@ def celery_worker_argv(concurrency: int = 2) -> list[str]:
     ]
 
 
+def check_bind(settings: Settings) -> None:
+    """Refuse (a usage error, exit 2) a non-loopback dashboard without authentication, unless
+    allow_open_bind says it is meant to be open."""
+    why = open_bind_error(
+        settings.dashboard_host,
+        what="the dashboard",
+        auth=settings.basic_auth() is not None,
+        allow_open=settings.allow_open_bind,
+    )
+    if why:
+        raise click.UsageError(why)
+
+
 def serve(host: str, port: int, workers: int, threads: int) -> None:
     from gunicorn.app.base import BaseApplication
 
     class _App(BaseApplication):  # type: ignore[misc]
         def load_config(self) -> None:
-            self.cfg.set("bind", f"{host}:{port}")
+            # an IPv6 address is bracketed ([::1]:8050), as gunicorn reads it
+            self.cfg.set("bind", f"[{host}]:{port}" if ":" in host and "[" not in host else f"{host}:{port}")
             self.cfg.set("workers", workers)
             self.cfg.set("worker_class", "gthread")
             self.cfg.set("threads", threads)
@@ -65,7 +81,12 @@ def serve(host: str, port: int, workers: int, threads: int) -> None:
 
 @click.command()
 @redis_option
-@click.option("--host", default=None, help="Address to listen on (default: dashboard_host, 127.0.0.1).")
+@click.option(
+    "--host",
+    default=None,
+    help="Address to listen on (default: dashboard_host, 127.0.0.1). Any other address needs "
+    f"dashboard_user and dashboard_password, or {OPEN_FLAG}.",
+)
 @click.option("--port", type=int, default=None, help="Port to listen on (default: dashboard_port, 8050).")
 @click.option("--workers", type=click.IntRange(1, 64), default=2, show_default=True, help="gunicorn workers.")
 @click.option(
@@ -77,15 +98,30 @@ def serve(host: str, port: int, workers: int, threads: int) -> None:
     help="Do not start a Celery worker for the what-if computations (one runs elsewhere: "
     "celery -A dashboard.celery_app:celery_app worker -Q groupscope-dashboard).",
 )
+@click.option(OPEN_FLAG, "allow_open_bind", is_flag=True, help=OPEN_HELP)
 def dashboard(
-    redis_url: str | None, host: str | None, port: int | None, workers: int, threads: int, no_worker: bool
+    redis_url: str | None,
+    host: str | None,
+    port: int | None,
+    workers: int,
+    threads: int,
+    no_worker: bool,
+    allow_open_bind: bool,
 ) -> None:
     """Serve the dashboard (fleet, groups, what-if, alerts) from the collector's Redis.
 
-    Host, port and optional basic authentication (dashboard_user / dashboard_password) come from the
-    configuration (GROUPSCOPE_DASHBOARD_* or the config file); --host/--port override them.
+    Host, port and basic authentication (dashboard_user and dashboard_password, both or neither)
+    come from the configuration (GROUPSCOPE_DASHBOARD_* or the config file); --host/--port override
+    them. It listens on 127.0.0.1 by default; another address needs authentication or
+    --allow-open-bind.
     """
-    settings = settings_from(redis_url=redis_url, dashboard_host=host, dashboard_port=port)
+    settings = settings_from(
+        redis_url=redis_url,
+        dashboard_host=host,
+        dashboard_port=port,
+        allow_open_bind=True if allow_open_bind else None,
+    )
+    check_bind(settings)
     # gunicorn's workers and the Celery worker load the settings themselves: hand them the same values.
     os.environ["GROUPSCOPE_REDIS_URL"] = settings.redis_url
     os.environ["GROUPSCOPE_DASHBOARD_HOST"] = settings.dashboard_host
@@ -98,6 +134,12 @@ def dashboard(
         f"(Redis {settings.redis_url.split('@')[-1]})",
         err=True,
     )
+    if settings.basic_auth() is None and not is_loopback(settings.dashboard_host):
+        click.echo(
+            f"groupscope: the dashboard is open to anyone who can reach {settings.dashboard_host} "
+            f"({OPEN_FLAG}, no authentication)",
+            err=True,
+        )
     try:
         serve(settings.dashboard_host, settings.dashboard_port, workers, threads)
     finally:

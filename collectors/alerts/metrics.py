@@ -19,8 +19,9 @@ covers every cluster of the Redis, those of its registry and the configured ones
   groupscope_alert_cycle_groups_evaluated               the last evaluation cycle
 - groupscope_scrape_errors                              1 when the cluster's data could not be read
 
-Mount `make_wsgi_app(redis_url)` anywhere (the dashboard serves it at /metrics), or run
-`start_metrics_server(port, redis_url)` (what `groupscope worker --metrics-port` does).
+Mount `make_wsgi_app(redis_url)` anywhere, or run `start_metrics_server(port, redis_url)` (what
+`groupscope worker --metrics-port` does: on 127.0.0.1 unless told otherwise). With
+`basic_auth=(user, password)` every request must carry those credentials (401 otherwise).
 
 Fast at 50,000 groups because a scrape reads one small summary per group, written by the sink with
 the document (`gs:summary:metrics`, collectors/storage/summaries.py), instead of every fleet row and
@@ -64,6 +65,7 @@ from prometheus_client.registry import Collector
 from collectors.alerts.clusters import cluster_names
 from collectors.alerts.store import AlertStore
 from collectors.config import DEFAULT_CLUSTER
+from collectors.endpoints import CHALLENGE, basic_auth_ok
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import GROUP_FAMILIES, esc, metric_lines, metric_values, num
@@ -518,16 +520,26 @@ def _gzip_accepted(header: str | None) -> bool:
 
 
 def make_wsgi_app(
-    redis_url: str, prefix: str = "gs", per_partition: bool = False, clusters: Iterable[str] = ()
+    redis_url: str,
+    prefix: str = "gs",
+    per_partition: bool = False,
+    clusters: Iterable[str] = (),
+    basic_auth: tuple[str, str] | None = None,
 ) -> Callable[..., Any]:
     """A WSGI app answering Prometheus scrapes (mount it at /metrics). It answers like
     prometheus_client's (OPTIONS, GET only, `name[]` to select families, gzip when accepted), in the
     text format 0.0.4, which every Prometheus reads. Every cluster of the Redis (its registry's and
-    the configured `clusters`) is in every scrape, each series labelled with its `cluster`."""
+    the configured `clusters`) is in every scrape, each series labelled with its `cluster`. With
+    `basic_auth` (user, password) a request without those credentials is answered 401."""
     source = MetricsSource(_client(redis_url), prefix=prefix, per_partition=per_partition, clusters=clusters)
     lock = threading.Lock()  # one redis client, one scrape at a time
+    if basic_auth is not None and not all(basic_auth):
+        raise ValueError("basic authentication needs both a user and a password")
 
     def app(environ: dict[str, Any], start_response: Callable[..., Any]) -> list[bytes]:
+        if basic_auth is not None and not basic_auth_ok(environ.get("HTTP_AUTHORIZATION"), *basic_auth):
+            start_response("401 Unauthorized", [CHALLENGE, ("Content-Type", "text/plain")])
+            return [b"Authentication required\n"]
         method = environ.get("REQUEST_METHOD", "GET")
         if method == "OPTIONS":
             start_response("200 OK", [("Allow", "OPTIONS,GET")])
@@ -562,8 +574,9 @@ class _SilentHandler(WSGIRequestHandler):
         pass
 
 
-def start_metrics_server(port: int, redis_url: str, addr: str = "0.0.0.0", **kw: Any) -> Any:
-    """Serve /metrics on a port in a daemon thread; returns (server, thread)."""
+def start_metrics_server(port: int, redis_url: str, addr: str = "127.0.0.1", **kw: Any) -> Any:
+    """Serve /metrics on a port in a daemon thread (on loopback unless `addr` says otherwise; `kw`
+    goes to make_wsgi_app, `basic_auth` included); returns (server, thread)."""
     family = socket.getaddrinfo(addr, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0][0]
     server_class = type("_Server", (_ThreadingWSGIServer,), {"address_family": family})
     httpd = make_server(

@@ -20,6 +20,7 @@ from celery import Celery
 
 from collectors.alerts.evaluate import ClusterEvaluator
 from collectors.alerts.notify import Notifier, NotifyError, backoff_delay, build_notifier, make_event
+from collectors.redis_tls import celery_tls_conf
 from coordinator_model.alert_rules import AlertConfig
 
 log = logging.getLogger(__name__)
@@ -62,6 +63,9 @@ def configure(
     clusters: Iterable[str] = (),
 ) -> Celery:
     app.conf.broker_url = redis_url
+    # rediss:// gets TLS with the certificate verified, as redis-py does (kombu alone would not verify)
+    tls = celery_tls_conf(redis_url)
+    app.conf.broker_use_ssl = tls.get("broker_use_ssl", False)
     app.conf.beat_schedule = {
         "groupscope-evaluate": {
             "task": EVALUATE,

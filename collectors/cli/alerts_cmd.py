@@ -8,6 +8,7 @@ import sys
 import click
 
 from collectors.cli.options import redis_option, settings_from
+from collectors.endpoints import OPEN_FLAG, OPEN_HELP, is_loopback, open_bind_error
 from collectors.redact import redact
 
 
@@ -222,23 +223,44 @@ def list_(
     "--interval", "interval_s", type=float, default=None, help="Seconds between cycles (default 5)."
 )
 @click.option("--metrics-port", type=int, default=None, help="Serve Prometheus /metrics on this port.")
-@click.option("--metrics-host", default="0.0.0.0", show_default=True)
+@click.option(
+    "--metrics-host",
+    metavar="HOST",
+    default=None,
+    help="Address /metrics listens on (default: metrics_host, 127.0.0.1). Any other address needs "
+    "dashboard_user and dashboard_password (basic authentication, then asked of every scrape) or "
+    f"{OPEN_FLAG}.",
+)
+@click.option(OPEN_FLAG, "allow_open_bind", is_flag=True, help=OPEN_HELP)
 @click.option("--concurrency", type=click.IntRange(min=1), default=4, show_default=True)
 @click.option("--loglevel", default="INFO", show_default=True)
 def worker(
     redis_url: str | None,
     interval_s: float | None,
     metrics_port: int | None,
-    metrics_host: str,
+    metrics_host: str | None,
+    allow_open_bind: bool,
     concurrency: int,
     loglevel: str,
 ) -> None:
     """Run the Celery worker with embedded beat: evaluate alerts of every Kafka cluster every few
-    seconds, send notifications, and optionally serve /metrics (every cluster, labelled)."""
+    seconds, send notifications, and optionally serve /metrics (every cluster, labelled).
+
+    /metrics listens on 127.0.0.1 by default and asks for basic authentication when dashboard_user
+    and dashboard_password are set; another address needs them, or --allow-open-bind."""
     from collectors.alerts.config import load_alert_config
     from collectors.alerts.tasks import run_worker
 
-    settings = settings_from(redis_url=redis_url)
+    settings = settings_from(
+        redis_url=redis_url, metrics_host=metrics_host, allow_open_bind=True if allow_open_bind else None
+    )
+    auth = settings.basic_auth()
+    if metrics_port is not None:
+        why = open_bind_error(
+            settings.metrics_host, what="/metrics", auth=auth is not None, allow_open=settings.allow_open_bind
+        )
+        if why:
+            raise click.UsageError(why)
     try:
         config = load_alert_config(settings)
     except ValueError as e:
@@ -249,17 +271,23 @@ def worker(
     if metrics_port is not None:
         from collectors.alerts.metrics import start_metrics_server
 
+        host = settings.metrics_host
         try:
             start_metrics_server(
                 metrics_port,
                 settings.redis_url,
-                addr=metrics_host,
+                addr=host,
                 per_partition=settings.metrics_per_partition,
                 clusters=settings.cluster_names(),
+                basic_auth=auth,
             )
         except OSError as e:
-            raise click.UsageError(f"cannot serve metrics on port {metrics_port}: {e.strerror}") from e
-        click.echo(f"groupscope: metrics on http://{metrics_host}:{metrics_port}/metrics", err=True)
+            raise click.UsageError(f"cannot serve metrics on {host} port {metrics_port}: {e.strerror}") from e
+        where = f"[{host}]" if ":" in host else host
+        guard = "basic authentication" if auth else "no authentication"
+        click.echo(f"groupscope: metrics on http://{where}:{metrics_port}/metrics ({guard})", err=True)
+        if auth is None and not is_loopback(host):
+            click.echo(f"groupscope: /metrics is open to anyone who can reach {host} ({OPEN_FLAG})", err=True)
     sys.exit(
         run_worker(
             settings.redis_url,

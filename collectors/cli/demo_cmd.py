@@ -28,6 +28,7 @@ from typing import Any
 import click
 
 from collectors.cli.options import bootstrap_option, redis_option, settings_from
+from collectors.endpoints import open_bind_error
 
 # The clusters of `--clusters N`: the same scenarios (so the same group names) on each.
 DEMO_CLUSTERS = ("east", "west", "north", "south")
@@ -140,6 +141,15 @@ def demo(
     from collectors.demo.supervisor import DEMO_ID_ENV, Supervisor
 
     settings = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url)
+    # the dashboard child would refuse this bind (dashboard/serve.py): say so before starting anything
+    why = open_bind_error(
+        settings.dashboard_host,
+        what="the dashboard",
+        auth=settings.basic_auth() is not None,
+        allow_open=settings.allow_open_bind,
+    )
+    if why:
+        raise click.UsageError(why)
     if duration is not None and duration <= 0:
         raise click.UsageError("--duration must be positive")
     if n_clusters > 1 and bootstrap_servers is not None:
