@@ -1,23 +1,27 @@
 """Log ends per topic-partition (collectors/storage/log_ends.py) and lag that follows them without
-waking a group's engine (coordinator_model/offsets/lag.py `moved_on`, model_state's lag refresh).
+waking a group's engine (coordinator_model/offsets/lag.py `moved_on`, the lag refresher).
 
 Live, the Admin poller's end-offsets lines are merged into one history per partition (ENDS_BUCKET),
 an engine is lent the histories of its partitions while it runs, and a lagging group's lag numbers
-are brought up to the log ends every LAG_REFRESH_MS from its stored document: these tests hold each
-piece to what the engine computes when it is fed the same observations as evidence."""
+are brought up to the log ends every LAG_REFRESH_MS from its stored parts by the lag refresher
+(collectors/pipeline/lag_refresh.py), outside Spark: these tests hold each piece to what the engine
+computes when it is fed the same observations as evidence."""
 
 from __future__ import annotations
 
 import json
+import time
 from array import array
 
 import pandas as pd
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from collectors.codec import records as r
 from collectors.codec.encoder import encode_key, encode_value
 from collectors.pipeline import model_state
+from collectors.pipeline.lag_refresh import LAG_REFRESH_MS, LagRefresher
 from collectors.pipeline.route import decode_batches
 from collectors.pipeline.rows import ENDS_BUCKET
 from collectors.pipeline.sink import SinkConfig
@@ -210,28 +214,26 @@ def test_live_log_ends_are_shared_and_lag_follows_them_without_the_engine(
             for slot in groups_of.values():
                 engine = model_state.pickle.loads(slot.engine)
                 assert not engine.offsets.ends and not engine.offsets.committed
-    # the log ends move, nothing else happens: after LAG_REFRESH_MS the lag follows, engines untouched
-    clock["now"] = T0 + model_state.LAG_REFRESH_MS + 20_000
+    # the commits put every lagging group in the refresher's schedule, at its own phase of the minute
+    due = dict(redis_client.zrange("gs:lag:due", 0, -1, withscores=True))
+    assert {g.decode() for g in due} == set(groups)
+    assert all(T0 < t <= T0 + 10_000 + LAG_REFRESH_MS for t in due.values())
+    # the log ends move, nothing else happens: the refresher brings the lag up to them, no engine runs
+    # and no bucket of the stateful operator is called
+    clock["now"] = T0 + LAG_REFRESH_MS + 20_000
     calls = []
     real_setstate = GroupEngine.__setstate__
     monkeypatch.setattr(
         GroupEngine, "__setstate__", lambda self, st: calls.append(1) or real_setstate(self, st)
     )
-    _run(update, _end_lines(groups, T0 + model_state.LAG_REFRESH_MS + 10_000, {0: 900, 1: 800}), states)
-    clock_row = pd.DataFrame(
-        [
-            (
-                "groupscope.admin",
-                0,
-                99,
-                clock["now"],
-                None,
-                json.dumps({"ts": clock["now"], "clock": True}).encode(),
-            )
-        ],
-        columns=["topic", "partition", "offset", "timestamp", "key", "value"],
-    )
-    _run(update, clock_row, states)
+    _run(update, _end_lines(groups, T0 + LAG_REFRESH_MS + 10_000, {0: 900, 1: 800}), states)
+    saved = {b: s.value for b, s in states.items()}
+    refresher = LagRefresher(redis_server.url, "gs", 7 * 24 * 3600 * 1000, clock=lambda: clock["now"])
+    assert refresher.run_once(T0 + LAG_REFRESH_MS + 15_000) == 3
+    assert refresher.run_once(T0 + LAG_REFRESH_MS + 15_000) == 0  # each once, then its next phase
+    nxt = dict(redis_client.zrange("gs:lag:due", 0, -1, withscores=True))
+    assert all(T0 + LAG_REFRESH_MS + 15_000 < t <= T0 + 2 * LAG_REFRESH_MS + 15_000 for t in nxt.values())
+    assert {b: s.value for b, s in states.items()} == saved  # Spark's state untouched by lag
     doc = store.get_document("a")
     assert doc is not None and doc.lag.total == 500 + 400
     assert doc.lag.max_seconds is not None and doc.lag.max_seconds > 0
@@ -392,6 +394,33 @@ def test_a_partitions_stored_form_reads_back_as_the_store_had_it(commits) -> Non
         assert back.windows[tp].slot_start == store.windows[tp].slot_start
 
 
+def test_a_partitions_field_in_the_json_form_of_earlier_versions_reads_the_same() -> None:
+    """Fields an earlier version wrote as JSON read as the packed form does (no migration needed);
+    a field of neither shape is refused with the partition named, and a malformed packed one too."""
+    from collectors.storage.group_offsets import decode_into, encode
+    from coordinator_model.offsets import OffsetState, OffsetStore
+    from coordinator_model.offsets.lag import CommitSample, PartitionWindow
+
+    store = OffsetStore()
+    store.committed[("t", 0)] = OffsetState(7, T0, T0 + 1, 3, None, 4, -1)
+    store.windows[("t", 0)] = PartitionWindow(
+        [CommitSample(T0, 7, None, None), CommitSample(T0 + 9, 8, 2, 10)], T0
+    )
+    packed = encode(store, ("t", 0))
+    legacy = json.dumps(
+        [7, T0, T0 + 1, 3, None, 4, -1, T0, [[T0, 7, None, None], [T0 + 9, 8, 2, 10]]]
+    ).encode()
+    assert packed[:1] == b"\x01" and legacy[:1] == b"["
+    for raw in (packed, legacy):
+        back = OffsetStore()
+        decode_into(back, ("t", 0), raw)
+        assert back.committed == store.committed
+        assert back.windows[("t", 0)].samples == store.windows[("t", 0)].samples
+    for bad in (b"", b"\x02" + packed[1:], packed[:-3], packed + b"x", b"[1, 2]", b"{}"):
+        with pytest.raises(ValueError, match="t:0"):
+            decode_into(OffsetStore(), ("t", 0), bad)
+
+
 def test_a_bucket_saved_as_tuples_by_an_older_version_loads_as_slots() -> None:
     from collectors.pipeline.model_state import GroupSlot, _load_state
 
@@ -465,3 +494,54 @@ def test_the_model_stage_function_pickles_after_this_process_used_its_caches(red
     model_store(sink)
     update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=True)
     assert cloudpickle.loads(cloudpickle.dumps(update)) is not None
+
+
+def test_the_lag_schedule_keeps_the_sooner_time_and_a_refresh_never_puts_back_a_group_taken_out(
+    redis_client,
+) -> None:
+    from collectors.storage.lag_schedule import LagSchedule
+
+    s = LagSchedule(redis_client, "gs")
+    p = redis_client.pipeline()
+    s.queue_sooner(p, {"a": 500, "b": 900})
+    s.queue_sooner(p, {"a": 700, "b": 600})  # a commit may only bring a group's time closer
+    p.execute()
+    assert s.due(650, 10) == ["a", "b"] and s.due(550, 10) == ["a"]
+    p = redis_client.pipeline()
+    s.queue_forget(p, ["b"])  # its document no longer lags
+    p.execute()
+    s.reschedule({"a": 2000, "b": 2000}, [])  # a refresh that read b before it was taken out
+    assert s.due(10**13, 10) == ["a"] and s.next_due() == 2000
+
+
+def test_the_lag_refresher_thread_refreshes_what_is_due_notes_its_state_and_stops(
+    redis_server, redis_client, monkeypatch
+) -> None:
+    """The thread the collector runs: it brings a due group's fleet row up to the log ends, says how
+    far behind its schedule it is, and stops when told (a thread's own `_stop` must not be shadowed:
+    Thread.join calls it)."""
+    groups = ["a", "b"]
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": T0 + 10_000}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    states: dict[int, BucketState] = {}
+    _run(
+        update, pd.concat([_end_lines(groups, T0, {0: 500, 1: 700}), _commits(groups, T0 + 100, 400)]), states
+    )
+    LogEnds(redis_client, "gs").merge({("orders", 0): [(T0 + 30_000, 1500)]})
+    refresher = LagRefresher(
+        redis_server.url, "gs", 7 * 24 * 3600 * 1000, lateness_ms=0, clock=lambda: T0 + 3 * LAG_REFRESH_MS
+    )
+    refresher.start()
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not redis_client.get("gs:collector:lag_refresh"):
+            time.sleep(0.1)
+        note = json.loads(redis_client.get("gs:collector:lag_refresh"))
+        assert note["refreshed"] == 2 and note["scheduled"] == 2
+        assert json.loads(redis_client.hget("gs:fleet", "a"))["lag"] == (1500 - 400) + (700 - 400)
+    finally:
+        refresher.stop()
+        refresher.join(5)
+    assert not refresher.is_alive()

@@ -76,6 +76,9 @@ class PipelineConfig:
     retention_ms: int = 7 * 24 * 3600 * 1000
     trim_interval_s: float = 60.0
     redis_retry_s: float = 600.0
+    # live: the share of one core the lag refresher may spend (lag_refresh.py); past it, a round of the
+    # fleet's lagging groups takes longer than a minute rather than slowing the commits
+    lag_refresh_cpu_share: float = 0.2
 
     @property
     def live(self) -> bool:
@@ -369,6 +372,7 @@ def run_pipeline(
     from collectors.pipeline.admin_poller import AdminPoller
     from collectors.pipeline.broker_log_shipper import BrokerLogShipper
     from collectors.pipeline.kafka_source import CLUSTER_GONE
+    from collectors.pipeline.lag_refresh import LagRefresher
     from collectors.pipeline.topic_check import answers_now, check_topics, wait_until_answers
 
     t0 = time.monotonic()
@@ -386,6 +390,17 @@ def run_pipeline(
             threads.append(AdminPoller(cfg, store, offsets_readable=bool(offsets_ok), refill=refill))
         if cfg.broker_log_files and not cfg.broker_log_topic:
             threads.append(BrokerLogShipper(cfg))
+        if not cfg.available_now:
+            # lagging groups' fleet rows, summaries and lag history follow the log ends (lag_refresh.py)
+            threads.append(
+                LagRefresher(
+                    cfg.redis_url,
+                    cfg.prefix,
+                    cfg.retention_ms,
+                    lateness_ms=cfg.allowed_lateness_ms,
+                    cpu_share=cfg.lag_refresh_cpu_share,
+                )
+            )
     own_spark = spark is None
     # The poller starts before Spark does (some 20 s on a small machine): its first answers about
     # every group are then in the topic when the first micro-batch is planned, and a catch-up models

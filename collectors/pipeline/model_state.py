@@ -68,8 +68,9 @@ fields are read, committed with the engine's own rule (OffsetStore.apply_runs) a
 and the engine is not unpickled. Any other row takes the engine path, which is lent the group's
 offsets and log ends while it runs, writes back the partitions that moved and the group's head (the
 document without offsets and lag) when it changed. A group's fleet row, summaries, topic rows and
-lag point, which follow its lag, are brought up to date once every LAG_REFRESH_MS from its parts
-(`_moved_on`), not at every commit.
+lag point, which follow its lag, are brought up to date once a minute from its parts by the
+collector's lag refresher (lag_refresh.py), outside Spark, not at every commit: this stage only puts
+the group in the refresher's schedule (or takes it out) as its commits and documents say.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ from typing import Any
 
 from collectors.pipeline import heap_trim
 from collectors.pipeline.commit_runs import RUN_KIND, commit_runs_of_columns, unpack
+from collectors.pipeline.lag_refresh import lag_phase, next_lag_due
 from collectors.pipeline.route import Tick, commit_evidence, decode_one, position_of
 from collectors.pipeline.rows import COMMIT_KIND, DEAD_BUCKET, ENDS_BUCKET, REFRESH_BUCKET, ROUTED_COLUMNS
 from collectors.storage import json_text
@@ -100,10 +102,8 @@ def _now_ms() -> int:
 
 def _dumps(doc: Any) -> str:
     """A document as compact JSON with sorted keys (json_text: orjson, which writes it 10 times faster;
-    the standard library's encoder was a fifth of a catch-up's model stage). Only lag in seconds is a
-    float a document can hold."""
-    lag = doc.get("lag") if isinstance(doc, dict) else None
-    return json_text.dumps(doc, finite=json_text.finite_lag(lag))
+    the standard library's encoder was a fifth of a catch-up's model stage)."""
+    return json_text.dumps_document(doc)
 
 
 def _b64(b: bytes | None) -> str | None:
@@ -225,6 +225,12 @@ def make_update(
         # watermark: all of them)
         ends_upto = watermark if live else 2**62
         offsets_out: list[tuple[str, dict]] = []  # (group, {partition: stored form, None: gone})
+        lag_due: dict[str, int] = {}  # the lag refresher's schedule (0: the group's lag stands still)
+        if parts:
+            for group, slot in groups.items():
+                if slot.lag_due:  # a checkpoint from when the schedule was in the slots: moved to Redis
+                    lag_due[group], slot.lag_due = slot.lag_due, 0
+                    changed = True
         rewrite: set[str] = set()
         fast: dict[str, tuple[Any, dict, set]] = {}
         if parts:
@@ -246,11 +252,11 @@ def make_update(
                 if len(taken) == _run_partitions(batch, span) and group not in due:
                     touched.discard(group)  # nothing else of it in the batch: no engine
                 offsets_out.append((group, fields))
-                slot = groups[group]
-                soon = _lag_phase(group, watermark if watermark > 0 else now)
-                slot.lag_due = soon if not slot.lag_due else min(slot.lag_due, soon)
-                slot.last_input = now
-                changed = True
+                # Its lag numbers are due at its next phase (lag_refresh.py). Its slot does not change:
+                # a busy bucket whose groups only commit is not written back to Spark's state (its
+                # last_input stays: the refresh stamp below is the one readers see, and stamps never
+                # go back, RedisStore.write_many)
+                lag_due[group] = lag_phase(group, watermark if watermark > 0 else now)
                 if fields:
                     emit(group, "refresh", 0, now, "")  # its refresh stamp: the collector wrote it now
             # the engines' own offsets: read now, for every group the model runs, with what the commit
@@ -261,18 +267,6 @@ def make_update(
                     for tp in taken:
                         full[group].committed[tp] = taken_store.committed[tp]
                         full[group].windows[tp] = taken_store.windows[tp]
-        # groups whose lag numbers are due, nothing else about them: no engine, their head, offsets
-        # and the log ends put together at the watermark (LAG_REFRESH_MS)
-        relag = (
-            sorted(
-                (v.lag_due, g) for g, v in groups.items() if g not in touched and 0 < v.lag_due <= watermark
-            )
-            if parts and watermark > 0
-            else []
-        )
-        # the longest due first, at most so many a call: a bucket's share of a burst (the log ends of
-        # every partition moving at once) waits for the next micro-batches, not the commits behind it
-        relag = [g for _, g in relag[:RELAG_PER_CALL]]
         for group in sorted(touched):
             slot = groups.get(group) or GroupSlot()
             blob, last_input, digest, held = slot.engine, slot.last_input, slot.digest, slot.held
@@ -364,7 +358,7 @@ def make_update(
             state_blob = pickle.dumps(engine, 5)
             if kept is not None:
                 engine.offsets = kept
-            # (in parts, a partition turning STOP is the lag refresh's to see: its lag_due below)
+            # (in parts, a partition turning STOP is the lag refresher's to see: its lag_due below)
             timers = _timers_due(engine, stop=not parts)
             stop_at = engine.offsets.next_stop(engine.now) if parts else None
             if early:
@@ -382,22 +376,16 @@ def make_update(
             text = _dumps(_head_json(doc) if parts else doc.to_json())
             new_digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
             wake_time = _wake_at(timers, doc, held, max(watermark, now) if not live else watermark, tick_ms)
-            lag_due = _next_lag_due(doc, watermark, stop_at) if live else 0
-            groups[group] = GroupSlot(state_blob, int(last_input), new_digest, held, wake_time, lag_due)
+            if parts:
+                lag_due[group] = next_lag_due(doc, watermark if watermark > 0 else now, stop_at)
+            groups[group] = GroupSlot(state_blob, int(last_input), new_digest, held, wake_time)
             if new_digest != digest or (parts and moved):
                 if sink is not None:
                     to_write.append((doc, int(doc.as_of or 0), int(last_input or now), text))
                 else:
                     emit(group, "doc", int(doc.as_of or 0), int(last_input or now), text)
-        if offsets_out:
-            _write_offsets(sink, offsets_out)
-        if relag:
-            changed = True
-            for group, doc, text, stop in _moved_on(sink, ends_of, relag, watermark):
-                slot = groups[group]
-                slot.digest = hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
-                slot.lag_due = _next_lag_due(doc, watermark, stop)
-                to_write.append((doc, int(doc.as_of or 0), now, text))
+        if offsets_out or lag_due:
+            _write_offsets(sink, offsets_out, lag_due)
         if to_write:
             from collectors.pipeline.sink import write_model_docs
 
@@ -415,7 +403,7 @@ def make_update(
             meta["saved"] = int(meta.get("event", 0))
             state.update((pickle.dumps((groups, meta), 5),))
         if live:
-            first = min((min(v.wake_at, v.lag_due or 2**62) for v in groups.values()), default=2**62)
+            first = min((v.wake_at for v in groups.values()), default=2**62)
             _set_timeout(state, now, _timeout_ms(first, now, tick_ms, allowed_lateness_ms))
             # the first stage sends clock records only to buckets due by then (wake_hints.py)
             if wake is not None and first != meta.get("wake") and wake.write(key[0], first):
@@ -741,24 +729,6 @@ def _set_timeout(state: Any, now: int, duration_ms: int) -> None:
     state.setTimeoutDuration(int(duration_ms))
 
 
-# How often a lagging group's lag numbers are brought up to the log ends when nothing else happens to
-# it (`_moved_on`): its fleet row, summaries and lag point follow its lag at most this far behind.
-LAG_REFRESH_MS = 60_000
-# A bucket brings at most so many groups' lag up to date in one call (256 buckets: 1,024 a batch).
-RELAG_PER_CALL = 4
-
-
-def _lag_phase(group: str, at: int) -> int:
-    """The first moment after `at` at the group's own phase of LAG_REFRESH_MS (from its name): each
-    group's lag numbers come due once per interval, the fleet's spread evenly over it rather than all
-    in the micro-batch after a catch-up or a burst."""
-    import zlib
-
-    phase = zlib.crc32(group.encode("utf-8", "surrogatepass")) % LAG_REFRESH_MS
-    due = at - at % LAG_REFRESH_MS + phase
-    return due if due > at else due + LAG_REFRESH_MS
-
-
 def _head_json(doc: GroupDocument) -> dict:
     from collectors.storage.group_parts import head_json
 
@@ -790,9 +760,10 @@ def _load_offsets(sink: Any, groups: list[str]) -> dict[str, Any]:
     return with_retry(lambda: store.offsets.load(sorted(groups)), "offsets", sink.redis_retry_s)
 
 
-def _write_offsets(sink: Any, changes: list[tuple[str, dict]]) -> None:
+def _write_offsets(sink: Any, changes: list[tuple[str, dict]], lag_due: dict[str, int] | None = None) -> None:
     """The partitions that moved, each group's in one hash (a partition no longer kept loses its
-    field); before the documents, so a reader that sees a new head sees its offsets."""
+    field); before the documents, so a reader that sees a new head sees its offsets. With them, the
+    groups' places in the lag refresher's schedule (`lag_due`: 0 takes a group out of it)."""
     from collectors.pipeline.sink import PIPELINE_COMMANDS, model_store, with_retry
 
     def attempt() -> None:
@@ -802,6 +773,9 @@ def _write_offsets(sink: Any, changes: list[tuple[str, dict]]) -> None:
             store.offsets.queue_fields(p, group, fields)
             if len(p) >= PIPELINE_COMMANDS:
                 p.execute()
+        if lag_due:
+            store.lag_schedule.queue_sooner(p, {g: t for g, t in lag_due.items() if t})
+            store.lag_schedule.queue_forget(p, [g for g, t in lag_due.items() if not t])
         p.execute()
 
     with_retry(attempt, "offsets", sink.redis_retry_s)
@@ -841,8 +815,8 @@ def _commit_path(
     wanted = {g: sorted({(r.topic, r.partition) for r in runs}) for g, runs in cands.items()}
     store = model_store(sink)
     stored = with_retry(lambda: store.offsets.load_partitions(wanted), "offsets", sink.redis_retry_s)
-    topics = {t for tps in wanted.values() for t, _ in tps}
-    ends = ends_of(topics) if topics else {}
+    # the log ends at each commit's time, for its lag sample: read, never added to, here
+    ends = ends_of.view({tp for tps in wanted.values() for tp in tps})
     out: dict[str, tuple[Any, dict, set]] = {}
     for group, runs in cands.items():
         offsets = stored[group]
@@ -868,62 +842,6 @@ def _run_partitions(batch: BatchRows, span: tuple[int, int]) -> int:
     """How many partitions a span's runs commit to."""
     s, e = span
     return len(set(zip(batch.c_topic[s:e], batch.c_partition[s:e], strict=True)))
-
-
-def _next_lag_due(doc: GroupDocument, at: int, stop_at: int | None) -> int:
-    """When a group's lag numbers are next due (0: never by themselves): LAG_REFRESH_MS on while
-    its lag may move with the log ends, or sooner when a lagging partition turns STOP then."""
-    due = _lag_phase(doc.group, at) if _lag_moves(doc) else 0
-    if stop_at is not None:
-        due = min(due, stop_at) if due else stop_at
-    return due
-
-
-def _lag_moves(doc: GroupDocument) -> bool:
-    """Whether a document's lag may move with the log ends alone: it lags, or a committed
-    partition's log end is not known yet (a Redis that lost the ends gets them again within a poll)."""
-    lag = doc.lag
-    return bool(lag.total or lag.max_seconds) or any(p.has_commit and p.lag is None for p in lag.partitions)
-
-
-def _moved_on(sink: Any, ends_of: Any, groups: list[str], watermark: int) -> list[tuple]:
-    """(group, document, head text, when a lagging partition turns STOP next) of these groups
-    brought up to the log ends at `watermark`: the head as stored, its committed offsets and the log
-    ends put together (storage/group_parts.py), as the engine would render them; a whole document
-    stored before the parts has its own lag moved on (offsets.lag.moved_on). A group whose head is
-    not in Redis (flushed) is left for its engine's next turn."""
-    from collectors.pipeline.sink import model_store, read_document, with_retry
-    from collectors.storage import group_parts
-    from coordinator_model.offsets.lag import moved_on
-
-    store = model_store(sink)
-    texts = with_retry(
-        lambda: store.r.mget([store.gk(g, "doc") for g in groups]), "lag refresh", sink.redis_retry_s
-    )
-    heads = {g: read_document(raw.decode()) for g, raw in zip(groups, texts, strict=True) if raw is not None}
-    apart = [g for g, d in heads.items() if group_parts.is_head(d)]
-    offsets = (
-        with_retry(lambda: store.offsets.load(apart), "lag refresh", sink.redis_retry_s) if apart else {}
-    )
-    topics: set[str] = set()
-    for g, d in heads.items():
-        topics |= (
-            group_parts.topics_of(d, offsets[g])
-            if g in offsets
-            else {p["topic"] for p in (d.get("lag") or {}).get("partitions") or ()}
-        )
-    ends = ends_of(topics)
-    out = []
-    for group, d in heads.items():
-        if group in offsets:
-            doc = group_parts.assemble(d, offsets[group], ends, watermark)
-            out.append((group, doc, _dumps(d), offsets[group].next_stop(watermark)))
-            continue
-        doc = GroupDocument.from_json(d)
-        doc.lag = moved_on(doc.lag, ends, watermark)
-        doc.as_of = max(int(doc.as_of or 0), watermark)
-        out.append((group, doc, _dumps(doc.to_json()), None))
-    return out
 
 
 def _step_topics(steps: list[tuple[str, list[Any]]]) -> set[str]:
@@ -952,14 +870,28 @@ class _LogEndsReader:
         self.sink = sink
 
     def __call__(self, topics: set[str]) -> dict:
-        from collectors.pipeline.sink import model_store, with_retry
+        """Copies of every history of these topics, for an engine to add to."""
+        from collectors.pipeline.sink import with_retry
+
+        cache = self._cache()
+        return with_retry(lambda: cache.histories(topics), "log ends", self.sink.redis_retry_s)
+
+    def view(self, tps: set[tuple[str, int]]) -> dict:
+        """The cache's own histories of these partitions, only to be read."""
+        from collectors.pipeline.sink import with_retry
+
+        cache = self._cache()
+        return with_retry(lambda: cache.view(tps), "log ends", self.sink.redis_retry_s)
+
+    def _cache(self) -> Any:
+        from collectors.pipeline.sink import model_store
         from collectors.storage.log_ends import LogEnds, LogEndsCache
 
         cache = _LOG_ENDS.get(self.sink)
         if cache is None:
             store = model_store(self.sink)
             cache = _LOG_ENDS[self.sink] = LogEndsCache(LogEnds(store.r, store.p))
-        return with_retry(lambda: cache.histories(topics), "log ends", self.sink.redis_retry_s)
+        return cache
 
 
 def _merge_log_ends(sink: Any, batch: BatchRows) -> list[tuple]:
@@ -1035,7 +967,9 @@ class GroupSlot:
     digest: str = ""  # of the document (live: the head) last written
     held: list[tuple[int, tuple]] = field(default_factory=list)  # rows behind the watermark: (release, row)
     wake_at: int = 0  # when it must next be looked at with no evidence of its own (`_wake_at`)
-    lag_due: int = 0  # when its lag numbers are next brought up to the log ends (0: not by themselves)
+    # when its lag numbers were next due, in checkpoints from before the lag refresher's schedule moved
+    # to Redis (storage/lag_schedule.py): moved there the first time the bucket runs, then 0
+    lag_due: int = 0
 
     def __reduce__(self) -> tuple:
         return (GroupSlot, (self.engine, self.last_input, self.digest, self.held, self.wake_at, self.lag_due))

@@ -84,8 +84,9 @@ class DocWriter:
     summaries (`RedisStore.write_many`) and a point of its lag history. The topics the documents
     touched are left in `store.topics.touched` for whoever aggregates them (`TopicIndex.flush`)."""
 
-    def __init__(self, store: RedisStore) -> None:
+    def __init__(self, store: RedisStore, heads_stored: bool = False) -> None:
         self.store = store
+        self.heads_stored = heads_stored  # RedisStore.write_many: the documents' keys hold them already
         self.pending: list[tuple[GroupDocument, int, int, str]] = []
         self.written = 0
 
@@ -104,6 +105,7 @@ class DocWriter:
             [(doc, refreshed, ts or refreshed) for doc, ts, refreshed, _ in pending],
             pipe=pipe,
             texts=[text for *_, text in pending],
+            heads_stored=self.heads_stored,
         )
         for doc, ts, _refreshed, _ in pending:
             if ts:

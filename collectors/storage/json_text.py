@@ -53,3 +53,10 @@ def finite_lag(lag: Any) -> bool:
         if isinstance(rows, list):
             secs.extend(r.get("lag_seconds") for r in rows if isinstance(r, dict))
     return finite(secs)
+
+
+def dumps_document(doc: Any) -> str:
+    """A document (dict) as compact JSON with sorted keys, as the collector stores it: only lag in
+    seconds is a float a document can hold, so only it decides whether the fast encoder may write it."""
+    lag = doc.get("lag") if isinstance(doc, dict) else None
+    return dumps(doc, finite=finite_lag(lag))

@@ -154,10 +154,38 @@ class LogEndsCache:
         self.ends = ends
         self._topics: dict[str, tuple[int, dict[int, EndOffsetHistory]]] = {}
 
-    def histories(self, topics: Iterable[str]) -> dict[TP, EndOffsetHistory]:
+    def histories(self, topics: Iterable[str], copy: bool = True) -> dict[TP, EndOffsetHistory]:
+        """Every partition history of these topics: copies, or (`copy` False, for a reader that only
+        reads them, like a lag refresh) the cache's own."""
         wanted = sorted(set(topics))
         if not wanted:
             return {}
+        self._refresh(wanted)
+        out: dict[TP, EndOffsetHistory] = {}
+        for t in wanted:
+            for p, h in self._topics.get(t, (0, {}))[1].items():
+                out[(t, p)] = (
+                    EndOffsetHistory(array("q", h.ts), array("q", h.offsets), h.last_seen) if copy else h
+                )
+        return out
+
+    def view(self, tps: Iterable[TP]) -> dict[TP, EndOffsetHistory]:
+        """The cached histories of these partitions themselves, not copies, for a reader that only
+        reads them (the commit path, whose commits look up the log end at their time): copying a
+        topic's 100 histories per group was most of a commit's cost."""
+        wanted = sorted(set(tps))
+        self._refresh(sorted({t for t, _ in wanted}))
+        out: dict[TP, EndOffsetHistory] = {}
+        for t, p in wanted:
+            h = self._topics.get(t, (0, {}))[1].get(p)
+            if h is not None:
+                out[(t, p)] = h
+        return out
+
+    def _refresh(self, wanted: list[str]) -> None:
+        """Reload the topics whose version in Redis moved since this cache read them."""
+        if not wanted:
+            return
         versions = self.ends.versions(wanted)
         stale = [t for t, v in zip(wanted, versions, strict=True) if self._topics.get(t, (-1,))[0] != v]
         if stale:
@@ -165,8 +193,3 @@ class LogEndsCache:
             for t, v in zip(wanted, versions, strict=True):
                 if t in stale:
                     self._topics[t] = (v, {p: h for (tt, p), h in fresh.items() if tt == t})
-        out: dict[TP, EndOffsetHistory] = {}
-        for t in wanted:
-            for p, h in self._topics.get(t, (0, {}))[1].items():
-                out[(t, p)] = EndOffsetHistory(array("q", h.ts), array("q", h.offsets), h.last_seen)
-        return out

@@ -32,6 +32,7 @@ from typing import Any
 from collectors.storage import group_parts, json_text, sorted_index
 from collectors.storage import summaries as _summary
 from collectors.storage.group_offsets import GroupOffsets
+from collectors.storage.lag_schedule import LagSchedule
 from collectors.storage.log_ends import LogEnds
 from collectors.storage.topics import TopicIndex
 from coordinator_model.document import DocumentError, GroupDocument
@@ -268,6 +269,7 @@ class RedisStore:
         self.topics = TopicIndex(client, prefix, self._filter, self.gk)
         self.offsets = GroupOffsets(client, lambda group: self.gk(group, "offsets"))
         self.log_ends = LogEnds(client, prefix)
+        self.lag_schedule = LagSchedule(client, prefix)
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> RedisStore:
@@ -317,11 +319,14 @@ class RedisStore:
         *,
         pipe: Any = None,
         texts: Iterable[str] | None = None,
+        heads_stored: bool = False,
     ) -> int:
         """`write_groups` with each document's own (now_ms, as_of_ms): one round trip to read the
         previous states and history digests, then the writes queued on `pipe` (or executed here).
         Returns commands queued. `texts`, when given, are the documents already serialised as this
-        module does (the pipeline's model stage makes them so), stored as they are.
+        module does (the pipeline's model stage makes them so), stored as they are. `heads_stored`:
+        the documents' own keys already hold them (the lag refresher's heads, put together with
+        newer lag): everything else is written, not the document.
 
         The fleet-wide hashes and indexes get one command each for all the documents (a catch-up
         writes thousands of groups a batch, and per-group commands were most of the sink's time); a
@@ -383,7 +388,8 @@ class RedisStore:
             if prev and prev != row.state:
                 left.setdefault(name, set()).add(prev)
             current[name] = row.state
-            p.set(self.gk(name, "doc"), text if text is not None else _dumps(doc.to_json()))
+            if not heads_stored:
+                p.set(self.gk(name, "doc"), text if text is not None else _dumps(doc.to_json()))
             fleet[name] = _row_text(row_json)
             states[name] = row.state
             types[name] = row.type or ""
@@ -631,6 +637,18 @@ class RedisStore:
         val = {"ts": int(now_ms), "batch_id": batch_id, "event_ms": event_ms, **extra}
         self.r.set(self.k("collector", "heartbeat"), _dumps(val))
         self.r.set(self.k("schema"), SCHEMA_VERSION)
+
+    def note_lag_refresh(self, now_ms: int, behind_ms: int, refreshed: int) -> None:
+        """The lag refresher's state (collectors/pipeline/lag_refresh.py): how far behind its schedule
+        it runs (0: every lagging group refreshed on time), groups refreshed since it started, and
+        how many are in its schedule."""
+        val = {
+            "ts": int(now_ms),
+            "behind_s": round(behind_ms / 1000, 1),
+            "refreshed": int(refreshed),
+            "scheduled": self.lag_schedule.size(),
+        }
+        self.r.set(self.k("collector", "lag_refresh"), _dumps(val))
 
     def trim(self, now_ms: int) -> int:
         """Drop history older than the retention (timelines, generations, lag points, dead letters),
