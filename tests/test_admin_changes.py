@@ -144,7 +144,7 @@ class _Lines:
     def __init__(self) -> None:
         self.lines: list[dict] = []
 
-    def produce(self, topic: str, key: bytes, value: bytes) -> None:
+    def produce(self, topic: str, key: bytes, value: bytes, **_kw: object) -> None:
         import json
 
         self.lines.append(json.loads(value))

@@ -140,7 +140,7 @@ def test_the_poller_describes_classic_groups_with_describe_groups(classic_groups
     lines: list[dict[str, Any]] = []
 
     class Sink:
-        def produce(self, topic: str, key: bytes, value: bytes) -> None:
+        def produce(self, topic: str, key: bytes, value: bytes, **_kw: object) -> None:
             import json
 
             lines.append(json.loads(value))

@@ -173,8 +173,11 @@ def _commits(groups: list[str], at: int, offset: int) -> pd.DataFrame:
 KINDS = {"__consumer_offsets": "offsets", "groupscope.admin": "admin"}
 
 
-def _run(update, raw: pd.DataFrame, states: dict[int, BucketState]) -> list[dict]:
-    routed = pd.concat(list(decode_batches(iter([raw]), KINDS, 4, ends_apart=True)))
+def _run(update, raw: pd.DataFrame, states: dict[int, BucketState], known=None) -> list[dict]:
+    frames = list(decode_batches(iter([raw]), KINDS, 4, ends_apart=True, known=known))
+    if not frames:
+        return []
+    routed = pd.concat(frames)
     out = []
     for bucket, rows in routed.groupby("bucket"):
         state = states.setdefault(int(bucket), BucketState())
@@ -268,13 +271,18 @@ def _rounds(groups: list[str], rounds: int, parts: int = 3) -> list[pd.DataFrame
     return out
 
 
+@pytest.mark.parametrize("first_stage", [False, True], ids=["model-stage", "first-stage"])
 def test_the_commit_path_writes_what_the_engine_would_and_never_touches_it(
-    redis_server, redis_client, monkeypatch
+    redis_server, redis_client, monkeypatch, first_stage
 ) -> None:
-    """Known groups' commits take the commit path (partition fields in Redis, no engine); the
-    document a reader puts together equals the one the engine renders fed the same evidence."""
+    """Known groups' commits take the commit path (partition fields in Redis, no engine): in the model
+    stage, or (`first_stage`, as the live collector runs) in the first stage, where they never reach
+    the model stage at all. The document a reader puts together equals the one the engine renders fed
+    the same evidence."""
+    from collectors.pipeline.known_commits import KnownCommits
     from collectors.pipeline.route import decode_one
 
+    redis_client.flushall()
     groups = ["a", "b", "c", "d"]
     sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
     clock = {"now": T0}
@@ -287,10 +295,14 @@ def test_the_commit_path_writes_what_the_engine_would_and_never_touches_it(
         GroupEngine, "__setstate__", lambda self, st: unpickled.append(self.group) or real_setstate(self, st)
     )
     batches = _rounds(groups, 5)
+    known = KnownCommits(sink) if first_stage else None
     for k, raw in enumerate(batches):
         clock["now"] = T0 + k * 7_000 + 6_000
         unpickled.clear()
-        _run(update, raw, states)
+        if first_stage and k:
+            routed = list(decode_batches(iter([raw]), KINDS, 4, ends_apart=True, known=known))
+            assert not any((f["kind"] == "commits").any() for f in routed)  # none went on
+        _run(update, raw, states, known=known)
         if k:
             assert unpickled == [], (k, unpickled)  # the commit path: no engine
     store = RedisStore(redis_client)

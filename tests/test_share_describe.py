@@ -233,7 +233,9 @@ class Sink:
     def __init__(self) -> None:
         self.lines: list[dict[str, Any]] = []
 
-    def produce(self, topic: str, key: bytes | None = None, value: bytes | None = None) -> None:
+    def produce(
+        self, topic: str, key: bytes | None = None, value: bytes | None = None, **_kw: object
+    ) -> None:
         import json
 
         self.lines.append(json.loads(value or b"null"))

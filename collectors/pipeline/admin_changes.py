@@ -23,6 +23,10 @@ against a member's recent heartbeats only when it is repeated) and a group that 
 one likely to change again.
 
 Pure: the poller calls `due(key, value, now_ms)` for each answer and sends those that are due.
+An answer counts as sent when it is judged due; one whose delivery then fails is taken back
+(`unsend`, with the entries `entry` gave before and after the verdict), so it is due again at the
+next poll as if it had never been sent: the model must not be left without an answer the filter
+thinks it has.
 """
 
 from __future__ import annotations
@@ -93,6 +97,27 @@ class ChangeFilter:
         if last is None:
             return "new"
         return self.verdict_of_digest(key, last[0], now_ms, hot_ms)
+
+    def entry(self, key: Any) -> tuple[int, int, int] | None:
+        """What is remembered of the value last sent for `key` (a token for `unsend`), or None."""
+        return self._sent.get(key)
+
+    def unsend(
+        self, key: Any, before: tuple[int, int, int] | None, sent: tuple[int, int, int] | None
+    ) -> bool:
+        """Take back the send that turned `key`'s entry from `before` into `sent` (its delivery
+        failed): the key is remembered as it was before (forgotten if it was new), so the same answer
+        is due again at the next poll. Nothing is done when the key was sent again since (a later
+        answer's delivery decides) or forgotten; whether it was taken back."""
+        cur = self._sent.get(key)
+        # the digest and send time identify a send (`mark_changed` only moves the change time)
+        if cur is None or sent is None or cur[:2] != sent[:2]:
+            return False
+        if before is None:
+            del self._sent[key]
+        else:
+            self._sent[key] = before
+        return True
 
     def phase(self, key: Any) -> int:
         """Where in the interval the key's resends fall."""

@@ -31,12 +31,22 @@ shipper broker_log_shipper.py.
   process when a coordinator moves or loads during that call (confluentinc/librdkafka#5040).
   Broker unreachable: it retries with backoff, records the failure in `gs:sources`, and groups keep
   their last refresh time, so the UI shows how stale they are.
+- Delivery: every record has a delivery report. A line the broker did not take (refused, timed out,
+  the topic gone) is counted by reason (`delivery_failures`), shown in the "admin" source status
+  (`gs:sources`: not ok while lines are being lost, with the reasons) and taken back from the change
+  filter, so it is sent again at the next poll. A line larger than a record may be
+  (`max_message_bytes`: the producer's message.max.bytes, and lowered by halves when the broker
+  refuses records as too large: the topic's max.message.bytes can be smaller) never stops the poll:
+  a group's end offsets, and its committed offsets where they do not stand alone (`_parts`), go in
+  several lines that say together what the one line said; a describe, which cannot be cut, is
+  dropped, counted (`too_large`) and logged with the group and its size.
 """
 
 from __future__ import annotations
 
 import collections
 import contextlib
+import functools
 import json
 import logging
 import time
@@ -67,10 +77,46 @@ from collectors.pipeline.topic_check import connect_failure
 log = logging.getLogger("groupscope.admin")
 # A group's describe is sent at every poll for this long after it changed (admin_changes.py: "hot").
 DESCRIBE_HOT_MS = 30_000
+# What a record costs in a record batch beside its key and value (the batch's 61-byte header, the
+# record's lengths and deltas): a line of a record that fits the limit with this margin is sent whole.
+RECORD_OVERHEAD = 128
+# librdkafka's message.max.bytes, the largest record the producer takes by default (a topic's
+# max.message.bytes is 1 MiB + 12 by default: a record the producer takes, the broker takes)
+DEFAULT_MESSAGE_BYTES = 1_000_000
+MIN_MESSAGE_BYTES = 1024  # learned limits (halved on refusals) stop here
+# Delivery errors of a record, or of its batch, larger than the broker or the producer takes.
+_TOO_LARGE = frozenset({"MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "RECORD_LIST_TOO_LARGE"})
 
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+def _reason(e: Any) -> str:
+    """A delivery failure's reason: the KafkaError's name (MSG_SIZE_TOO_LARGE, _MSG_TIMED_OUT, ...)."""
+    from confluent_kafka import KafkaError
+
+    err = e.args[0] if isinstance(e, Exception) and e.args else e
+    return err.name() if isinstance(err, KafkaError) else type(e).__name__
+
+
+def _message_limit(cfg: Any) -> int:
+    """The largest record the Admin poller writes at first: the producer's message.max.bytes."""
+    try:
+        return max(MIN_MESSAGE_BYTES, int((getattr(cfg, "kafka", None) or {}).get("message.max.bytes")))
+    except (TypeError, ValueError):
+        return DEFAULT_MESSAGE_BYTES
+
+
+def _kind(line: dict[str, Any]) -> str:
+    """What an admin line is, in words (for the log and the status)."""
+    if "members" in line:
+        return "describe"
+    if "denied" in line:
+        return "denied"
+    if "end_offsets" in line:
+        return "end offsets"
+    return "committed offsets" if "committed" in line else "other"
 
 
 def _bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
@@ -146,6 +192,22 @@ class AdminPoller(Loop):
         self.change_hints = ChangeHints(url, getattr(cfg, "prefix", "gs")) if url else None
         self._hints_seen = _now_ms()  # hints of records written before the poller started are history
         self.hot_polls = 0  # describes of hot groups in all (benchmarks read it)
+        # Delivery (see the module's docstring): reason -> records not delivered, since start and since
+        # the source status last said so; lines too large to send and that cannot be cut, by kind;
+        # lines sent in parts; the largest record written now (halved when the broker refuses one as
+        # too large: `_fit_producer`), and the batch size of the producer `run` writes with.
+        self.delivery_failures: collections.Counter[str] = collections.Counter()
+        self._failed_since_status: collections.Counter[str] = collections.Counter()
+        self.too_large: collections.Counter[str] = collections.Counter()
+        self.split_lines = 0
+        self.max_message_bytes = _message_limit(cfg)
+        self._size_refused = False  # a record refused as too large since the last `_fit_producer`
+        self._producer: Any = None
+        self._producer_batch = 0
+        # groups whose committed offsets were sent only to refill Redis and not delivered (where the
+        # offsets topic is read, committed offsets are sent on a refill alone): sent at the next poll
+        self._committed_retry: set[str] = set()
+        self._ends_stale: set[str] = set()  # groups whose end-offsets line was not delivered
 
     def stop(self) -> None:
         super().stop()
@@ -153,24 +215,23 @@ class AdminPoller(Loop):
             self._close_protocol()
 
     def run(self) -> None:
-        from confluent_kafka import Producer
         from confluent_kafka.admin import AdminClient
 
         watch = ErrorWatch()
         admin = AdminClient(client_config(self.cfg.kafka, watch))
-        producer = Producer(
-            client_config(self.cfg.kafka, watch, **{"linger.ms": 20, "message.timeout.ms": 30000})
-        )
         delay = self.cfg.admin_poll_interval_s
         while not self._stop_evt.is_set():
             t0 = time.monotonic()
             try:
                 admin.poll(0)  # serve its log lines and error callbacks (they queue until polled)
+                producer = self._fit_producer(watch)
                 n = self.poll_once(admin, producer)
                 self.polls += 1
                 delay = self.cfg.admin_poll_interval_s
+                failed, self._failed_since_status = self._failed_since_status, collections.Counter()
                 with contextlib.suppress(Exception):
-                    self.store.set_source_status("admin", True, f"{n} groups described", _now_ms())
+                    detail = f"{n} groups described{self.delivery_note(failed)}"
+                    self.store.set_source_status("admin", not failed, detail[:600], _now_ms())
             except Exception as e:
                 self.failures += 1
                 delay = min(max(delay, 1.0) * 2, 60.0)  # backoff while the broker is unreachable
@@ -181,15 +242,88 @@ class AdminPoller(Loop):
                 failure_log.warning(
                     "admin poll failed (next try in %.0f s): %s", delay, why, extra={"reason": why}
                 )
+                failed, self._failed_since_status = self._failed_since_status, collections.Counter()
                 with contextlib.suppress(Exception):
-                    self.store.set_source_status("admin", False, why[:600], _now_ms())
+                    detail = f"{why}{self.delivery_note(failed)}"
+                    self.store.set_source_status("admin", False, detail[:600], _now_ms())
                 self.hot.forget(set())  # no fast describes against a cluster that does not answer
-            self._between_polls(admin, producer, t0 + delay)
+            self._between_polls(admin, watch, t0 + delay)
         self._close_protocol()
-        with contextlib.suppress(Exception):
-            producer.flush(5)
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                self._producer.flush(5)
 
-    def _between_polls(self, admin: Any, producer: Any, next_poll: float) -> None:
+    def _fit_producer(self, watch: ErrorWatch | None = None) -> Any:
+        """The producer `run` writes with, made at first and made again (the old one flushed) when
+        the broker refused a record as too large since the last call: records, and the producer's
+        batches (batch.size), are kept under half the size from then on, down to MIN_MESSAGE_BYTES.
+        A topic's max.message.bytes can be below the producer's message.max.bytes, and librdkafka
+        does not split a refused batch: the lines of a refused record are sent again (the change
+        filter took them back), in parts where they are larger than the new limit."""
+        from confluent_kafka import Producer
+
+        self._learn_size()
+        if self._producer is not None and self._producer_batch == self.max_message_bytes:
+            return self._producer
+        if self._producer is not None:
+            with contextlib.suppress(Exception):
+                self._producer.flush(5)  # its reports: what it did not deliver is sent again
+        try:
+            batch = min(int(self.cfg.kafka.get("batch.size", self.max_message_bytes)), self.max_message_bytes)
+        except (TypeError, ValueError):
+            batch = self.max_message_bytes
+        self._producer = Producer(
+            client_config(
+                self.cfg.kafka,
+                watch,
+                **{"linger.ms": 20, "message.timeout.ms": 30000, "batch.size": max(1, batch)},
+            )
+        )
+        self._producer_batch = self.max_message_bytes
+        return self._producer
+
+    def _learn_size(self) -> None:
+        """Halve `max_message_bytes` (down to MIN_MESSAGE_BYTES) when a record was refused as too
+        large since the last call: once per poll, as the records of one refused batch all are."""
+        if not self._size_refused:
+            return
+        self._size_refused = False
+        smaller = max(MIN_MESSAGE_BYTES, self.max_message_bytes // 2)
+        if smaller < self.max_message_bytes:
+            log.warning(
+                "the broker refused records to %s as too large: records and batches of at most %d "
+                "bytes from now on (%d before; the topic's max.message.bytes is smaller)",
+                self.cfg.admin_topic,
+                smaller,
+                self.max_message_bytes,
+            )
+            self.max_message_bytes = smaller
+
+    def delivery_note(self, failed: collections.Counter[str] | None = None) -> str:
+        """What the source status says of the lines: those not delivered since it last said so
+        (`failed`, by reason: they are sent again), and since start; lines too large to send; lines
+        sent in parts. "" when there is nothing to say."""
+
+        def reasons(c: collections.Counter[str]) -> str:
+            return ", ".join(f"{r} {n}" for r, n in c.most_common(4))
+
+        out = []
+        if failed:
+            out.append(
+                f"{sum(failed.values())} records not delivered to {self.cfg.admin_topic} since the last "
+                f"poll ({reasons(failed)}), sent again"
+            )
+        if self.delivery_failures:
+            out.append(f"not delivered since start: {reasons(self.delivery_failures)}")
+        if self.too_large:
+            out.append(
+                f"lines over {self.max_message_bytes} bytes dropped since start: {reasons(self.too_large)}"
+            )
+        if self.split_lines:
+            out.append(f"{self.split_lines} lines sent in parts")
+        return "".join(f"; {x}" for x in out)
+
+    def _between_polls(self, admin: Any, watch: ErrorWatch, next_poll: float) -> None:
         """Wait for the next full poll (monotonic `next_poll`), describing the hot groups meanwhile."""
         hot_s = float(getattr(self.cfg, "admin_hot_interval_s", 0.3) or 0)
         while not self._stop_evt.is_set():
@@ -202,7 +336,7 @@ class AdminPoller(Loop):
                 continue
             t0 = time.monotonic()
             try:
-                self.poll_hot(admin, producer)
+                self.poll_hot(admin, self._fit_producer(watch))
             except Exception as e:  # the next full poll says what is wrong, and retries
                 log.debug("hot describe failed: %s", e)
             self._stop_evt.wait(max(0.0, min(next_poll - time.monotonic(), hot_s - (time.monotonic() - t0))))
@@ -223,6 +357,7 @@ class AdminPoller(Loop):
 
     def poll_hot(self, admin: Any, producer: Any, timeout_s: float = 5.0) -> int:
         """Describe the groups in motion (self.hot) and send on what changed; how many were described."""
+        self._learn_size()
         ts = _now_ms()
         due = self.hot.due(ts)
         groups = [g for g in due if g not in self._share_groups]
@@ -271,19 +406,135 @@ class AdminPoller(Loop):
         self, producer: Any, key: tuple, group: str, line: dict[str, Any], ts: int, hot_ms: int = 0
     ) -> str | None:
         """Produce `line` when the change filter says it is due (admin_changes.py); its verdict."""
+        before = self.changes.entry(key)
         why = self.changes.verdict(key, {k: v for k, v in line.items() if k != "ts"}, ts, hot_ms)
         if why is None:
             self.held += 1
             return None
-        self._produce(producer, group, line, why)
+        self._produce(producer, group, line, why, (key, before, self.changes.entry(key)))
         return why
 
-    def _produce(self, producer: Any, group: str, line: dict[str, Any], why: str) -> None:
+    def _produce(
+        self, producer: Any, group: str, line: dict[str, Any], why: str, undo: tuple | None = None
+    ) -> None:
+        """Produce `line`, in parts when it is larger than a record may be (`_parts`), or not at all
+        when it cannot be cut (counted and logged). `undo`: (change-filter key, its entry before
+        the verdict, after it), to take the send back when a record of it is not delivered."""
         if why == "resend":
             # the same answer as last sent: the model stage only marks the group refreshed
             line = as_resend(line)
-        producer.produce(self.cfg.admin_topic, key=group.encode(), value=json.dumps(line).encode())
+        key = group.encode()
+        value = json.dumps(line).encode()
         self.sent += 1
+        room = self.max_message_bytes - len(key) - RECORD_OVERHEAD
+        if len(value) <= room:
+            self._write(producer, key, value, undo)
+            return
+        parts = self._parts(line, room)
+        if parts is None:
+            kind = _kind(line)
+            self.too_large[kind] += 1
+            log.error(
+                "the %s line of group %r is %d bytes, more than a record to %s may have here (%d "
+                "bytes with its key): not sent; polling goes on",
+                kind,
+                group,
+                len(value),
+                self.cfg.admin_topic,
+                self.max_message_bytes,
+            )
+            return
+        self.split_lines += 1
+        for part in parts:
+            self._write(producer, key, part, undo)
+
+    def _parts(self, line: dict[str, Any], room: int) -> list[bytes] | None:
+        """`line` cut into lines of at most `room` bytes that say together what it says, or None when
+        it cannot be. The model takes a group's log-end offsets partition by partition (route.py
+        merges them by time), so an end-offsets line is cut anywhere; committed offsets too, but only
+        where they are not the group's only word on its offsets: a "committed" line read alone
+        (the offsets topic not read, or a share group's start offsets) drops every partition it does
+        not list (coordinator_model/offsets/store.py, `snapshot(drop_unseen)`), so its parts would
+        keep only the last one's. A describe (one group's members) is one answer, never cut."""
+        from coordinator_model.evidence import SHARE_START_OFFSETS
+
+        if "end_offsets" in line:
+            field = "end_offsets"
+        elif "committed" in line and self.offsets_readable and line.get("source") != SHARE_START_OFFSETS:
+            field = "committed"
+        else:
+            return None
+        rows = line[field]
+        empty = len(json.dumps({k: ([] if k == field else v) for k, v in line.items()}).encode())
+        chunks: list[list[Any]] = []
+        size = room + 1
+        for row in rows:
+            n = len(json.dumps(row).encode()) + 2  # and its ", "
+            if empty + n > room:
+                return None  # one row alone is too large (a topic name of nearly `room` bytes)
+            if size + n > room:
+                chunks.append([])
+                size = empty
+            chunks[-1].append(row)
+            size += n
+        if len(chunks) < 2:
+            return None
+        return [json.dumps({k: (c if k == field else v) for k, v in line.items()}).encode() for c in chunks]
+
+    def _write(self, producer: Any, key: bytes, value: bytes, undo: tuple | None) -> None:
+        """Produce one record to the admin topic, its delivery reported to `_delivered`. A full
+        queue is served for a moment, once; a record the producer refuses outright is a failed
+        delivery."""
+        for attempt in range(2):
+            try:
+                producer.produce(
+                    self.cfg.admin_topic,
+                    key=key,
+                    value=value,
+                    on_delivery=functools.partial(self._delivered, undo),
+                )
+                return
+            except BufferError as e:  # the producer's queue is full: let it send, then once more
+                if attempt:
+                    self._not_delivered("QUEUE_FULL", undo)
+                    log.debug("admin record not queued: %s", e)
+                    return
+                producer.poll(1.0)
+            except Exception as e:  # e.g. larger than the producer's message.max.bytes
+                self._not_delivered(_reason(e), undo)
+                log.debug("admin record not produced: %s", e)
+                return
+
+    def _delivered(self, undo: tuple | None, err: Any, _msg: Any) -> None:
+        """A record's delivery report (from the producer's poll or flush, on this thread)."""
+        if err is None:
+            return
+        try:
+            self._not_delivered(_reason(err), undo)
+            log.debug("admin record not delivered: %s", err)
+        except Exception:  # never out of the producer's poll
+            log.exception("admin delivery report")
+
+    def _not_delivered(self, reason: str, undo: tuple | None) -> None:
+        """Count a record not delivered, and take its line back from the change filter (and what the
+        poller keeps of it), so it is sent again at the next poll."""
+        self.delivery_failures[reason] += 1
+        self._failed_since_status[reason] += 1
+        if reason in _TOO_LARGE:
+            self._size_refused = True
+        if undo is None:
+            return
+        key, before, sent = undo
+        if not self.changes.unsend(key, before, sent):
+            return  # sent again since, or forgotten: that send decides
+        kind, group = key[0], key[1]
+        if kind == "describe":
+            self._listed.pop(group, None)  # described at the next poll, even a steady group
+        elif kind == "ends":  # its line built and judged again (not taken as unchanged)
+            self._ends_tps.pop(group, None)
+            self._ends_stale.add(group)
+        elif kind == "committed" and self.offsets_readable:
+            self._committed_retry.add(group)  # sent on a refill alone: fetched and sent again
 
     @staticmethod
     def _ends_line(group: str, tps: Any, ends: dict[tuple[str, int], int], ts: int) -> dict[str, Any] | None:
@@ -325,6 +576,9 @@ class AdminPoller(Loop):
                 send(("denied", g, "end_offsets"), g, denied_line(ts, g, "end_offsets", ""))
                 self._ends_refused.discard(g)
             producer.poll(0)
+        for g in self._ends_stale:  # not delivered meanwhile (reported by a poll above)
+            ends_tps.pop(g, None)
+        self._ends_stale.clear()
         self._ends_before, self._ends_tps = ends, ends_tps
 
     def _unchanged_ends(
@@ -333,6 +587,7 @@ class AdminPoller(Loop):
         """A group's end-offsets line when it is the same as at the last poll: sent only when the
         change filter says so (its resend came round), and only then built."""
         key = ("ends", group)
+        before = self.changes.entry(key)
         why = self.changes.unchanged_verdict(key, ts)
         if why is None:
             self.held += 1
@@ -342,7 +597,7 @@ class AdminPoller(Loop):
             return None
         if why == "new":  # never sent (no line had offsets): judged as any line
             return self._send(producer, key, group, line, ts)
-        self._produce(producer, group, line, why)
+        self._produce(producer, group, line, why, (key, before, self.changes.entry(key)))
         return why
 
     def _send_describe(self, producer: Any, group: str, doc: dict[str, Any], ts: int) -> str | None:
@@ -362,6 +617,7 @@ class AdminPoller(Loop):
         from confluent_kafka import TopicPartition
         from confluent_kafka.admin import OffsetSpec
 
+        self._learn_size()
         # Raises when no broker answers (list_consumer_groups itself would just return nothing).
         admin.list_topics(timeout=timeout_s)
         if self._redis_lost_data():
@@ -487,9 +743,14 @@ class AdminPoller(Loop):
                 need = need[: self.committed_per_poll]
             if refill:
                 need = list(groups)
-            for g, committed in self._fetch_committed(admin, need, timeout_s)[0].items():
+            # a refill's committed offsets that were not delivered: sent again now
+            retry, self._committed_retry = self._committed_retry & set(groups), set()
+            need += sorted(retry - set(need))
+            fetched = self._fetch_committed(admin, need, timeout_s)[0]
+            self._committed_retry |= retry - fetched.keys()  # not fetched now: the next poll
+            for g, committed in fetched.items():
                 self._committed_tps[g] = {(t, p) for t, p, _ in committed}
-                if refill:  # the offsets topic's commits are in the model's past: the answer refills
+                if refill or g in retry:  # the offsets topic's commits are in the model's past
                     send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
                     producer.poll(0)
             known = set(groups)
@@ -525,7 +786,7 @@ class AdminPoller(Loop):
         self.hot.forget(set(groups) | set(share_groups))
         # The stream's clock: one record per poll even when nothing changed, so the per-group timers
         # run at least every poll interval (the pipeline runs no empty micro-batches in between).
-        producer.produce(topic, key=b"", value=json.dumps({"ts": ts, "clock": True}).encode())
+        self._write(producer, b"", json.dumps({"ts": ts, "clock": True}).encode(), None)
         left = producer.flush(timeout_s)
         if left:
             raise RuntimeError(f"{left} admin records not delivered to {topic}")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from collectors.pipeline.broker_log_shipper import BROKER_LOG_TOPIC
 from collectors.pipeline.change_hints import ChangeHints
+from collectors.pipeline.known_commits import KnownCommits
 from collectors.pipeline.model_state import OUTPUT_SCHEMA, STATE_SCHEMA, make_update
 from collectors.pipeline.route import KINDS_OF_CAPTURE_FILES, route_arrow
 from collectors.pipeline.rows import ROUTED_SCHEMA
@@ -179,8 +180,12 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
     # live, log ends are the cluster's, one history per partition (storage/log_ends.py); a replay keeps
     # each group's own, as `groupscope model` does
     shared_ends = cfg.live
+    # live, commits to partitions a group already holds are committed by the first stage itself
+    known = KnownCommits(sink_config(cfg)) if shared_ends else None
     routed = raw.mapInArrow(
-        lambda it: route_arrow(it, kinds, buckets, wake=wake, changes=changes, ends_apart=shared_ends),
+        lambda it: route_arrow(
+            it, kinds, buckets, wake=wake, changes=changes, ends_apart=shared_ends, known=known
+        ),
         ROUTED_SCHEMA,
     )
     timeout = GroupStateTimeout.ProcessingTimeTimeout if timers else GroupStateTimeout.NoTimeout

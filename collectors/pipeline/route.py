@@ -249,8 +249,11 @@ def route_arrow(
     wake: Any = None,
     changes: Any = None,
     ends_apart: bool = False,
+    known: Any = None,
 ) -> Iterator[Any]:
-    """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out. With `changes`
+    """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out. With `known`
+    (known_commits.KnownCommits, live), runs of commits to partitions their group already holds are
+    committed in Redis here and do not go on. With `changes`
     (change_hints.ChangeHints), the groups whose records just showed them moving are left for the
     Admin poller to describe fast. With `ends_apart` (live), the Admin poller's end-offsets lines go
     to ENDS_BUCKET for the cluster's log-end histories, not to their group's model: one row per time
@@ -271,6 +274,12 @@ def route_arrow(
     runs = CommitRunGatherer(schema, flush_rows or FLUSH_ROWS, buckets)
     offsets_topics = [t for t, k in kinds.items() if k == "offsets"]
     moving: dict[str, int] = {}
+    ordered: set[str] = set()  # groups with other offsets-topic records in the task: runs to the engine
+
+    def flushed() -> Any:
+        out = runs.flush()
+        return known.take(out, ordered) if known is not None else out
+
     for batch in batches:
         n = batch.num_rows
         if not n:
@@ -296,11 +305,15 @@ def route_arrow(
                 if len(rows):
                     _gather(runs, rows, idx, keys, batch, cols, good)
                     if runs.full():
-                        yield from _slices(runs.flush())
+                        yield from _slices(flushed())
         slow = np.flatnonzero(~fast)
         if len(slow):
             rest = batch if len(slow) == n else batch.take(pa.array(slow))
             out = _route_rows(rest.to_pydict(), kinds, buckets, wake, ends_apart)
+            if known is not None:
+                ordered.update(
+                    g for g, k in zip(out["group"], out["kind"], strict=True) if k == "offsets" and g
+                )
             if changes is not None:
                 for g, t in moving_groups(out, int(time.time() * 1000)).items():
                     moving[g] = max(moving.get(g, 0), t)
@@ -308,7 +321,7 @@ def route_arrow(
                 yield pa.RecordBatch.from_pydict(out, schema=schema)
     if changes is not None:
         changes.note(moving)
-    yield from _slices(runs.flush())
+    yield from _slices(flushed())
     heap_trim.release()  # a catch-up task's columns are gone: the idle worker need not keep their pages
 
 
@@ -496,6 +509,7 @@ def decode_batches(
     buckets: int = 256,
     flush_rows: int | None = None,
     ends_apart: bool = False,
+    known: Any = None,
 ) -> Iterator[Any]:
     """`route_arrow` for pandas frames of the raw columns (tests and tools), ROUTED_SCHEMA frames out."""
     import pyarrow as pa
@@ -506,7 +520,7 @@ def decode_batches(
         return pa.RecordBatch.from_pandas(pdf[RAW_COLUMNS], schema=raw_schema, preserve_index=False)
 
     arrow = (to_arrow(pdf) for pdf in batches)
-    for out in route_arrow(arrow, kinds, buckets, flush_rows, ends_apart=ends_apart):
+    for out in route_arrow(arrow, kinds, buckets, flush_rows, ends_apart=ends_apart, known=known):
         yield out.to_pandas()
 
 

@@ -3,6 +3,10 @@ topics can be read, with the internal topics created. When `__consumer_offsets` 
 permission on a managed cluster, a Kafka-protocol broker without one), it says so once, in the log
 and in Redis (`gs:sources`), and the pipeline runs on the other sources; one not created yet is
 subscribed to all the same.
+
+The internal topics groupscope writes (the Admin poller's, the broker-log shipper's, and the probe's
+heartbeat topic when it has the `groupscope.` prefix) are created when missing, with the broker's
+default replication factor (`create_internal_topics`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,14 @@ from collectors.pipeline.broker_log_shipper import BROKER_LOG_TOPIC
 
 log = logging.getLogger("groupscope.admin")
 
+# groupscope's own topics are named with this prefix (collectors/kafka_acls.py grants it; a user's
+# topics are never created or written)
+OWN_PREFIX = "groupscope."
+ADMIN_PARTITIONS = 8  # the Admin poller's topic (keyed by group)
+HEARTBEAT_PARTITIONS = 3  # the probe's heartbeat topic (keyed by group), as `groupscope demo` makes it
+# Kafka before 2.4 (no CreateTopics v4) takes no "broker default" replication factor: at most this
+FALLBACK_REPLICATION = 3
+
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
@@ -37,7 +49,7 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
     A cluster that does not answer: its source status says so, then ClusterUnreachable when
     `cfg.wait_for_cluster`, else the topics it can subscribe to without knowing them."""
     from confluent_kafka import KafkaException, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
+    from confluent_kafka.admin import AdminClient, OffsetSpec
 
     watch = ErrorWatch()
     admin = AdminClient(client_config(cfg.kafka, watch))
@@ -70,14 +82,15 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
         topics = [cfg.heartbeat_topic, *internal] + ([cfg.broker_log_topic] if cfg.broker_log_topic else [])
         return sorted(set(topics)), False
     store.set_source_status("kafka", True, f"{len(md.brokers)} broker(s)", now)
-    missing = [t for t in internal if t not in md.topics]
+    # the probe's heartbeat topic, when it is one of groupscope's own (a topic of yours is yours)
+    own_heartbeats = cfg.heartbeat_topic.startswith(OWN_PREFIX)
+    partitions = {t: ADMIN_PARTITIONS if t == cfg.admin_topic else 1 for t in internal}
+    if own_heartbeats:
+        partitions[cfg.heartbeat_topic] = HEARTBEAT_PARTITIONS
+    missing = {t: n for t, n in partitions.items() if t not in md.topics}
+    present = set(md.topics)
     if missing:
-        futs = admin.create_topics([NewTopic(t, 8 if t == cfg.admin_topic else 1, 1) for t in missing])
-        for t, f in futs.items():
-            try:
-                f.result(timeout_s)
-            except Exception as e:  # exists already (race) or not allowed: the source copes
-                log.info("create topic %s: %s", t, e)
+        present |= set(missing) - create_internal_topics(admin, missing, len(md.brokers), timeout_s)
     # __consumer_offsets: readable only if it exists and its offsets can be listed.
     ok, detail = True, "readable"
     tm = md.topics.get(cfg.offsets_topic)
@@ -108,10 +121,8 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
     store.set_source_status(cfg.offsets_topic, ok, detail, now)
     store.set_source_status(
         "heartbeats",
-        cfg.heartbeat_topic in md.topics,
-        "topic present"
-        if cfg.heartbeat_topic in md.topics
-        else f"topic {cfg.heartbeat_topic} not yet created",
+        cfg.heartbeat_topic in present,
+        "topic present" if cfg.heartbeat_topic in present else f"topic {cfg.heartbeat_topic} not yet created",
         now,
     )
     if log_topic:
@@ -120,6 +131,67 @@ def check_topics(cfg: Any, store: Any, timeout_s: float = 10.0) -> tuple[list[st
     if cfg.broker_log_topic:
         topics.append(cfg.broker_log_topic)
     return sorted(set(topics)), ok
+
+
+def create_internal_topics(
+    admin: Any, partitions: dict[str, int], brokers: int, timeout_s: float
+) -> set[str]:
+    """Create groupscope's own topics (name -> partition count) with the broker's replication factor
+    (`default.replication.factor`: replication factor -1, Kafka 2.4+, KIP-464): a managed service
+    refuses 1, and a cluster whose `min.insync.replicas` is 2 or more accepts no write to a topic of
+    one replica. A broker that refuses -1 (older than 2.4) is asked again with min(3, brokers), and
+    the log says so. A topic that exists already (another collector made it first) is no error; any
+    other refusal (no Create ACL, a policy) is logged, and the source reads the topic once it exists
+    (pre-create it: docs/security.md). The topics not created, and not there."""
+    from confluent_kafka.admin import NewTopic
+
+    def create(names: list[str], replicas: int) -> dict[str, Exception]:
+        futs = admin.create_topics(
+            [NewTopic(t, partitions[t], replicas) for t in names], request_timeout=timeout_s
+        )
+        failed: dict[str, Exception] = {}
+        for t, f in futs.items():
+            try:
+                f.result(timeout_s)
+            except Exception as e:
+                if _error_name(e) != "TOPIC_ALREADY_EXISTS":
+                    failed[t] = e
+        return failed
+
+    failed = create(sorted(partitions), -1)
+    refused = [t for t, e in failed.items() if _error_name(e) in _NO_DEFAULT_REPLICATION]
+    if refused:
+        replicas = max(1, min(FALLBACK_REPLICATION, brokers))
+        log.warning(
+            "the broker refused to create %s with its default replication factor (%s): created with "
+            "replication factor %d instead (min(%d, %d brokers)); Kafka 2.4+ takes the broker's default",
+            ", ".join(refused),
+            failed[refused[0]],
+            replicas,
+            FALLBACK_REPLICATION,
+            brokers,
+        )
+        for t in refused:
+            del failed[t]
+        failed.update(create(refused, replicas))
+    for t, e in failed.items():  # not allowed, or a policy: the source reads it once it exists
+        log.warning("could not create topic %s: %s", t, e)
+    return set(failed)
+
+
+# What a broker (or librdkafka for it) answers a replication factor of -1 it does not take: librdkafka
+# refuses it before a broker without CreateTopics v4; a broker may answer that the request is invalid.
+_NO_DEFAULT_REPLICATION = frozenset(
+    {"_UNSUPPORTED_FEATURE", "UNSUPPORTED_VERSION", "INVALID_REPLICATION_FACTOR", "INVALID_REQUEST"}
+)
+
+
+def _error_name(exc: BaseException) -> str:
+    """The KafkaError name of an admin future's exception ("" for any other exception)."""
+    from confluent_kafka import KafkaError
+
+    err = exc.args[0] if exc.args else None
+    return err.name() if isinstance(err, KafkaError) else ""
 
 
 def read_allowed(admin: Any, topic: str, timeout_s: float) -> bool | None:

@@ -41,6 +41,9 @@ class ProbeCounters:
     dropped_on_close: int = 0  # still queued or in flight when the probe stopped
     errors: int = 0  # unexpected exceptions inside the probe, swallowed
     last_error: str | None = None
+    # dropped_undeliverable and dropped_producer_full by reason (the delivery report's KafkaError name:
+    # MSG_SIZE_TOO_LARGE, _MSG_TIMED_OUT, TOPIC_AUTHORIZATION_FAILED, ...; QUEUE_FULL), sorted
+    undeliverable_reasons: tuple[tuple[str, int], ...] = ()
 
     @property
     def dropped(self) -> int:
@@ -57,12 +60,23 @@ class _Counts:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._c: dict[str, Any] = {k: 0 for k in ProbeCounters.__dataclass_fields__ if k != "last_error"}
+        self._c: dict[str, Any] = {
+            k: 0
+            for k in ProbeCounters.__dataclass_fields__
+            if k not in ("last_error", "undeliverable_reasons")
+        }
         self._last_error: str | None = None
+        self._reasons: dict[str, int] = {}
 
     def add(self, name: str, n: int = 1) -> None:
         with self._lock:
             self._c[name] += n
+
+    def undeliverable(self, name: str, reason: str) -> None:
+        """An event not delivered (`name`: its counter), for `reason`."""
+        with self._lock:
+            self._c[name] += 1
+            self._reasons[reason] = self._reasons.get(reason, 0) + 1
 
     def error(self, what: str) -> None:
         with self._lock:
@@ -71,7 +85,11 @@ class _Counts:
 
     def snapshot(self) -> ProbeCounters:
         with self._lock:
-            return ProbeCounters(**self._c, last_error=self._last_error)
+            return ProbeCounters(
+                **self._c,
+                last_error=self._last_error,
+                undeliverable_reasons=tuple(sorted(self._reasons.items())),
+            )
 
 
 class TelemetryEmitter:
@@ -128,7 +146,7 @@ class TelemetryEmitter:
         if err is None:
             self.counts.add("delivered")
         else:
-            self.counts.add("dropped_undeliverable")
+            self.counts.undeliverable("dropped_undeliverable", _reason(err))
 
     def _run(self) -> None:
         try:
@@ -156,16 +174,16 @@ class TelemetryEmitter:
 
     def _send(self, event: ProbeEvent) -> None:
         if self._producer is None:
-            self.counts.add("dropped_undeliverable")
+            self.counts.undeliverable("dropped_undeliverable", "NO_PRODUCER")
             return
         try:
             self._producer.produce(
                 self.topic, key=event.group.encode(), value=event.to_json(), on_delivery=self._on_delivery
             )
         except BufferError:
-            self.counts.add("dropped_producer_full")
-        except Exception as e:
-            self.counts.add("dropped_undeliverable")
+            self.counts.undeliverable("dropped_producer_full", "QUEUE_FULL")
+        except Exception as e:  # e.g. MSG_SIZE_TOO_LARGE: larger than the producer's message.max.bytes
+            self.counts.undeliverable("dropped_undeliverable", _reason(e))
             self.counts.error(f"produce: {e}")
 
     def close(self, timeout: float = 2.0) -> None:
@@ -196,3 +214,13 @@ class TelemetryEmitter:
                     self.counts.add("dropped_on_close", in_flight)
             except Exception as e:
                 self.counts.error(f"flush: {e}")
+
+
+def _reason(e: Any) -> str:
+    """A delivery failure's reason: the KafkaError's name (MSG_SIZE_TOO_LARGE, _MSG_TIMED_OUT, ...)."""
+    try:
+        from confluent_kafka import KafkaError
+    except ImportError:  # pragma: no cover - the probe runs where confluent-kafka is
+        return type(e).__name__
+    err = e.args[0] if isinstance(e, Exception) and e.args else e
+    return err.name() if isinstance(err, KafkaError) else type(e).__name__

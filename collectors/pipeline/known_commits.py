@@ -1,0 +1,141 @@
+"""Live, the first stage commits what it can itself: runs of offset commits (commit_runs) to a
+partition a group already holds in Redis are applied to that partition's field there and leave the
+pipeline, before the shuffle to the model stage.
+
+On a real cluster almost every record of `__consumer_offsets` is such a commit: a consumer commits
+every few seconds to the partitions it owns. Sent on to the model stage, each cost a shuffle row, an
+Arrow hand-over and a pandas frame per state bucket, and made the bucket's call read and write the
+partition there anyway (model_state's commit path). Here a task's runs are committed in one round
+trip to Redis per step, with the engine's own rule (OffsetStore.apply_runs), and only the rest go on.
+
+Why that is the engine's result: a plain commit to a partition the group holds changes only that
+partition's offset and lag window (GroupEngine._on_offset_commit: a known partition teaches no topic
+id, and a group with a stored partition has a state, so `_only_commits` does nothing). What a commit
+must be ordered with goes on to the engine whole: every run of a group that has any other record of
+the offsets topic in this task (a tombstone, group metadata, a commit of another layout), and a run
+to a partition the group does not hold yet. Admin answers are ordered by time in the engine: a
+snapshot older than a partition's stored commit does not replace it (OffsetStore.snapshot).
+
+A run Redis already holds (the task run again after a failure) is skipped by its log offset, as in
+the model stage. Without a sink (replay, tests of the stages) nothing is taken.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from typing import Any
+
+# One reader of the cluster's log ends per Python worker and sink settings: its cache outlives the task.
+_ENDS: dict[Any, Any] = {}
+
+
+class KnownCommits:
+    """Picklable (Spark ships it to the executors with the first stage's function): settings only, the
+    Redis client and log-ends cache are the worker's own."""
+
+    def __init__(self, sink: Any) -> None:
+        self.sink = sink  # sink.SinkConfig
+
+    def take(self, batch: Any, exclude: Iterable[str] = ()) -> Any:
+        """Commit the runs of `batch` (run rows, ROUTED_SCHEMA) that are known groups' known
+        partitions; the rows left for the model stage."""
+        from collectors.pipeline.sink import with_retry
+
+        if batch is None or not batch.num_rows:
+            return batch
+        return with_retry(lambda: self._take(batch, set(exclude)), "known commits", self.sink.redis_retry_s)
+
+    def _take(self, batch: Any, exclude: set[str]) -> Any:
+        import numpy as np
+        import pyarrow as pa
+
+        from collectors.pipeline.commit_runs import commit_runs_of_columns
+        from collectors.pipeline.lag_refresh import lag_phase
+        from collectors.pipeline.sink import model_store
+        from collectors.storage.group_offsets import encode
+
+        store = model_store(self.sink)
+        groups = batch.column("group").to_pylist()
+        by_group: dict[str, list[int]] = {}
+        for i, g in enumerate(groups):
+            if g not in exclude:
+                by_group.setdefault(g, []).append(i)
+        names = list(by_group)
+        if not names:
+            return batch
+        with store.r.pipeline(transaction=False) as p:
+            for g in names:
+                p.exists(store.gk(g, "offsets"))
+            held = [g for g, n in zip(names, p.execute(), strict=True) if n]
+        if not held:
+            return batch  # a catch-up's first sight of every group: all of it the engines'
+        rows = sorted(i for g in held for i in by_group[g])
+        col = {c: batch.column(c).take(pa.array(rows)).to_pylist() for c in _RUN_COLUMNS}
+        runs = commit_runs_of_columns(*(col[c] for c in _RUN_COLUMNS))
+        at = {row: k for k, row in enumerate(rows)}
+        wanted = {g: sorted({(runs[at[i]].topic, runs[at[i]].partition) for i in by_group[g]}) for g in held}
+        stored = store.offsets.load_partitions(wanted)
+        ends = self._ends(store).view({tp for tps in wanted.values() for tp in tps})
+        taken_rows: list[int] = []
+        fields_of: dict[str, dict] = {}
+        for g in held:
+            offsets = stored[g]
+            known = set(offsets.committed)
+            mine = [i for i in by_group[g] if (runs[at[i]].topic, runs[at[i]].partition) in known]
+            if not mine:
+                continue
+            taken_rows += mine
+            todo = [
+                runs[at[i]]
+                for i in mine
+                if runs[at[i]].last_log
+                > offsets.committed[(runs[at[i]].topic, runs[at[i]].partition)].log_offset
+            ]
+            if not todo:
+                continue  # Redis holds them already: a task run again
+            offsets.ends = {tp: ends[tp] for tp in known if tp in ends}
+            offsets.apply_runs(sorted(todo, key=lambda r: (r.first_ts, r.first_log)))
+            fields_of[g] = {(r.topic, r.partition): encode(offsets, (r.topic, r.partition)) for r in todo}
+        if fields_of:
+            now = int(time.time() * 1000)
+            with store.r.pipeline(transaction=False) as p:
+                for g, fields in fields_of.items():
+                    store.offsets.queue_fields(p, g, fields)
+                # their lag numbers at each group's next phase (lag_refresh.py)
+                store.lag_schedule.queue_sooner(p, {g: lag_phase(g, now) for g in fields_of})
+                p.execute()
+            store.touch_refreshed({g: now for g in fields_of})
+        if not taken_rows:
+            return batch
+        keep = np.ones(batch.num_rows, bool)
+        keep[taken_rows] = False
+        return batch.filter(pa.array(keep))
+
+    def _ends(self, store: Any) -> Any:
+        from collectors.storage.log_ends import LogEnds, LogEndsCache
+
+        cache = _ENDS.get(self.sink)
+        if cache is None:
+            cache = _ENDS[self.sink] = LogEndsCache(LogEnds(store.r, store.p))
+        return cache
+
+
+# commit_runs_of_columns' arguments, in its order
+_RUN_COLUMNS = (
+    "c_topic",
+    "c_partition",
+    "c_first_ts",
+    "offset",  # the run's first log offset (CommitRunGatherer._batch)
+    "ts",  # its last commit's time
+    "c_last_log",
+    "c_mono",
+    "c_offset",
+    "c_commit_ts",
+    "c_epoch",
+    "c_expire",
+    "c_slots",
+    "c_slot_start",
+    "c_run",
+    "c_topic_id",
+)
