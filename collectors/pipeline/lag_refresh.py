@@ -101,7 +101,7 @@ def moved_on(store: Any, ends_of: Callable[[set[str]], dict], groups: list[str],
     out = []
     for group, d in heads.items():
         if group in offsets:
-            doc = group_parts.assemble(d, offsets[group], ends, at)
+            doc = group_parts.assemble(d, offsets[group], ends, at, with_offsets=False)
             out.append(Refreshed(group, doc, dumps_document(d), True, offsets[group].next_stop(at)))
             continue
         doc = GroupDocument.from_json(d)

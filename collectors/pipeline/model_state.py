@@ -65,7 +65,8 @@ timeline but no offsets; its committed offsets (with their Burrow windows) are a
 per partition; the log ends are the cluster's, one history per partition. A known group's runs of
 commits to partitions it already holds take the commit path (`_commit_path`): the partitions'
 fields are read, committed with the engine's own rule (OffsetStore.apply_runs) and written back,
-and the engine is not unpickled. Any other row takes the engine path, which is lent the group's
+and the engine is not unpickled. (Live, the first stage already commits most of them itself, before
+the shuffle: known_commits.py; what it leaves comes here.) Any other row takes the engine path, which is lent the group's
 offsets and log ends while it runs, writes back the partitions that moved and the group's head (the
 document without offsets and lag) when it changed. A group's fleet row, summaries, topic rows and
 lag point, which follow its lag, are brought up to date once a minute from its parts by the

@@ -55,14 +55,18 @@ def assemble(
     store: OffsetStore,
     ends: Mapping[tuple[str, int], EndOffsetHistory],
     now: int | None = None,
+    with_offsets: bool = True,
 ) -> GroupDocument:
     """The whole document of a head, its offsets and the log ends of its partitions, at `now` (default:
-    `lag_time`)."""
+    `lag_time`). Without `with_offsets`, its list of committed offsets stays empty: the lag refresher
+    writes only what follows lag (fleet row, summaries, topic rows, lag point), and the lag section
+    has every committed partition's offset already."""
     doc = GroupDocument.from_json(head)
     store.ends = {tp: h for tp, h in ends.items()}
     at = lag_time(doc, store, ends) if now is None else now
     owner = {tp: m.member_id for m in doc.members for tp in m.assignment}
-    doc.offsets = store.rows()
+    if with_offsets:
+        doc.offsets = store.rows()
     doc.lag = store.lag(at, owner)
     doc.as_of = at
     if doc.state is None and store.committed:
