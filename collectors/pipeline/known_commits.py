@@ -24,10 +24,56 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 # One reader of the cluster's log ends per Python worker and sink settings: its cache outlives the task.
 _ENDS: dict[Any, Any] = {}
+
+TP = tuple[str, int]
+
+
+@dataclass
+class Committed:
+    """What committing a group's runs did: its partitions that were taken (those its offsets already
+    held), as they stand now, and the stored form of each that moved."""
+
+    offsets: Any  # OffsetStore of the partitions taken
+    fields: dict[TP, bytes | None]
+    taken: set[TP]
+
+
+def commit_known(store: Any, ends_view: Any, cands: dict[str, list[Any]]) -> dict[str, Committed]:
+    """Commit each group's runs (CommitRun) to the partitions its stored offsets already hold, with
+    OffsetStore.apply_runs, the engine's own rule; a partition it does not hold is the engine's (a
+    first commit teaches it topic ids, and an Empty state to a group known only by its commits). A run
+    the stored state already holds (by log offset: a batch or task run again) is skipped. Reads Redis
+    (the partitions' fields; `ends_view`, the log ends at each commit's time, only read), writes
+    nothing: the caller writes `fields`. Groups none of whose partitions are held are left out."""
+    from collectors.storage.group_offsets import encode
+
+    wanted = {g: sorted({(r.topic, r.partition) for r in runs}) for g, runs in cands.items()}
+    stored = store.offsets.load_partitions(wanted)
+    ends = ends_view({tp for tps in wanted.values() for tp in tps})
+    out: dict[str, Committed] = {}
+    for group, runs in cands.items():
+        offsets = stored[group]
+        taken = {tp for tp in wanted[group] if tp in offsets.committed}
+        if not taken:
+            continue
+        todo = [
+            r
+            for r in runs
+            if (r.topic, r.partition) in taken
+            and r.last_log > offsets.committed[(r.topic, r.partition)].log_offset
+        ]
+        fields: dict[TP, bytes | None] = {}
+        if todo:
+            offsets.ends = {tp: ends[tp] for tp in taken if tp in ends}
+            offsets.apply_runs(sorted(todo, key=lambda r: (r.first_ts, r.first_log)))
+            fields = {(r.topic, r.partition): encode(offsets, (r.topic, r.partition)) for r in todo}
+        out[group] = Committed(offsets, fields, taken)
+    return out
 
 
 class KnownCommits:
@@ -53,7 +99,6 @@ class KnownCommits:
         from collectors.pipeline.commit_runs import commit_runs_of_columns
         from collectors.pipeline.lag_refresh import lag_phase
         from collectors.pipeline.sink import model_store
-        from collectors.storage.group_offsets import encode
 
         store = model_store(self.sink)
         groups = batch.column("group").to_pylist()
@@ -73,30 +118,17 @@ class KnownCommits:
         rows = sorted(i for g in held for i in by_group[g])
         col = {c: batch.column(c).take(pa.array(rows)).to_pylist() for c in _RUN_COLUMNS}
         runs = commit_runs_of_columns(*(col[c] for c in _RUN_COLUMNS))
-        at = {row: k for k, row in enumerate(rows)}
-        wanted = {g: sorted({(runs[at[i]].topic, runs[at[i]].partition) for i in by_group[g]}) for g in held}
-        stored = store.offsets.load_partitions(wanted)
-        ends = self._ends(store).view({tp for tps in wanted.values() for tp in tps})
-        taken_rows: list[int] = []
-        fields_of: dict[str, dict] = {}
-        for g in held:
-            offsets = stored[g]
-            known = set(offsets.committed)
-            mine = [i for i in by_group[g] if (runs[at[i]].topic, runs[at[i]].partition) in known]
-            if not mine:
-                continue
-            taken_rows += mine
-            todo = [
-                runs[at[i]]
-                for i in mine
-                if runs[at[i]].last_log
-                > offsets.committed[(runs[at[i]].topic, runs[at[i]].partition)].log_offset
-            ]
-            if not todo:
-                continue  # Redis holds them already: a task run again
-            offsets.ends = {tp: ends[tp] for tp in known if tp in ends}
-            offsets.apply_runs(sorted(todo, key=lambda r: (r.first_ts, r.first_log)))
-            fields_of[g] = {(r.topic, r.partition): encode(offsets, (r.topic, r.partition)) for r in todo}
+        run_of = dict(zip(rows, runs, strict=True))
+        done = commit_known(
+            store, self._ends(store).view, {g: [run_of[i] for i in by_group[g]] for g in held}
+        )
+        taken_rows = [
+            i
+            for g, c in done.items()
+            for i in by_group[g]
+            if (run_of[i].topic, run_of[i].partition) in c.taken
+        ]
+        fields_of = {g: c.fields for g, c in done.items() if c.fields}
         if fields_of:
             now = int(time.time() * 1000)
             with store.r.pipeline(transaction=False) as p:

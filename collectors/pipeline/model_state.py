@@ -66,12 +66,13 @@ per partition; the log ends are the cluster's, one history per partition. A know
 commits to partitions it already holds take the commit path (`_commit_path`): the partitions'
 fields are read, committed with the engine's own rule (OffsetStore.apply_runs) and written back,
 and the engine is not unpickled. (Live, the first stage already commits most of them itself, before
-the shuffle: known_commits.py; what it leaves comes here.) Any other row takes the engine path, which is lent the group's
-offsets and log ends while it runs, writes back the partitions that moved and the group's head (the
-document without offsets and lag) when it changed. A group's fleet row, summaries, topic rows and
-lag point, which follow its lag, are brought up to date once a minute from its parts by the
-collector's lag refresher (lag_refresh.py), outside Spark, not at every commit: this stage only puts
-the group in the refresher's schedule (or takes it out) as its commits and documents say.
+the shuffle: known_commits.py; what it leaves comes here.) Any other row takes the engine path,
+which is lent the group's offsets and log ends while it runs, writes back the partitions that
+moved and the group's head (the document without offsets and lag) when it changed. A group's fleet
+row, summaries, topic rows and lag point, which follow its lag, are brought up to date once a
+minute from its parts by the collector's lag refresher (lag_refresh.py), outside Spark, not at
+every commit: this stage only puts the group in the refresher's schedule (or takes it out) as its
+commits and documents say.
 """
 
 from __future__ import annotations
@@ -803,6 +804,7 @@ def _commit_path(
     with OffsetStore.apply_runs, the engine's own rule, to the partitions' stored state. A run that
     state already holds (a micro-batch replayed after a failure) is skipped, and an older one a held
     row brings later is skipped by the append rule."""
+    from collectors.pipeline.known_commits import commit_known
     from collectors.pipeline.sink import model_store, with_retry
 
     cands: dict[str, list[Any]] = {}
@@ -813,30 +815,9 @@ def _commit_path(
         cands[group] = batch.commit_runs(span)
     if not cands:
         return {}
-    wanted = {g: sorted({(r.topic, r.partition) for r in runs}) for g, runs in cands.items()}
     store = model_store(sink)
-    stored = with_retry(lambda: store.offsets.load_partitions(wanted), "offsets", sink.redis_retry_s)
-    # the log ends at each commit's time, for its lag sample: read, never added to, here
-    ends = ends_of.view({tp for tps in wanted.values() for tp in tps})
-    out: dict[str, tuple[Any, dict, set]] = {}
-    for group, runs in cands.items():
-        offsets = stored[group]
-        taken = {tp for tp in wanted[group] if tp in offsets.committed}  # a new one: the engine's
-        if not taken:
-            continue
-        runs = [
-            r
-            for r in runs
-            if (r.topic, r.partition) in taken
-            and r.last_log > offsets.committed[(r.topic, r.partition)].log_offset
-        ]
-        fields: dict = {}
-        if runs:
-            offsets.ends = {tp: ends[tp] for tp in taken if tp in ends}
-            offsets.apply_runs(sorted(runs, key=lambda r: (r.first_ts, r.first_log)))
-            fields = _fields(offsets, {(r.topic, r.partition) for r in runs})
-        out[group] = (offsets, fields, taken)
-    return out
+    done = with_retry(lambda: commit_known(store, ends_of.view, cands), "offsets", sink.redis_retry_s)
+    return {g: (c.offsets, c.fields, c.taken) for g, c in done.items()}
 
 
 def _run_partitions(batch: BatchRows, span: tuple[int, int]) -> int:
