@@ -465,9 +465,9 @@ class GroupEngine:
         for tp, h in histories.items():
             cut = bisect.bisect_right(h.ts, upto)
             if cut < len(h.ts):
-                del h.ts[cut:]
-                del h.offsets[cut:]
-                h.last_seen = min(h.last_seen, upto)
+                # a history cut at `upto` is a new one: the caller may have lent its own, which other
+                # groups read after this one
+                h = type(h)(h.ts[:cut], h.offsets[:cut], min(h.last_seen, upto))
             if not h.ts:
                 continue
             self.offsets.ends[tp] = h

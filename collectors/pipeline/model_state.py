@@ -302,8 +302,15 @@ def make_update(
                 legacy = bool(engine.offsets.committed)
                 if not legacy:
                     engine.offsets = full.get(group, engine.offsets)
-                before = {} if legacy else _fields(engine.offsets)
-                engine.take_log_ends(ends_of(engine.log_end_topics() | _step_topics(steps)), ends_upto)
+                # what each partition held before the steps: a commit replaces a partition's
+                # OffsetState (and its lag window with it), so an object still there is unchanged
+                before = {} if legacy else dict(engine.offsets.committed)
+                # the cache's own histories (take_log_ends copies one only to cut it at the watermark),
+                # unless an end offset among the steps would add to them
+                own = not _has_end_offsets(steps)
+                engine.take_log_ends(
+                    ends_of(engine.log_end_topics() | _step_topics(steps), copy=not own), ends_upto
+                )
             for row, error in dead:
                 ts, _, partition, offset, _, topic, k, v, _ = row[:9]
                 emit(group, "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
@@ -345,13 +352,13 @@ def make_update(
             kept = None
             if parts:
                 # the members' topics may be new since the ends were lent: the document's lag needs them
-                engine.take_log_ends(ends_of(engine.log_end_topics()), ends_upto)
-                after = _fields(engine.offsets)
-                moved = {
-                    tp: after.get(tp)
-                    for tp in before.keys() | after.keys()
-                    if before.get(tp) != after.get(tp)
-                }
+                engine.take_log_ends(ends_of(engine.log_end_topics(), copy=not own), ends_upto)
+                after = engine.offsets.committed
+                moved = _fields(
+                    engine.offsets,
+                    [tp for tp, o in after.items() if before.get(tp) is not o]
+                    + [tp for tp in before if tp not in after],
+                )
                 if moved:
                     offsets_out.append((group, moved))
                 # saved without its offsets and log ends: they are in Redis, and were most of a
@@ -826,6 +833,16 @@ def _run_partitions(batch: BatchRows, span: tuple[int, int]) -> int:
     return len(set(zip(batch.c_topic[s:e], batch.c_partition[s:e], strict=True)))
 
 
+def _has_end_offsets(steps: list[tuple[str, list[Any]]]) -> bool:
+    """Whether a group's steps carry log-end offsets as evidence (live they go to ENDS_BUCKET, but an
+    engine fed one adds it to the history it holds, which must then be its own copy)."""
+    from coordinator_model.evidence import EndOffset, EndOffsets
+
+    return any(
+        isinstance(ev, EndOffset | EndOffsets) for what, items in steps if what == "evidence" for ev in items
+    )
+
+
 def _step_topics(steps: list[tuple[str, list[Any]]]) -> set[str]:
     """The committed topics among a group's steps (runs and commits), whose log ends their lag
     samples need."""
@@ -851,12 +868,12 @@ class _LogEndsReader:
     def __init__(self, sink: Any) -> None:
         self.sink = sink
 
-    def __call__(self, topics: set[str]) -> dict:
-        """Copies of every history of these topics, for an engine to add to."""
+    def __call__(self, topics: set[str], copy: bool = True) -> dict:
+        """Every history of these topics: copies, for an engine to add to, or the cache's own."""
         from collectors.pipeline.sink import with_retry
 
         cache = self._cache()
-        return with_retry(lambda: cache.histories(topics), "log ends", self.sink.redis_retry_s)
+        return with_retry(lambda: cache.histories(topics, copy=copy), "log ends", self.sink.redis_retry_s)
 
     def view(self, tps: set[tuple[str, int]]) -> dict:
         """The cache's own histories of these partitions, only to be read."""
