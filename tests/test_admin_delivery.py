@@ -74,7 +74,7 @@ def _admin_topic(bs: str, name: str, **config: str) -> str:
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({"bootstrap.servers": bs})
-    admin.create_topics([NewTopic(name, 1, -1, config=config or None)])[name].result(30)
+    admin.create_topics([NewTopic(name, 1, -1, config=dict(config))])[name].result(30)
     return name
 
 
@@ -457,3 +457,27 @@ def test_the_broker_log_shipper_counts_and_shows_lines_not_delivered(kafka_broke
     status = store.freshness()["sources"]["broker_log"]
     assert not status["ok"] and "MSG_SIZE_TOO_LARGE" in status["detail"] and topic in status["detail"]
     assert not (tmp_path / "checkpoint" / "broker-log-positions.json").exists()  # not moved on
+
+
+def test_the_probe_counts_events_not_delivered_by_reason() -> None:
+    """The probe's telemetry producer, its broker unreachable: each event not delivered is counted,
+    with the delivery report's reason, in the counters the application reads."""
+    from collectors.probe.emitter import TelemetryEmitter
+
+    class Event:
+        group = "g"
+
+        def to_json(self) -> bytes:
+            return b"{}"
+
+    emitter = TelemetryEmitter({"bootstrap.servers": "127.0.0.1:1", "message.timeout.ms": 300}, "t")
+    emitter.start()
+    try:
+        emitter.emit(Event())  # type: ignore[arg-type]
+        emitter.emit(Event())  # type: ignore[arg-type]
+        wait_until(lambda: emitter.counts.snapshot().dropped_undeliverable == 2, 20, "two reports")
+    finally:
+        emitter.close(timeout=2)
+    counters = emitter.counts.snapshot()
+    assert counters.undeliverable_reasons == (("_MSG_TIMED_OUT", 2),)
+    assert counters.dropped == 2 and counters.errors == 0
