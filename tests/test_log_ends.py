@@ -22,6 +22,7 @@ from collectors.codec import records as r
 from collectors.codec.encoder import encode_key, encode_value
 from collectors.pipeline import model_state
 from collectors.pipeline.lag_refresh import LAG_REFRESH_MS, LagRefresher
+from collectors.pipeline.log_ends_reader import LogEndsReader
 from collectors.pipeline.route import decode_batches
 from collectors.pipeline.rows import ENDS_BUCKET
 from collectors.pipeline.sink import SinkConfig
@@ -502,10 +503,18 @@ def test_the_model_stage_function_pickles_after_this_process_used_its_caches(red
     from collectors.pipeline.sink import model_store
 
     sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
-    model_state._LogEndsReader(sink)({"orders"})
+    LogEndsReader(sink)({"orders"})
     model_store(sink)
     update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=True)
     assert cloudpickle.loads(cloudpickle.dumps(update)) is not None
+    # and the first stage's, with its commit path (known_commits), used here before
+    from collectors.pipeline.known_commits import KnownCommits
+    from collectors.pipeline.route import route_arrow
+
+    known = KnownCommits(sink)
+    known.take(None)
+    first = lambda it: route_arrow(it, KINDS, 4, ends_apart=True, known=known)  # noqa: E731
+    assert cloudpickle.loads(cloudpickle.dumps(first)) is not None
 
 
 def test_the_lag_schedule_keeps_the_sooner_time_and_a_refresh_never_puts_back_a_group_taken_out(

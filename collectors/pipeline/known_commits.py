@@ -27,9 +27,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-# One reader of the cluster's log ends per Python worker and sink settings: its cache outlives the task.
-_ENDS: dict[Any, Any] = {}
-
 TP = tuple[str, int]
 
 
@@ -98,6 +95,7 @@ class KnownCommits:
 
         from collectors.pipeline.commit_runs import commit_runs_of_columns
         from collectors.pipeline.lag_refresh import lag_phase
+        from collectors.pipeline.log_ends_reader import LogEndsReader
         from collectors.pipeline.sink import model_store
 
         store = model_store(self.sink)
@@ -120,7 +118,7 @@ class KnownCommits:
         runs = commit_runs_of_columns(*(col[c] for c in _RUN_COLUMNS))
         run_of = dict(zip(rows, runs, strict=True))
         done = commit_known(
-            store, self._ends(store).view, {g: [run_of[i] for i in by_group[g]] for g in held}
+            store, LogEndsReader(self.sink).view, {g: [run_of[i] for i in by_group[g]] for g in held}
         )
         taken_rows = [
             i
@@ -143,14 +141,6 @@ class KnownCommits:
         keep = np.ones(batch.num_rows, bool)
         keep[taken_rows] = False
         return batch.filter(pa.array(keep))
-
-    def _ends(self, store: Any) -> Any:
-        from collectors.storage.log_ends import LogEnds, LogEndsCache
-
-        cache = _ENDS.get(self.sink)
-        if cache is None:
-            cache = _ENDS[self.sink] = LogEndsCache(LogEnds(store.r, store.p))
-        return cache
 
 
 # commit_runs_of_columns' arguments, in its order

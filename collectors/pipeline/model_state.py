@@ -88,6 +88,7 @@ from typing import Any
 from collectors.pipeline import heap_trim
 from collectors.pipeline.commit_runs import RUN_KIND, commit_runs_of_columns, unpack
 from collectors.pipeline.lag_refresh import lag_phase, next_lag_due
+from collectors.pipeline.log_ends_reader import LogEndsReader
 from collectors.pipeline.route import Tick, commit_evidence, decode_one, position_of
 from collectors.pipeline.rows import COMMIT_KIND, DEAD_BUCKET, ENDS_BUCKET, REFRESH_BUCKET, ROUTED_COLUMNS
 from collectors.storage import json_text
@@ -154,7 +155,7 @@ def make_update(
     ENDS_BUCKET, which merges them there, and an engine is lent the histories of its partitions
     while it runs, never keeping a copy."""
     idle_after = int(idle_ms if idle_ms is not None else 2 * tick_ms)
-    ends_of = _LogEndsReader(sink) if shared_ends and sink is not None else None
+    ends_of = LogEndsReader(sink) if shared_ends and sink is not None else None
 
     def update(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         out: dict[str, list[Any]] = {c: [] for c in OUTPUT_COLUMNS}
@@ -853,44 +854,6 @@ def _step_topics(steps: list[tuple[str, list[Any]]]) -> set[str]:
         elif what == "evidence":
             topics.update(t for ev in items if isinstance(t := getattr(ev, "topic", None), str))
     return topics
-
-
-# One reader of the cluster's log ends per Python worker and sink settings (like sink.model_writer's
-# client): its cache outlives the bucket, so a bucket reloads only the topics whose ends moved.
-_LOG_ENDS: dict[Any, Any] = {}
-
-
-class _LogEndsReader:
-    """topics -> {(topic, partition): EndOffsetHistory} (copies) for this worker, through its cache.
-    A class, not a closure: Spark pickles the model stage's function with what it holds, and a
-    closure's globals went with it by value (the driver's own cache, with its Redis client)."""
-
-    def __init__(self, sink: Any) -> None:
-        self.sink = sink
-
-    def __call__(self, topics: set[str], copy: bool = True) -> dict:
-        """Every history of these topics: copies, for an engine to add to, or the cache's own."""
-        from collectors.pipeline.sink import with_retry
-
-        cache = self._cache()
-        return with_retry(lambda: cache.histories(topics, copy=copy), "log ends", self.sink.redis_retry_s)
-
-    def view(self, tps: set[tuple[str, int]]) -> dict:
-        """The cache's own histories of these partitions, only to be read."""
-        from collectors.pipeline.sink import with_retry
-
-        cache = self._cache()
-        return with_retry(lambda: cache.view(tps), "log ends", self.sink.redis_retry_s)
-
-    def _cache(self) -> Any:
-        from collectors.pipeline.sink import model_store
-        from collectors.storage.log_ends import LogEnds, LogEndsCache
-
-        cache = _LOG_ENDS.get(self.sink)
-        if cache is None:
-            store = model_store(self.sink)
-            cache = _LOG_ENDS[self.sink] = LogEndsCache(LogEnds(store.r, store.p))
-        return cache
 
 
 def _merge_log_ends(sink: Any, batch: BatchRows) -> list[tuple]:
