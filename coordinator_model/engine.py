@@ -9,7 +9,10 @@ Who knows what (and so who wins when sources disagree):
   assignment are exact. They never show PreparingRebalance, so its start comes from the broker log,
   else from client events (join/leave), else it is marked inferred.
 - Heartbeat events are the clients' view: when a member joined, left, stalled or stopped
-  heartbeating; they open rebalances only when the broker log is missing.
+  heartbeating; they open rebalances only when the broker log is missing. Anyone who may write the
+  heartbeat topic can write them (docs/security.md, "Trust model for the probe's heartbeat events"):
+  they never make a group on their own (`confirmed`), and where GroupMetadata records list the
+  members, a client's join or leave is only the time and cause of the rebalance the records show.
 - Admin snapshots are exact at their timestamp (state, members, assignment, KIP-848 epochs) but
   sampled: between snapshots nothing is known from them.
 
@@ -33,6 +36,7 @@ from coordinator_model.consumer import ConsumerGroupModel, has_k848_details
 from coordinator_model.document.types import GroupDocument, LagDoc
 from coordinator_model.document.writer import group_document
 from coordinator_model.evidence import (
+    SHARE_START_OFFSETS,
     AdminDenied,
     CommittedSnapshot,
     ConsumerGroupEpoch,
@@ -72,6 +76,11 @@ from coordinator_model.weighing import (
 
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 MAX_DEPARTED = 500
+# The sources that speak for the group coordinator itself: its `__consumer_offsets` records, its log,
+# and the Admin API's answers. Client heartbeat events are not among them: any application with the
+# probe's credentials can write them (docs/security.md, "Trust model for the probe's heartbeat
+# events"), so they never make a group exist on their own (`GroupEngine.confirmed`).
+COORDINATOR_SOURCES = frozenset({"offsets", "broker_log", "describe", SHARE_START_OFFSETS})
 
 
 class GroupEngine:
@@ -103,6 +112,16 @@ class GroupEngine:
         # what the broker refused to tell about the group ("describe", "offsets", "end_offsets" -> since,
         # error): the poller's AdminDenied lines
         self.denied: dict[str, dict[str, Any]] = {}
+
+    @property
+    def confirmed(self) -> bool:
+        """The coordinator's own sources (its records, its log, the Admin API) know the group: only
+        then is it shown. A group named only by client heartbeat events is held, unconfirmed: its
+        events are applied as they come (so that, once confirmed, its history is whole), but no
+        document of it is shown (`rebuild`), as any writer of the heartbeat topic could have made
+        it up. The broker's refusal to describe it (AdminDenied) is an answer about a group it
+        lists, so it counts."""
+        return bool(self.sources & COORDINATOR_SOURCES) or bool(self.denied)
 
     # ------------------------------------------------------------------------------------------
     # feeding

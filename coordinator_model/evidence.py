@@ -46,6 +46,8 @@ __all__ = [
     "from_heartbeat_json",
     "from_offsets_record",
     "parse_broker_log_line",
+    "poll_interval",
+    "session_timeout",
 ]
 
 TP = tuple[str, int]
@@ -330,6 +332,38 @@ INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 # 1,800,000 ms, max.poll.interval.ms to at most Integer.MAX_VALUE): past them, no client sent it.
 TIMEOUT_MAX_MS = INT32_MAX
 
+# What the model takes from a client's word on its timeouts (`session_timeout`, `poll_interval`).
+# Anyone who may write the heartbeat topic can put any number in an event (docs/security.md, "Trust
+# model for the probe's heartbeat events"); the reader refuses what no client can have sent (not an
+# integer, negative, past an int), and the model holds the rest to what a broker lets a member use:
+# - session timeouts within Kafka's default group.min.session.timeout.ms .. group.max.session.timeout.ms
+#   (6 s .. 30 min; a broker configured beyond them is rare, and the coordinator's own records carry
+#   the member's exact value). A session timeout is how long a silent member is kept: a forged
+#   2**31 - 1 ms (24 days) kept a member, and its rebalance, open for weeks; at most 30 min now;
+# - max.poll.interval.ms (a classic member's rebalance timeout) at most 1 hour. Kafka takes any int,
+#   but the model only uses it to place a poll stall's leave and to read a rebalance's cause (a
+#   member silent for about this long stopped polling): past an hour, a stall that old says nothing
+#   about the rebalance at hand, and a forged interval of days would tie any later rebalance to it.
+SESSION_TIMEOUT_MIN_MS = 6_000
+SESSION_TIMEOUT_MAX_MS = 1_800_000
+POLL_INTERVAL_MAX_MS = 3_600_000
+
+
+def session_timeout(v: int | None) -> int | None:
+    """A client's session.timeout.ms as the model uses it: None when unknown (absent or 0), else
+    within the broker's limits."""
+    if not v:
+        return None
+    return min(max(v, SESSION_TIMEOUT_MIN_MS), SESSION_TIMEOUT_MAX_MS)
+
+
+def poll_interval(v: int | None) -> int | None:
+    """A client's max.poll.interval.ms as the model uses it: None when unknown (absent or 0), else at
+    most POLL_INTERVAL_MAX_MS."""
+    if not v:
+        return None
+    return min(v, POLL_INTERVAL_MAX_MS)
+
 
 def _shown(v: int) -> str:
     """An int for an error message: its digits, unless it is too long to print (or to read)."""
@@ -385,6 +419,19 @@ def _int(obj: dict, key: str, required: bool = True, lo: int = INT64_MIN, hi: in
             raise EvidenceError(f"missing {key!r} in {obj!r}"[:300])
         return None
     return _as_int(v, repr(key), lo, hi)
+
+
+def _timeout(obj: dict, key: str) -> int | None:
+    """A member's timeout in a heartbeat event: absent or null, or an integer of milliseconds in
+    [0, TIMEOUT_MAX_MS]. Not a float (no client sends a fraction of a millisecond; 1e300 is no
+    timeout), not a bool, not negative, not past a Java int: any of those is a forged or broken
+    event, refused here as malformed evidence (a dead letter), never guessed at."""
+    v = obj.get(key)
+    if v is None:
+        return None
+    if type(v) is not int:
+        raise EvidenceError(f"{key!r} must be an integer number of milliseconds, got {v!r}"[:300])
+    return _in_range(v, repr(key), 0, TIMEOUT_MAX_MS)
 
 
 def _str(obj: dict, key: str, required: bool = True) -> str | None:
@@ -550,8 +597,8 @@ def from_heartbeat_json(obj: dict) -> HeartbeatEvent:
         generation=_int(obj, "generation", False),
         state=_str(obj, "state", False),
         partitions=_tps(obj.get("partitions"), "partitions"),
-        session_timeout_ms=_int(obj, "session_timeout_ms", False, 0, TIMEOUT_MAX_MS),
-        max_poll_interval_ms=_int(obj, "max_poll_interval_ms", False, 0, TIMEOUT_MAX_MS),
+        session_timeout_ms=_timeout(obj, "session_timeout_ms"),
+        max_poll_interval_ms=_timeout(obj, "max_poll_interval_ms"),
         group_protocol=_str(obj, "group_protocol", False),
     )
 

@@ -1,12 +1,14 @@
 """Rebuild every group that a body of evidence names (a capture folder, a test's evidence): one
-GroupEngine per group, fed in evidence order, its timers run to the end."""
+GroupEngine per group, fed in evidence order, its timers run to the end. A group that only client
+heartbeat events name is not among them when the evidence has the coordinator's own sources (see
+`rebuild`)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
 from coordinator_model.broker_log import BrokerLogEvent
-from coordinator_model.engine import DEFAULT_RETENTION_MS, GroupEngine
+from coordinator_model.engine import COORDINATOR_SOURCES, DEFAULT_RETENTION_MS, GroupEngine
 from coordinator_model.evidence import (
     CommittedSnapshot,
     ConsumerGroupTopics,
@@ -25,7 +27,14 @@ def rebuild(
     evidence: Iterable[Evidence], at_ms: int | None = None, retention_ms: int = DEFAULT_RETENTION_MS
 ) -> dict[str, GroupEngine]:
     """Rebuild every group the evidence names. End offsets go to every group that commits to (or is
-    assigned) that topic. `at_ms`: only evidence up to that moment, timers run to it."""
+    assigned) that topic. `at_ms`: only evidence up to that moment, timers run to it.
+
+    When the evidence has any of the coordinator's own sources (`__consumer_offsets` records, the
+    broker log, Admin API answers), a group they do not know (yet) is left out: client heartbeat
+    events alone never make a group (GroupEngine.confirmed). The probe runs inside real consumers,
+    whose groups have records or are described, so a group named only by heartbeat events is one
+    somebody wrote to the heartbeat topic. Evidence of client events alone has nothing to weigh
+    them against: its groups are all the probe's, shown as it tells them."""
     evs = [ev for ev in evidence if at_ms is None or ev.ts <= at_ms]
     evs = sort_evidence(evs)
     engines: dict[str, GroupEngine] = {}
@@ -57,6 +66,8 @@ def rebuild(
     end = at_ms if at_ms is not None else max((ev.ts for ev in evs), default=0)
     for eng in engines.values():
         eng.advance(end)
+    if any(ev.source in COORDINATOR_SOURCES for ev in evs):
+        engines = {g: eng for g, eng in engines.items() if eng.confirmed}
     return engines
 
 

@@ -179,6 +179,11 @@ def test_member_less_snapshots_never_change_the_client_view(snaps: list) -> None
     with_snaps = rebuild(_HB_ONLY + extra)
     got = _summary(with_snaps)
     for g in GROUPS:
+        if g not in got:
+            # once the Admin API answers, a group it never described is known from client events alone,
+            # which never make a group (docs/security.md); the poller describes every group it lists
+            assert extra and all(ev.group != g for ev in extra), g
+            continue
         if got[g] != base[g]:
             # only a snapshot while the group had no live member may say something (it is believed then)
             assert got[g][0] == "classic" and got[g][1] == base[g][1], g

@@ -198,6 +198,9 @@ def build_query(spark: Any, cfg: PipelineConfig, topics: list[str], store: Redis
             wake=wake,
             sink=sink_config(cfg),
             shared_ends=shared_ends,
+            # heartbeat events alone never make a group (docs/security.md): live, the offsets topic
+            # and the Admin API are there to confirm every real one
+            hide_unconfirmed=cfg.live,
         ),
         OUTPUT_SCHEMA,
         STATE_SCHEMA,

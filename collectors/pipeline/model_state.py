@@ -146,6 +146,7 @@ def make_update(
     wake: Any = None,
     sink: Any = None,
     shared_ends: bool = False,
+    hide_unconfirmed: bool = False,
 ):
     """The applyInPandasWithState function for one pipeline configuration (see the module docstring
     for the event-time watermark that drives the timers in live mode). With `sink` (a
@@ -153,7 +154,9 @@ def make_update(
     With `shared_ends` (live, with a sink) the log ends are the cluster's, one history per partition
     in Redis (storage/log_ends.py): the first stage sends the Admin poller's end-offsets lines to
     ENDS_BUCKET, which merges them there, and an engine is lent the histories of its partitions
-    while it runs, never keeping a copy."""
+    while it runs, never keeping a copy. With `hide_unconfirmed` (a live collector, which reads the
+    offsets topic and the Admin API), a group only heartbeat events name is modelled but not shown
+    until the coordinator's own records or the Admin API speak for it (GroupEngine.confirmed)."""
     idle_after = int(idle_ms if idle_ms is not None else 2 * tick_ms)
     ends_of = LogEndsReader(sink) if shared_ends and sink is not None else None
 
@@ -388,6 +391,12 @@ def make_update(
             wake_time = _wake_at(timers, doc, held, max(watermark, now) if not live else watermark, tick_ms)
             if parts:
                 lag_due[group] = next_lag_due(doc, watermark if watermark > 0 else now, stop_at)
+            if hide_unconfirmed and not engine.confirmed:
+                # named only by heartbeat events, which any writer of the probe's topic can forge
+                # (docs/security.md): kept, so its history is whole once the coordinator's records or
+                # the Admin API speak for it, and shown only then
+                groups[group] = GroupSlot(state_blob, int(last_input), "", held, wake_time)
+                continue
             groups[group] = GroupSlot(state_blob, int(last_input), new_digest, held, wake_time)
             if new_digest != digest or (parts and moved):
                 if sink is not None:

@@ -21,7 +21,13 @@ from coordinator_model.broker_log import (
     reason_members,
 )
 from coordinator_model.classic.rebalances import ClassicRebalances
-from coordinator_model.evidence import DescribeSnapshot, GroupMetadataSnapshot, HeartbeatEvent
+from coordinator_model.evidence import (
+    DescribeSnapshot,
+    GroupMetadataSnapshot,
+    HeartbeatEvent,
+    poll_interval,
+    session_timeout,
+)
 from coordinator_model.membership import Member
 
 ABANDON_MS = 1000  # a joiner that leaves this long after its join got through the join phase
@@ -34,6 +40,7 @@ class ClassicGroupModel(ClassicRebalances):
 
     def on_group_metadata(self, ev: GroupMetadataSnapshot) -> None:
         self.engine.typed("classic", "records")
+        self.metadata_records = True
         if ev.deleted:
             self.goto("Dead", ev.ts)
             self.engine.deleted = True
@@ -69,13 +76,19 @@ class ClassicGroupModel(ClassicRebalances):
         same = self.generation == ev.generation and ev.generation in self.generations
         if self.generation is not None and ev.generation < self.generation:
             return  # stale
+        new_ids = [m.member_id for m in ev.members]
+        self.refute_hints(set(new_ids), ev.ts)
         if not same or self.generations[ev.generation].stable is None:
             if self.open is None and (
                 self.engine.state not in ("PreparingRebalance", "CompletingRebalance")
                 or (self.engine.state == "PreparingRebalance" and self.generation == ev.generation)
             ):
-                # the rebalance left no other trace: it began before the record (unseen_start)
-                self.open_rebalance(self.unseen_start(min(state_ts, ev.ts)), "unknown", None, True)
+                # the rebalance left no other trace: it began before the record (unseen_start), or at
+                # a leave its members' clients reported
+                settled = min(state_ts, ev.ts)
+                self.open_rebalance(
+                    self.unseen_start(settled), "unknown", None, True, upto=settled, exclude=new_ids
+                )
             g = self.close_generation(ev.generation, state_ts, inferred=False)
             if g.stabilized is None:
                 g.stabilized = state_ts
@@ -84,7 +97,6 @@ class ClassicGroupModel(ClassicRebalances):
             self.goto("Stable", ev.ts)
         g = self.generations[ev.generation]
         prev_ids = set(self.engine.members)
-        new_ids = [m.member_id for m in ev.members]
         keep = {mid: self.engine.members[mid] for mid in new_ids if mid in self.engine.members}
         old_members = self.engine.members
         self.engine.members = {}
@@ -97,8 +109,12 @@ class ClassicGroupModel(ClassicRebalances):
             m.assignment = ms.assignment
             self.engine.members[ms.member_id] = m
             self.engine.departed.pop(ms.member_id, None)
+        hinted = []  # members whose client's leave the record now shows: they left then
         for mid in prev_ids - set(new_ids):
-            self.engine.departed[mid] = ev.ts
+            hint = self.drop_hint(mid)
+            if hint is not None:
+                hinted.append(mid)
+            self.engine.departed[mid] = hint[0] if hint is not None else ev.ts
             if mid in old_members:
                 self.engine.departed_members[mid] = old_members[mid]
         self.protocol, self.leader = ev.protocol, ev.leader
@@ -112,6 +128,16 @@ class ClassicGroupModel(ClassicRebalances):
                 g.joined = [m for m in new_ids if m not in prev.members]
             if not g.left:
                 g.left = [m for m in prev.members if m not in new_ids]
+        if not same:
+            g.left.extend(mid for mid in sorted(hinted) if mid not in g.left)
+            # member ids client events named that joined and left between the last record and this
+            # one: a generation no record shows (split_transient takes their join there)
+            transient = self.transient_joiners(set(new_ids))
+            for mid in transient:
+                g.joined.extend([mid] if mid not in g.joined else [])
+                g.left.extend([mid] if mid not in g.left else [])
+            if transient and "cause" in g.inferred:
+                g.cause = "unknown"  # gen_cause reads it once split_transient has taken their joins
         g.inferred.discard("members")
         g.inferred.discard("assignment")
         self.gen_cause(g)
@@ -232,7 +258,11 @@ class ClassicGroupModel(ClassicRebalances):
         if ev.event == "leave":
             m = self.engine.members.get(mid)
             if m is None:
-                return
+                if self.leave_hint(mid) is None and mid in (self._join_hints or ()):
+                    # a member id the records never listed, that joined and left between two of them
+                    # (the storm's flappers): both are hints for the record that follows
+                    self.hint_leave(mid, ev.ts, False)
+                return  # not a member the group has (now): nobody's leave, or a forged one
             m.last_heartbeat = ev.ts
             if m.group_instance_id or ev.group_instance_id:
                 # static members never send LeaveGroup (seed 001): the session timeout will remove it
@@ -242,35 +272,36 @@ class ClassicGroupModel(ClassicRebalances):
             if broker or self.engine.type == "consumer":
                 return  # the broker's LeaveGroup line will say it
             stalled = self.poll_stalled(mid, ev.ts, m)
-            if (
-                self.open is not None
-                and "start" in self.open.inferred
-                and mid in self.open.joined
-                and ev.ts - self.open.start > ABANDON_MS
-            ):
-                # the member joined, its rebalance stabilised, and it left before the leader's
-                # SyncGroup: that generation was abandoned and the LeaveGroup starts the next one
-                gen = (self.generation or 0) + 1
-                g = self.close_generation(gen, ev.ts, inferred=True)
-                g.inferred.update({"stabilized", "members", "assignment"})
-                g.members = tuple(self.engine.members)
-                self.gen_cause(g)
-                self.goto("CompletingRebalance", ev.ts, True)
-            self.engine.remove_member(mid, ev.ts)
-            if self.engine.state in ("Stable", "CompletingRebalance") or self.engine.state is None:
-                g = self.open_rebalance(ev.ts, "poll_timeout" if stalled else "member_left", None, True)
-                g.left.append(mid)
-            elif self.open is not None:
-                self.open.left.append(mid)
-                if stalled and self.open.cause in ("unknown", "member_left"):
-                    self.open.cause = "poll_timeout"
-            if not self.engine.members and self.engine.state == "PreparingRebalance" and not records:
-                self.become_empty(ev.ts, inferred=True)
+            if self.metadata_records:
+                # The coordinator's GroupMetadata records are its own account of the group's members
+                # and generations: there, a client's `leave` is only a hint, its time and cause
+                # (member_left, or poll_timeout after a poll_stall) for the rebalance that account
+                # shows next (`open_rebalance`, or the next record), or taken as said when a snapshot
+                # no longer lists the member or its session runs out (`expire`). Anyone who may
+                # write the heartbeat topic can send a `leave` in a member's name: on its own it
+                # removes nobody, opens no rebalance and adds no generation. The member's own next
+                # event (a dynamic member's id ends with its LeaveGroup), or a snapshot or record
+                # that still lists it, withdraws the hint.
+                m.closed = True
+                self.hint_leave(mid, ev.ts, stalled)
+                self.engine.arm(m)
+                return
+            # No records (Admin API snapshots at most, polled every few seconds): client events are
+            # the account of each rebalance, and the leave is taken as said; but if the same member
+            # speaks again, or a snapshot still lists it, before anything else happened, it was not
+            # its own (`unleave`).
+            rows, state, before = len(self.engine.timeline), self.engine.state, self.open
+            self.leave(mid, ev.ts, stalled)
+            g = self.open
+            if g is not None and g is not before and g.left == [mid] and state is not None:
+                self._leave_undo = (mid, rows, state, g, len(self.engine.timeline))
             return
         if mid in self.engine.departed and mid not in self.engine.members:
             late = ev.ts <= self.engine.departed[mid] or ev.event == "poll_stall"
             if late and self.revive(mid):
                 pass  # the expiry our timer inferred did not happen
+            elif ev.event not in ("revoked", "lost") and not late and self.unleave(mid):
+                pass  # the member goes on after a `leave` in its name: that leave was not its own
             elif ev.event == "join" and not broker and not records:
                 self.engine.departed.pop(
                     mid, None
@@ -280,6 +311,13 @@ class ClassicGroupModel(ClassicRebalances):
                     self.stall_ended(mid, self.engine.departed_members[mid], ev.ts)
                 return  # a late event of a member that already left
         known = mid in self.engine.members
+        hint = self.leave_hint(mid)
+        if hint is not None and ev.ts > hint[0] and ev.event not in ("revoked", "lost"):
+            # the member speaks again after its `leave` (a closing client only reports the revocation
+            # or loss of its partitions after it): the leave was not its own
+            self.drop_hint(mid)
+            if known:
+                self.engine.members[mid].closed = False
         # a static member restarted with a new member id takes the old one's place
         if not known and ev.group_instance_id:
             old = next(
@@ -296,13 +334,26 @@ class ClassicGroupModel(ClassicRebalances):
                 known = True
         if not known and self.engine.type == "consumer" and records:
             return
+        if not known and broker and self.engine.type == "classic":
+            return  # the coordinator's log names each member it adds (member_added)
+        if not known and self.metadata_records:
+            # A member id the coordinator's records do not have: as a `leave` above, a hint (the time
+            # and cause, member_joined, of the rebalance they show next), not a member. Anyone may
+            # write an event in a new member's name; the member shows when a record (or a snapshot)
+            # lists it.
+            self.hint_join(mid, ev.ts)
+            return
         m = self.engine.member(mid)
         m.group_instance_id = ev.group_instance_id or m.group_instance_id
         m.client_id = ev.client_id or m.client_id
         m.client_host = ev.host or m.client_host
-        m.session_timeout_ms = ev.session_timeout_ms or m.session_timeout_ms
-        m.max_poll_interval_ms = ev.max_poll_interval_ms or m.max_poll_interval_ms
-        m.rebalance_timeout_ms = m.rebalance_timeout_ms or ev.max_poll_interval_ms
+        # The client's word on its timeouts, held to the broker's limits (evidence.session_timeout),
+        # where nothing said them before: a member's settings do not change under its member id, and
+        # the coordinator's record of them (GroupMetadata, which always sets them) is exact, where a
+        # later event may be anybody's.
+        m.session_timeout_ms = m.session_timeout_ms or session_timeout(ev.session_timeout_ms)
+        m.max_poll_interval_ms = m.max_poll_interval_ms or poll_interval(ev.max_poll_interval_ms)
+        m.rebalance_timeout_ms = m.rebalance_timeout_ms or poll_interval(ev.max_poll_interval_ms)
         m.last_heartbeat = ev.ts
         if known and ev.event == "join":
             # a member the group still has joins again (a static member back within its session):
@@ -315,10 +366,14 @@ class ClassicGroupModel(ClassicRebalances):
             if not broker and self.engine.type == "classic":
                 created = self.generation in (None, 0) and not self.generations
                 if self.engine.state in ("Stable", "CompletingRebalance", "Empty", None):
+                    rows, state = len(self.engine.timeline), self.engine.state
                     g = self.open_rebalance(
                         ev.ts, "group_created" if created else "member_joined", None, True
                     )
                     g.joined.append(mid)
+                    if state is not None and g.joined == [mid] and not g.left:
+                        # taken back if a snapshot soon says the group has no such member (`unjoin`)
+                        self._join_undo = (mid, rows, state, g, len(self.engine.timeline))
                 elif self.open is not None:
                     self.open.joined.append(mid)
                     if self.open.cause == "unknown":
@@ -395,6 +450,70 @@ class ClassicGroupModel(ClassicRebalances):
                     g.assignment = {k: v.assignment for k, v in self.engine.members.items()}
                     g.members = tuple(self.engine.members)
 
+    def take_back(self, ev: DescribeSnapshot) -> None:
+        """A snapshot that lists the group's members, taken more than a moment after a client event
+        alone opened a rebalance: it still lists the member that event said left, or does not list
+        the one it said joined. The event was not that member's (`unleave`, `unjoin`)."""
+        listed = {dm.member_id for dm in ev.members}
+        u = self._leave_undo
+        if u is not None and u[0] in listed and ev.ts - u[3].start > DESCRIBE_SKEW_MS:
+            self.unleave(u[0])
+        j = self._join_undo
+        if j is not None and j[0] not in listed and ev.ts - j[3].start > DESCRIBE_SKEW_MS:
+            self.unjoin(j[0], ev.ts)
+
+    def confirm_leaves(self, ev: DescribeSnapshot) -> None:
+        """A snapshot that lists the group's members (an Empty group has none): the leave its client
+        reported of a member it no longer lists happened, as said; of a member it still lists, more
+        than a moment after the leave, it did not."""
+        listed = {dm.member_id for dm in ev.members}
+        self.refute_hints(listed, ev.ts)
+        for mid, (ts, stalled) in list((self._leave_hints or {}).items()):
+            if mid not in listed and mid in self.engine.members and ts <= ev.ts:
+                self.drop_hint(mid)
+                self.leave(mid, ts, stalled)
+
+    def refute_hints(self, listed: set[str], ts: int) -> None:
+        """The coordinator lists these members at `ts`: a leave reported for one of them more than a
+        moment before (a snapshot or record may be a little older than its timestamp says) was not
+        its own."""
+        for mid in [mid for mid in listed if mid in (self._leave_hints or ())]:
+            if ts - self._leave_hints[mid][0] > DESCRIBE_SKEW_MS:
+                del self._leave_hints[mid]
+                m = self.engine.members.get(mid)
+                if m is not None:
+                    m.closed = False
+
+    def leave(self, member_id: str, ts: int, stalled: bool) -> None:
+        """The dynamic member left at `ts` (LeaveGroup, its client said so): the rebalance that starts,
+        where no broker log says it (`stalled`: its poll() had stalled, the poll interval ran out)."""
+        mid = member_id
+        records = "offsets" in self.engine.sources
+        if (
+            self.open is not None
+            and "start" in self.open.inferred
+            and mid in self.open.joined
+            and ts - self.open.start > ABANDON_MS
+        ):
+            # the member joined, its rebalance stabilised, and it left before the leader's
+            # SyncGroup: that generation was abandoned and the LeaveGroup starts the next one
+            gen = (self.generation or 0) + 1
+            g = self.close_generation(gen, ts, inferred=True)
+            g.inferred.update({"stabilized", "members", "assignment"})
+            g.members = tuple(self.engine.members)
+            self.gen_cause(g)
+            self.goto("CompletingRebalance", ts, True)
+        self.engine.remove_member(mid, ts)
+        if self.engine.state in ("Stable", "CompletingRebalance") or self.engine.state is None:
+            g = self.open_rebalance(ts, "poll_timeout" if stalled else "member_left", None, True)
+            g.left.append(mid)
+        elif self.open is not None:
+            self.open.left.append(mid)
+            if stalled and self.open.cause in ("unknown", "member_left"):
+                self.open.cause = "poll_timeout"
+        if not self.engine.members and self.engine.state == "PreparingRebalance" and not records:
+            self.become_empty(ts, inferred=True)
+
     def on_describe(self, ev: DescribeSnapshot) -> None:
         if ev.state == "Dead":
             if self.engine.state is not None and self.engine.state != "Dead" and not ev.members:
@@ -418,6 +537,10 @@ class ClassicGroupModel(ClassicRebalances):
             self.engine.conflict("members", ev.ts, doubt)
             self._last_describe_ts = ev.ts
             return
+        if "broker_log" not in self.engine.sources and (ev.members or ev.state == "Empty"):
+            self.confirm_leaves(ev)
+            if ev.members:
+                self.take_back(ev)
         # members and assignments are exact at ts
         self.snapshot_members = self.snapshot_members or bool(ev.members)
         u = self._expiry_undo
@@ -493,7 +616,7 @@ class ClassicGroupModel(ClassicRebalances):
         else:
             since = (prev_snapshot + ev.ts) // 2
         if state == "PreparingRebalance":
-            g = self.open_rebalance(max(since, self.engine.last_ts()), "unknown", None, True)
+            g = self.open_rebalance(max(since, self.engine.last_ts()), "unknown", None, True, upto=ev.ts)
             for mid in listed - prev:
                 if mid not in g.joined:
                     g.joined.append(mid)
@@ -540,7 +663,7 @@ class ClassicGroupModel(ClassicRebalances):
             ):
                 return
         g = self.open_rebalance(
-            max((prev_snapshot + ev.ts) // 2, self.engine.last_ts()), "unknown", None, True
+            max((prev_snapshot + ev.ts) // 2, self.engine.last_ts()), "unknown", None, True, upto=ev.ts
         )
         g.joined.extend(m for m in joined if m not in g.joined)
         g.left.extend(m for m in left if m not in g.left)

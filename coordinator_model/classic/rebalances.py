@@ -11,8 +11,10 @@ source's evidence onto this.
 from __future__ import annotations
 
 import weakref
+from collections.abc import Collection
 from typing import Any
 
+from coordinator_model.evidence import POLL_INTERVAL_MAX_MS
 from coordinator_model.group_context import GroupContext
 from coordinator_model.membership import MAX_GENERATIONS, Generation, Member
 from coordinator_model.states import GroupState, assert_valid_transition, legal_path
@@ -36,6 +38,11 @@ SETTLE_MAX_MS = 5_000
 # it at their middle; wider ones leave it at the settling, the one moment the evidence gives (a
 # group Empty for an hour that someone joins did not spend half an hour in PreparingRebalance).
 BRACKET_MS = 600
+# Members whose `leave` a client event reported, and member ids client events named, that the
+# coordinator's account has not shown yet (ClassicGroupModel.on_heartbeat): kept per group at most
+# this many of each, the oldest dropped first.
+MAX_LEAVE_HINTS = 100
+DEFAULT_REBALANCE_TIMEOUT_MS = 300_000  # max.poll.interval.ms's default: a classic member's rebalance timeout
 
 
 class ClassicRebalances:
@@ -43,6 +50,20 @@ class ClassicRebalances:
 
     # when a describe last saw the group Stable (a class default: engines pickled before it read None)
     _last_stable_seen: int | None = None
+    # the group's GroupMetadata records have been seen: the coordinator's own list of its members
+    # (a class default: engines pickled before it read False until their next record)
+    metadata_records = False
+    # member id -> (when its client said it left, whether its poll() had stalled): leaves not taken
+    # as said yet (`hint_leave`; a class default for engines pickled before it, made when first used)
+    _leave_hints: dict[str, tuple[int, bool]] | None = None
+    # member id -> when a client event first named it, for a member id the coordinator's account
+    # does not have yet (`hint_join`; likewise a class default)
+    _join_hints: dict[str, int] | None = None
+    # the rebalance a client's `leave` alone opened, to take back if that member speaks again
+    # (`unleave`; as _expiry_undo, and a class default for engines pickled before it); and the one a
+    # new member id's first event alone opened, to take back if a snapshot does not list it (`unjoin`)
+    _leave_undo: tuple[str, int, str, Generation, int] | None = None
+    _join_undo: tuple[str, int, str, Generation, int] | None = None
 
     def __init__(self, engine: GroupContext) -> None:
         # a weak reference: a group and its model never form a cycle, so a group the pipeline has
@@ -104,8 +125,104 @@ class ClassicRebalances:
         self.leader = None
         self.engine.deleted = False
 
-    def open_rebalance(self, ts: int, cause: str, reason: str | None, inferred: bool) -> Generation:
-        """A rebalance starts (PreparingRebalance). Merges with an inferred one already open."""
+    # -- leaves reported by clients, waiting for the coordinator's account ------------------------
+    def hint_leave(self, member_id: str, ts: int, stalled: bool) -> None:
+        """`member_id`'s client said it left at `ts`: a hint, not yet a fact (see on_heartbeat)."""
+        hints = self._leave_hints
+        if hints is None:
+            hints = self._leave_hints = {}
+        if member_id in hints:
+            return  # the first leave is when it left
+        hints[member_id] = (ts, stalled)
+        if len(hints) > MAX_LEAVE_HINTS:
+            oldest = next(iter(hints))
+            del hints[oldest]
+            if oldest in self.engine.members:
+                self.engine.members[oldest].closed = False
+
+    def hint_join(self, member_id: str, ts: int) -> None:
+        """A member id the coordinator's account does not have yet spoke at `ts`: a hint of a join."""
+        hints = self._join_hints
+        if hints is None:
+            hints = self._join_hints = {}
+        if member_id in hints:
+            return
+        hints[member_id] = ts
+        if len(hints) > MAX_LEAVE_HINTS:
+            del hints[next(iter(hints))]
+
+    def leave_hint(self, member_id: str) -> tuple[int, bool] | None:
+        return self._leave_hints.get(member_id) if self._leave_hints else None
+
+    def drop_hint(self, member_id: str) -> tuple[int, bool] | None:
+        return self._leave_hints.pop(member_id, None) if self._leave_hints else None
+
+    def hinted_leaves(self, upto: int, exclude: Collection[str] = ()) -> list[tuple[str, int, bool]]:
+        """The current members whose client said they left after the group's last transition and by
+        `upto`: (member id, when, stalled). A hint from before the last transition is stale (the
+        group moved on without it) and is dropped."""
+        hints = self._leave_hints
+        if not hints:
+            return []
+        out = []
+        last = self.engine.last_ts()
+        joiners = self._join_hints or {}
+        for mid, (ts, stalled) in list(hints.items()):
+            if mid in joiners and mid not in self.engine.members:
+                continue  # a joiner that left before any record listed it (transient_joiners)
+            if ts < last or mid not in self.engine.members:
+                del hints[mid]
+                if mid in self.engine.members:
+                    self.engine.members[mid].closed = False  # still a member, as far as anyone knows
+            elif ts <= upto and mid not in exclude:
+                out.append((mid, ts, stalled))
+        return out
+
+    def transient_joiners(self, listed: set[str]) -> list[str]:
+        """The member ids client events named that joined and left (both hints) without a record
+        listing them; their hints are taken."""
+        out = []
+        for mid in sorted(self._join_hints or ()):
+            if mid not in listed and self.leave_hint(mid) is not None:
+                del self._join_hints[mid]
+                self.drop_hint(mid)
+                out.append(mid)
+        return out
+
+    def hinted_joins(self, upto: int) -> list[tuple[str, int]]:
+        """The member ids client events named, not members yet, after the group's last transition and
+        by `upto`, no longer ago than a rebalance may take (the members' rebalance timeout: a join's
+        rebalance shows, in a record at the latest, within it): (member id, when first named), in
+        that order. Stale ones are dropped."""
+        hints = self._join_hints
+        if not hints:
+            return []
+        out = []
+        last = self.engine.last_ts()
+        timeouts = [m.rebalance_timeout_ms or 0 for m in self.engine.members.values()]
+        window = min(max(timeouts, default=0) or DEFAULT_REBALANCE_TIMEOUT_MS, POLL_INTERVAL_MAX_MS)
+        for mid, ts in list(hints.items()):
+            if ts < last or ts < upto - window or mid in self.engine.members:
+                del hints[mid]
+            elif ts <= upto and self.leave_hint(mid) is None:  # (a transient one waits for its record)
+                out.append((mid, ts))
+        return sorted(out, key=lambda x: (x[1], x[0]))
+
+    def open_rebalance(
+        self,
+        ts: int,
+        cause: str,
+        reason: str | None,
+        inferred: bool,
+        upto: int | None = None,
+        exclude: Collection[str] = (),
+    ) -> Generation:
+        """A rebalance starts (PreparingRebalance). Merges with an inferred one already open.
+
+        An inferred start takes the members whose client said they left since the last transition
+        and by `upto` (default `ts`; except `exclude`, members the evidence at hand still lists),
+        and the member ids client events named that the group does not have yet: the earliest of
+        their LeaveGroups and JoinGroups began it (and says why), they are its leavers and joiners."""
         if self.open is not None:
             g = self.open
             if not inferred and "start" in g.inferred:
@@ -130,12 +247,39 @@ class ClassicRebalances:
             elif g.cause == "unknown":
                 g.cause = cause
             return g
+        limit = ts if upto is None else upto
+        left = self.hinted_leaves(limit, exclude) if inferred else []
+        joined = self.hinted_joins(limit) if inferred else []
+        # a joiner that left again before any record listed it (its record will say; transient_joiners)
+        # still began the rebalance with its join
+        last = self.engine.last_ts()
+        transient = [
+            t
+            for mid, t in (self._join_hints or {}).items()
+            if inferred and last <= t <= limit and self.leave_hint(mid) is not None
+        ]
+        first = min([t for _, t, _ in left] + [t for _, t in joined] + transient, default=None)
+        if first is not None and (first < ts or cause == "unknown"):
+            # the earliest of them began it (the evidence at hand only shows it under way), and says why
+            if left and min(t for _, t, _ in left) == first:
+                cause = "poll_timeout" if any(stalled for _, _, stalled in left) else "member_left"
+            else:
+                created = self.generation in (None, 0) and not self.generations
+                cause = "group_created" if created else "member_joined"
+            ts = first
         ts = self.engine.clamp(ts)
         g = Generation(generation=None, start=ts, cause=cause, reason=reason)
         if inferred:
             g.inferred.update({"start", "cause"})
         self.open = g
         self.goto("PreparingRebalance", ts, inferred)
+        for mid, t, _ in left:
+            self.drop_hint(mid)
+            self.engine.remove_member(mid, t)
+            g.left.append(mid)
+        for mid, _ in joined:
+            del self._join_hints[mid]  # (hinted_joins only gives those it holds)
+            g.joined.append(mid)
         return g
 
     def close_generation(self, gen: int, ts: int, inferred: bool) -> Generation:
@@ -401,8 +545,18 @@ class ClassicRebalances:
             return False
         return 0 <= ts - m.poll_stall_at <= max(POLL_STALL_WINDOW_MS, (m.max_poll_interval_ms or 0))
 
+    def leave(self, member_id: str, ts: int, stalled: bool) -> None:
+        """A dynamic member left at `ts` (ClassicGroupModel: the rebalance its LeaveGroup starts)."""
+        raise NotImplementedError
+
     def expire(self, member_id: str, ts: int) -> None:
         """Session timeout inferred from heartbeats that stopped (no broker log)."""
+        hint = self.drop_hint(member_id)
+        if hint is not None and member_id in self.engine.members:
+            # its client said it left, and it said nothing since: it left then (LeaveGroup), it did
+            # not expire
+            self.leave(member_id, hint[0], hint[1])
+            return
         m = self.engine.remove_member(member_id, ts)
         g = None
         if self.engine.state in ("Stable", "CompletingRebalance"):
@@ -429,6 +583,43 @@ class ClassicRebalances:
         heartbeat events from poll(), so a stalled poll() silences the probe before it reports)."""
         u = self._expiry_undo
         self._expiry_undo = None
+        return self._undo_removal(u, member_id)
+
+    def unleave(self, member_id: str) -> bool:
+        """Undo the rebalance a client `leave` opened where client events are the group's only account
+        (no records, no broker log, no snapshot listing members), when the same member speaks again
+        before anything else happened: a dynamic member's id ends with its LeaveGroup (its client
+        rejoins with a new one), so the leave was not its own but written in its name."""
+        u = self._leave_undo
+        if u is None or u[0] != member_id:
+            return False
+        self._leave_undo = None
+        return self._undo_removal(u, member_id)
+
+    def unjoin(self, member_id: str, ts: int) -> bool:
+        """Undo the rebalance a new member id's first client event opened where there are no records,
+        when a snapshot that lists the group's members does not list it, before anything else
+        happened: the member the event named is not one the coordinator has."""
+        u = self._join_undo
+        if u is None or u[0] != member_id:
+            return False
+        self._join_undo = None
+        g = u[3]
+        if self.open is not g or len(self.engine.timeline) != u[4] or g.joined != [member_id] or g.left:
+            return False
+        if self.engine.state != "PreparingRebalance" or member_id not in self.engine.members:
+            return False
+        del self.engine.timeline[u[1] :]
+        self.engine.state = u[2]
+        self.open = None
+        self.engine.members.pop(member_id)
+        self.engine.departed[member_id] = ts  # its later events are a departed member's
+        return True
+
+    def _undo_removal(self, u: tuple[str, int, str, Generation, int] | None, member_id: str) -> bool:
+        """Take back a member's removal and the rebalance it alone opened (`u`: the member, the
+        timeline's length and the state before, that rebalance, the timeline's length after), if
+        nothing happened since."""
         if u is None or u[0] != member_id or self.open is not u[3] or len(self.engine.timeline) != u[4]:
             return False
         g = u[3]

@@ -27,6 +27,7 @@ from coordinator_model.evidence import (
     ConsumerTargetMember,
     DescribeSnapshot,
     HeartbeatEvent,
+    session_timeout,
 )
 from coordinator_model.group_context import GroupContext
 from coordinator_model.membership import MAX_GENERATIONS, TP, Generation, Member
@@ -207,7 +208,8 @@ class ConsumerGroupModel:
         m.client_id = ev.client_id or m.client_id
         m.client_host = ev.host or m.client_host
         m.group_instance_id = ev.group_instance_id or m.group_instance_id
-        m.session_timeout_ms = ev.session_timeout_ms or m.session_timeout_ms
+        # (as a classic member's: held to the broker's limits, and not changed by a later event)
+        m.session_timeout_ms = m.session_timeout_ms or session_timeout(ev.session_timeout_ms)
         m.last_heartbeat = ev.ts
         self.engine.arm(m)
         if ev.event in ("assigned", "revoked", "lost"):
