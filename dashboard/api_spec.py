@@ -1,0 +1,610 @@
+"""The OpenAPI 3.1 document of the dashboard's HTTP API (dashboard/api.py) and of its Burrow
+endpoints (dashboard/api_burrow.py), served at /api/v1/openapi.json.
+
+Its schemas list every field each answer carries (tests/test_api_openapi.py checks the real answers
+against them: required fields, types, and no field the document does not name), so a field added to
+an answer without a word here fails a test."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from collectors.storage.redis_store import KNOWN_STATES
+from collectors.storage.topics import TOPIC_SORT_KEYS
+from dashboard.data import GRID_SORT
+
+Schema = dict[str, Any]
+
+INT: Schema = {"type": "integer"}
+NUM: Schema = {"type": "number"}
+STR: Schema = {"type": "string"}
+BOOL: Schema = {"type": "boolean"}
+
+
+def nullable(s: Schema) -> Schema:
+    if "$ref" in s:
+        return {"anyOf": [s, {"type": "null"}]}
+    return {**s, "type": [s["type"], "null"]}
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/components/schemas/{name}"}
+
+
+def array(items: Schema) -> Schema:
+    return {"type": "array", "items": items}
+
+
+def obj(props: dict[str, Schema], optional: tuple[str, ...] = (), desc: str | None = None) -> Schema:
+    """An object whose every property is required but the `optional` ones."""
+    s: Schema = {
+        "type": "object",
+        "required": [k for k in props if k not in optional],
+        "properties": props,
+    }
+    if desc:
+        s["description"] = desc
+    return s
+
+
+def desc(s: Schema, text: str) -> Schema:
+    return {**s, "description": text}
+
+
+TP: Schema = {
+    "type": "array",
+    "description": "A topic-partition: [topic, partition].",
+    "prefixItems": [STR, INT],
+    "minItems": 2,
+    "maxItems": 2,
+}
+PARTITION_STATUSES = ["OK", "WARN", "STOP", "STALL", "REWIND", "NO_COMMIT", "UNKNOWN", None]
+BURROW_PARTITION_STATUSES = ["OK", "WARN", "STOP", "STALL", "REWIND"]
+BURROW_GROUP_STATUSES = ["NOTFOUND", "OK", "WARN", "ERR"]
+
+
+def schemas() -> dict[str, Schema]:
+    return {
+        "Error": obj(
+            {
+                "error": desc(
+                    STR, "bad_request, not_found, method_not_allowed, internal_error or unavailable"
+                ),
+                "message": desc(STR, "What was wrong, in words."),
+                "status": desc(INT, "The HTTP status, again."),
+            }
+        ),
+        "Index": obj({"version": STR, "openapi": STR, "endpoints": array(STR)}),
+        "Cluster": obj(
+            {
+                "name": STR,
+                "configured": desc(BOOL, "Named in the dashboard's configuration."),
+                "bootstrap_servers": desc(nullable(STR), "As its collector last registered them."),
+                "registered_ms": desc(nullable(INT), "When a collector last registered the cluster."),
+                "groups": desc(INT, "Groups kept for the cluster."),
+                "groups_by_state": {"type": "object", "additionalProperties": INT},
+                "storms": desc(INT, "Groups with at least 10 rebalances in the last hour."),
+                "lagging": desc(INT, "Groups more than 60 s behind."),
+                "topics": desc(INT, "Topics its groups read."),
+                "collector": desc(
+                    {
+                        **obj({"ts": INT, "age_s": nullable(NUM), "event_ms": nullable(INT)}),
+                        "type": ["object", "null"],
+                    },
+                    "The collector's last heartbeat (null: none yet).",
+                ),
+                "sources": desc(
+                    {"type": "object", "additionalProperties": {"type": "object"}},
+                    "Each evidence source's status, as the collector last wrote it.",
+                ),
+            }
+        ),
+        "ClusterList": obj({"clusters": array(ref("Cluster"))}),
+        "FleetRow": obj(
+            {
+                "cluster": STR,
+                "name": STR,
+                "type": nullable(STR),
+                "state": STR,
+                "members": INT,
+                "generation": nullable(INT),
+                "group_epoch": nullable(INT),
+                "protocol": nullable(STR),
+                "lag": desc(INT, "Offsets, summed over the partitions whose lag is known."),
+                "lag_seconds": desc(NUM, "The worst partition's lag in seconds."),
+                "rebalances_1h": INT,
+                "last_change": desc(nullable(INT), "When the group last changed state (epoch ms)."),
+                "last_refreshed": desc(INT, "When the collector last refreshed the group (epoch ms)."),
+            }
+        ),
+        "GroupPage": obj(
+            {
+                "cluster": STR,
+                "total": desc(INT, "Groups matching the filters, over every page."),
+                "offset": INT,
+                "limit": INT,
+                "sort": {"type": "string", "enum": list(GRID_SORT)},
+                "order": {"type": "string", "enum": ["asc", "desc"]},
+                "groups": array(ref("FleetRow")),
+            }
+        ),
+        "Member": obj(
+            {
+                "member_id": STR,
+                "group_instance_id": nullable(STR),
+                "client_id": nullable(STR),
+                "client_host": nullable(STR),
+                "session_timeout_ms": nullable(INT),
+                "rebalance_timeout_ms": nullable(INT),
+                "subscription": array(STR),
+                "assignment": array(TP),
+                "last_heartbeat": nullable(INT),
+                "member_epoch": nullable(INT),
+                "state": nullable(STR),
+                "pending_revocation": array(TP),
+                "target_assignment": {"type": ["array", "null"], "items": TP},
+            },
+            optional=("member_epoch", "state", "pending_revocation", "target_assignment"),
+            desc="A member now. The last four fields: a KIP-848 or KIP-932 member's only.",
+        ),
+        "CommittedOffset": obj(
+            {
+                "topic": STR,
+                "partition": INT,
+                "offset": INT,
+                "commit_timestamp": nullable(INT),
+                "metadata": nullable(STR),
+                "leader_epoch": nullable(INT),
+            }
+        ),
+        "TimelineSpan": obj(
+            {"state": STR, "start": INT, "end": nullable(INT), "inferred": BOOL},
+            desc="The group was in `state` from `start` to `end` (null: still is), epoch ms.",
+        ),
+        "Generation": obj(
+            {
+                "generation": nullable(INT),
+                "start": nullable(INT),
+                "end": nullable(INT),
+                "stabilized": nullable(INT),
+                "stable": nullable(INT),
+                "duration_ms": nullable(INT),
+                "in_progress_ms": INT,
+                "overdue": BOOL,
+                "members": array(STR),
+                "members_joined": array(STR),
+                "members_left": array(STR),
+                "assignment": {"type": "object", "additionalProperties": array(TP)},
+                "protocol": nullable(STR),
+                "leader": nullable(STR),
+                "cause": nullable(STR),
+                "reason": nullable(STR),
+                "empty": BOOL,
+                "inferred": array(STR),
+                "member_id": nullable(STR),
+                "gap_ms": nullable(INT),
+            },
+            optional=("in_progress_ms", "overdue"),
+            desc="A classic group's generation or a KIP-848/932 group's epoch.",
+        ),
+        "PartitionLag": obj(
+            {
+                "topic": STR,
+                "partition": INT,
+                "committed": nullable(INT),
+                "has_commit": BOOL,
+                "end_offset": nullable(INT),
+                "lag": nullable(INT),
+                "lag_seconds": nullable(NUM),
+                "status": desc(
+                    {"type": ["string", "null"], "enum": PARTITION_STATUSES},
+                    "Burrow's evaluation (OK, WARN, STOP, STALL, REWIND), or NO_COMMIT / UNKNOWN.",
+                ),
+                "member_id": nullable(STR),
+            }
+        ),
+        "MemberLag": obj({"member_id": STR, "lag": INT, "lag_seconds": NUM}),
+        "Lag": obj(
+            {
+                "total": nullable(INT),
+                "max_seconds": nullable(NUM),
+                "status": desc(nullable(STR), "Burrow's group status: OK, WARN or ERR."),
+                "partitions": array(ref("PartitionLag")),
+                "members": array(ref("MemberLag")),
+            }
+        ),
+        "Conflict": obj(
+            {"kind": STR, "first": nullable(INT), "last": nullable(INT), "count": INT, "note": STR}
+        ),
+        "Denied": obj({"since": nullable(INT), "error": nullable(STR)}),
+        "GroupDocument": obj(
+            {
+                "group": STR,
+                "type": {"type": "string", "enum": ["classic", "consumer", "share"]},
+                "state": nullable(STR),
+                "protocol_type": nullable(STR),
+                "protocol": nullable(STR),
+                "generation": nullable(INT),
+                "group_epoch": nullable(INT),
+                "assignment_epoch": nullable(INT),
+                "leader": nullable(STR),
+                "coordinator_partition": nullable(INT),
+                "simple": BOOL,
+                "members": array(ref("Member")),
+                "offsets": array(ref("CommittedOffset")),
+                "timeline": array(ref("TimelineSpan")),
+                "generations": array(ref("Generation")),
+                "lag": ref("Lag"),
+                "sources": array(STR),
+                "inferred": array(STR),
+                "conflicts": array(ref("Conflict")),
+                "denied": {"type": "object", "additionalProperties": ref("Denied")},
+                "as_of": nullable(INT),
+            },
+            optional=("denied",),
+            desc="The JSON `groupscope group NAME --json` prints (docs/coordinator-model.md).",
+        ),
+        "GroupResponse": obj(
+            {
+                "cluster": STR,
+                "document": ref("GroupDocument"),
+                "last_refreshed": desc(nullable(INT), "When the collector last refreshed it (epoch ms)."),
+            }
+        ),
+        "TimelineResponse": obj(
+            {
+                "cluster": STR,
+                "group": STR,
+                "since": nullable(INT),
+                "until": nullable(INT),
+                "timeline": array(ref("TimelineSpan")),
+            }
+        ),
+        "GenerationsResponse": obj(
+            {
+                "cluster": STR,
+                "group": STR,
+                "since": nullable(INT),
+                "until": nullable(INT),
+                "generations": array(ref("Generation")),
+            }
+        ),
+        "TopicRow": obj(
+            {
+                "name": STR,
+                "partitions": INT,
+                "end_offsets": INT,
+                "groups": INT,
+                "lag": desc(INT, "The worst group's lag on the topic, in offsets."),
+                "lag_seconds": desc(NUM, "The worst partition's lag in seconds, over every group."),
+                "rebalancing": desc(INT, "Groups reading the topic that are rebalancing now."),
+            }
+        ),
+        "TopicPage": obj(
+            {
+                "cluster": STR,
+                "total": INT,
+                "offset": INT,
+                "limit": INT,
+                "sort": {"type": "string", "enum": list(TOPIC_SORT_KEYS)},
+                "order": {"type": "string", "enum": ["asc", "desc"]},
+                "topics": array(ref("TopicRow")),
+            }
+        ),
+        "TopicGroup": obj(
+            {
+                "group": STR,
+                "type": nullable(STR),
+                "state": STR,
+                "lag": INT,
+                "lag_seconds": NUM,
+                "partitions": INT,
+                "topic_partitions": INT,
+                "end_offsets": INT,
+                "members": array(STR),
+                "clients": array(STR),
+                "rebalancing": BOOL,
+            }
+        ),
+        "TopicPartition": obj(
+            {
+                "partition": INT,
+                "committed": nullable(INT),
+                "end_offset": nullable(INT),
+                "lag": nullable(INT),
+                "lag_seconds": nullable(NUM),
+                "member_id": nullable(STR),
+            }
+        ),
+        "TopicDetail": obj(
+            {
+                "cluster": STR,
+                "topic": ref("TopicRow"),
+                "groups": array(ref("TopicGroup")),
+                "partitions": {
+                    "type": "object",
+                    "description": "Per group, its partitions of the topic.",
+                    "additionalProperties": array(ref("TopicPartition")),
+                },
+            }
+        ),
+        "Alert": obj(
+            {
+                "id": STR,
+                "cluster": STR,
+                "group": STR,
+                "rule": STR,
+                "state": {"type": "string", "enum": ["firing"]},
+                "severity": STR,
+                "summary": STR,
+                "since": INT,
+                "until": nullable(INT),
+                "updated": INT,
+                "evidence": {"type": "object", "description": "The rule's evidence (docs/alerts.md)."},
+            }
+        ),
+        "AlertList": obj({"count": INT, "alerts": array(ref("Alert"))}),
+        # ---- Burrow (linkedin/Burrow core/protocol, core/internal/httpserver) ----
+        "BurrowRequest": obj({"url": STR, "host": STR}),
+        "BurrowError": obj({"error": BOOL, "message": STR, "request": ref("BurrowRequest")}),
+        "BurrowClusterList": obj(
+            {"error": BOOL, "message": STR, "clusters": array(STR), "request": ref("BurrowRequest")}
+        ),
+        "BurrowConsumerList": obj(
+            {"error": BOOL, "message": STR, "consumers": array(STR), "request": ref("BurrowRequest")}
+        ),
+        "BurrowOffset": obj(
+            {"offset": INT, "timestamp": INT, "observedAt": INT, "lag": nullable(INT)},
+            desc="A commit of the partition's window (Burrow's ConsumerOffset).",
+        ),
+        "BurrowPartition": obj(
+            {
+                "topic": STR,
+                "partition": INT,
+                "owner": desc(STR, "The owning member's client host ('' when none)."),
+                "client_id": STR,
+                "status": {"type": "string", "enum": BURROW_PARTITION_STATUSES},
+                "start": nullable(ref("BurrowOffset")),
+                "end": nullable(ref("BurrowOffset")),
+                "current_lag": INT,
+                "complete": NUM,
+            }
+        ),
+        "BurrowGroupStatus": obj(
+            {
+                "cluster": STR,
+                "group": STR,
+                "status": {"type": "string", "enum": BURROW_GROUP_STATUSES},
+                "complete": NUM,
+                "partitions": array(ref("BurrowPartition")),
+                "partition_count": INT,
+                "maxlag": nullable(ref("BurrowPartition")),
+                "totallag": INT,
+            }
+        ),
+        "BurrowStatusResponse": obj(
+            {
+                "error": BOOL,
+                "message": STR,
+                "status": ref("BurrowGroupStatus"),
+                "request": ref("BurrowRequest"),
+            }
+        ),
+    }
+
+
+def _json(schema: Schema, description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return _json(ref("Error"), description)
+
+
+def _path_param(name: str, description: str) -> dict[str, Any]:
+    return {"name": name, "in": "path", "required": True, "schema": STR, "description": description}
+
+
+def _query(name: str, schema: Schema, description: str) -> dict[str, Any]:
+    return {"name": name, "in": "query", "required": False, "schema": schema, "description": description}
+
+
+CLUSTER = _path_param("cluster", "A cluster's name, as /api/v1/clusters lists it.")
+GROUP = _path_param("group", "A group's name, percent-encoded as one path segment ('/' as %2F).")
+TOPIC = _path_param("topic", "A topic's name, percent-encoded as one path segment.")
+ORDER = _query("order", {"type": "string", "enum": ["asc", "desc"], "default": "asc"}, "Sort order.")
+OFFSET = _query("offset", {"type": "integer", "minimum": 0, "default": 0}, "Rows to skip.")
+LIMIT = _query(
+    "limit",
+    {"type": "integer", "minimum": 0, "maximum": 1000, "default": 100},
+    "Rows to return (0: the total only).",
+)
+NAME = _query("name", STR, "Only names containing this (case-insensitive).")
+SINCE = _query(
+    "since", {"type": "integer", "minimum": 0}, "Start of the range, epoch ms (default: the oldest)."
+)
+UNTIL = _query("until", {"type": "integer", "minimum": 0}, "End of the range, epoch ms (default: now).")
+
+UNAUTHORIZED = {"$ref": "#/components/responses/Unauthorized"}
+UNAVAILABLE = _error("Redis cannot be reached.")
+BURROW_UNAVAILABLE = _json(ref("BurrowError"), "Redis cannot be reached.")
+BURROW_500 = _json(ref("BurrowError"), "What is stored for the group is not a group document.")
+
+
+def _get(
+    summary: str,
+    ok: dict[str, Any],
+    params: list[dict[str, Any]] | None = None,
+    errors: dict[str, Any] | None = None,
+    tag: str = "groupscope",
+    redis: bool = True,
+) -> dict[str, Any]:
+    """A GET; `redis`: it reads Redis, so it answers 503 when Redis cannot be reached."""
+    responses = {"200": ok, **(errors or {}), "401": UNAUTHORIZED}
+    if redis:
+        responses["503"] = UNAVAILABLE if tag == "groupscope" else BURROW_UNAVAILABLE
+    op: dict[str, Any] = {"summary": summary, "tags": [tag], "responses": responses}
+    if params:
+        op["parameters"] = params
+    return {"get": op}
+
+
+def paths() -> dict[str, Any]:
+    bad = {"400": _error("A query parameter is unknown, repeated or out of range.")}
+    no_cluster = {"404": _error("No such cluster.")}
+    no_group = {"404": _error("No such cluster or group.")}
+    bad_history = _error("What is stored of the group's history cannot be read.")
+    burrow_status = _json(ref("BurrowStatusResponse"), "The group's status (Burrow's ConsumerGroupStatus).")
+    burrow_404 = _json(ref("BurrowStatusResponse"), "No such cluster or group: its status is NOTFOUND.")
+    return {
+        "/api/v1": _get(
+            "What the API offers.", _json(ref("Index"), "The API's version and endpoints."), redis=False
+        ),
+        "/api/v1/openapi.json": _get(
+            "This document.", _json({"type": "object"}, "The OpenAPI document."), redis=False
+        ),
+        "/api/v1/clusters": _get(
+            "Every cluster this Redis holds or the dashboard is configured with.",
+            _json(ref("ClusterList"), "The clusters, `default` first, then by name."),
+        ),
+        "/api/v1/clusters/{cluster}": _get(
+            "One cluster: counts and freshness.", _json(ref("Cluster"), "The cluster."), [CLUSTER], no_cluster
+        ),
+        "/api/v1/clusters/{cluster}/groups": _get(
+            "The cluster's groups, filtered, sorted and paged as the fleet page's grid.",
+            _json(ref("GroupPage"), "One page of fleet rows."),
+            [
+                CLUSTER,
+                _query("sort", {"type": "string", "enum": list(GRID_SORT), "default": "name"}, "Sort key."),
+                ORDER,
+                _query(
+                    "state",
+                    {"type": "array", "items": {"type": "string", "enum": list(KNOWN_STATES)}},
+                    "Only groups in these states: repeated (state=Stable&state=Empty) or comma-separated.",
+                ),
+                _query(
+                    "type", {"type": "string", "enum": ["classic", "consumer", "share"]}, "Only this type."
+                ),
+                NAME,
+                OFFSET,
+                LIMIT,
+            ],
+            {**bad, **no_cluster},
+        ),
+        "/api/v1/clusters/{cluster}/groups/{group}": _get(
+            "The group's document: state, members and assignment, offsets, lag per partition and member.",
+            _json(ref("GroupResponse"), "The group's document."),
+            [CLUSTER, GROUP],
+            {**no_group, "500": _error("What is stored for the group is not a group document.")},
+        ),
+        "/api/v1/clusters/{cluster}/groups/{group}/timeline": _get(
+            "The group's states over a time range: the spans in force at some moment of [since, until].",
+            _json(ref("TimelineResponse"), "The state spans, by start."),
+            [CLUSTER, GROUP, SINCE, UNTIL],
+            {**bad, **no_group, "500": bad_history},
+        ),
+        "/api/v1/clusters/{cluster}/groups/{group}/generations": _get(
+            "The group's generations (epochs) in force at some moment of [since, until].",
+            _json(ref("GenerationsResponse"), "The generations, by start."),
+            [CLUSTER, GROUP, SINCE, UNTIL],
+            {**bad, **no_group, "500": bad_history},
+        ),
+        "/api/v1/clusters/{cluster}/topics": _get(
+            "The topics the cluster's groups read, filtered, sorted and paged as the topics page's grid.",
+            _json(ref("TopicPage"), "One page of topic rows."),
+            [
+                CLUSTER,
+                _query(
+                    "sort", {"type": "string", "enum": list(TOPIC_SORT_KEYS), "default": "name"}, "Sort key."
+                ),
+                ORDER,
+                NAME,
+                OFFSET,
+                LIMIT,
+            ],
+            {**bad, **no_cluster},
+        ),
+        "/api/v1/clusters/{cluster}/topics/{topic}": _get(
+            "One topic: its aggregate, each group reading it (worst lag first) and their partitions.",
+            _json(ref("TopicDetail"), "The topic."),
+            [CLUSTER, TOPIC],
+            {"404": _error("No such cluster, or no group reads the topic.")},
+        ),
+        "/api/v1/alerts": _get(
+            "The alerts firing now, newest first.",
+            _json(ref("AlertList"), "The firing alerts."),
+            [
+                _query("cluster", STR, "Only this cluster's."),
+                _query("group", STR, "Only this group's."),
+                _query("rule", STR, "Only this rule's."),
+                _query("severity", STR, "Only this severity (warning, critical)."),
+            ],
+            {**bad, "404": _error("No such cluster.")},
+        ),
+        "/v3/kafka": _get(
+            "Burrow: list the clusters.",
+            _json(ref("BurrowClusterList"), "Burrow's cluster list."),
+            tag="burrow",
+        ),
+        "/v3/kafka/{cluster}/consumer": _get(
+            "Burrow: list the cluster's consumer groups (every group but share groups).",
+            _json(ref("BurrowConsumerList"), "Burrow's consumer list."),
+            [CLUSTER],
+            {"404": _json(ref("BurrowError"), "No such cluster.")},
+            tag="burrow",
+        ),
+        "/v3/kafka/{cluster}/consumer/{group}/status": _get(
+            "Burrow: the group's status, with only its partitions that are not OK.",
+            burrow_status,
+            [CLUSTER, GROUP],
+            {"404": burrow_404, "500": BURROW_500},
+            tag="burrow",
+        ),
+        "/v3/kafka/{cluster}/consumer/{group}/lag": _get(
+            "Burrow: the group's status with every partition.",
+            burrow_status,
+            [CLUSTER, GROUP],
+            {"404": burrow_404, "500": BURROW_500},
+            tag="burrow",
+        ),
+        "/burrow/admin": _get(
+            "Burrow's health check.",
+            {"description": "GOOD", "content": {"text/plain": {"schema": STR}}},
+            tag="burrow",
+            redis=False,
+        ),
+    }
+
+
+def spec() -> dict[str, Any]:
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "groupscope",
+            "version": "1",
+            "description": (
+                "The dashboard's read-only HTTP API (docs/api.md): JSON, versioned under /api/v1, "
+                "and Burrow's consumer endpoints under /v3/kafka. Every method but GET (and HEAD) "
+                "answers 405. When the dashboard has basic authentication (dashboard_user and "
+                "dashboard_password), every endpoint needs it."
+            ),
+        },
+        "servers": [{"url": "/"}],
+        "tags": [
+            {"name": "groupscope", "description": "groupscope's own API, version 1."},
+            {"name": "burrow", "description": "linkedin/Burrow's HTTP API v3, consumer endpoints."},
+        ],
+        "paths": paths(),
+        "components": {
+            "schemas": schemas(),
+            "responses": {
+                "Unauthorized": {
+                    "description": "Basic authentication is on and the request has no valid credentials "
+                    "(the dashboard's own answer, with its WWW-Authenticate challenge).",
+                    "content": {"text/html": {"schema": STR}},
+                }
+            },
+            "securitySchemes": {"basicAuth": {"type": "http", "scheme": "basic"}},
+        },
+        "security": [{"basicAuth": []}, {}],
+    }
