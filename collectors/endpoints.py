@@ -12,6 +12,7 @@ import base64
 import binascii
 import hmac
 import ipaddress
+from typing import Any
 
 OPEN_FLAG = "--allow-open-bind"
 OPEN_HELP = (
@@ -43,6 +44,17 @@ def open_bind_error(host: str, *, what: str, auth: bool, allow_open: bool) -> st
         "dashboard_user and dashboard_password (GROUPSCOPE_DASHBOARD_USER, GROUPSCOPE_DASHBOARD_PASSWORD), "
         f"or pass {OPEN_FLAG} (allow_open_bind: true) to leave it open to anyone who can reach it, "
         "or listen on 127.0.0.1"
+    )
+
+
+def dashboard_bind_error(settings: Any) -> str | None:
+    """`open_bind_error` for the dashboard as these settings (collectors.config.Settings) place it:
+    `groupscope dashboard` and the demo, which starts it, refuse the same binds."""
+    return open_bind_error(
+        settings.dashboard_host,
+        what="the dashboard",
+        auth=settings.basic_auth() is not None,
+        allow_open=settings.allow_open_bind,
     )
 
 

@@ -12,6 +12,9 @@ and the same under /clusters/<cluster> for one Kafka cluster (/clusters/<cluster
 URLs without a cluster are every cluster's lists, and a group or topic of the cluster `default` (or
 of the only cluster). A header dropdown switches cluster.
 
+The same server answers the read-only JSON API (/api/v1/...) and Burrow's consumer endpoints
+(/v3/kafka/...), dashboard/api.py and docs/api.md, behind the same authentication.
+
 The app only reads group data from Redis (through collectors.storage.redis_store.RedisStore). Celery uses the
 same Redis as broker and result store for the what-if page's background callbacks.
 """
@@ -25,7 +28,7 @@ from flask import Response, request
 
 from collectors.config import Settings, load_settings
 from collectors.endpoints import CHALLENGE, basic_auth_ok
-from dashboard import background
+from dashboard import api, background
 from dashboard.components import empty_state, fmt_age, fmt_ms
 from dashboard.data import DashboardData, Health, Unavailable
 from dashboard.pages import alerts, fleet, group, topic, topics, whatif
@@ -175,8 +178,16 @@ def create_app(
     """Build the app. ``background_mode``: "celery" (what-if jobs on Celery workers), "diskcache"
     (local subprocesses, for a single machine without a worker) or "auto" (Celery, the default)."""
     settings = settings or load_settings()
-    # The configured clusters are shown even before their collector writes.
-    data = data or DashboardData(settings.redis_url, clusters=settings.configured_clusters())
+    if data is None:
+        from collectors.alerts.config import load_alert_config
+
+        # The configured clusters are shown even before their collector writes; the alert rules
+        # (the worker's) define what the pages call a storm, flapping and lagging.
+        data = DashboardData(
+            settings.redis_url,
+            clusters=settings.configured_clusters(),
+            alert_config=load_alert_config(settings),
+        )
     manager = background.make_manager(settings.redis_url, background_mode)
     app = Dash(
         __name__,
@@ -314,6 +325,7 @@ def create_app(
     alerts.register(app, data)
     topics.register(app, data)
     topic.register(app, data)
+    api.register(app.server, data)  # the JSON API and Burrow's endpoints (docs/api.md)
     auth = settings.basic_auth()  # Settings refuses user without password and the reverse
     if auth is not None:
         add_basic_auth(app, *auth)

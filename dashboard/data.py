@@ -24,9 +24,12 @@ from collectors.storage.clusters import (
     list_groups_across,
     merge_pages,
 )
+from collectors.storage.fleet_statuses import read_statuses, top_key
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.topics import TOPIC_SORT_KEYS, TopicRow, TopicView
+from coordinator_model.alert_rules import AlertConfig, parse_alert_config
 from coordinator_model.document.types import DocumentError, GenerationDoc, GroupDocument, TimelineSpan
+from coordinator_model.statuses import STATUSES, GroupStatuses, definitions, group_statuses
 
 T = TypeVar("T")
 
@@ -85,8 +88,12 @@ class DashboardData:
         timeout_s: float = 2.0,
         clusters: Iterable[str] = (),
         clusters_ttl_s: float = 5.0,
+        alert_config: AlertConfig | None = None,
     ) -> None:
         self.redis_url = redis_url
+        # The alert rules, whose storm, flapping and lag rules define those statuses on every page
+        # (coordinator_model/statuses.py): the worker's configuration (collectors/alerts/config.py).
+        self.alert_config = alert_config if alert_config is not None else parse_alert_config(None)
         self.prefix = prefix  # the base prefix: each cluster's is cluster_prefix(name, prefix)
         self.timeout_s = timeout_s
         self.configured = list(clusters)
@@ -203,26 +210,53 @@ class DashboardData:
             cluster=cluster,
         )
 
-    def fleet_counts(self, cluster: str | None = None) -> dict[str, Any]:
+    def fleet_counts(self, cluster: str | None = None, now: int | None = None) -> dict[str, Any]:
         """The fleet header's counts over the clusters in scope, summed, with each cluster's total
-        in `by_cluster` (in cluster order)."""
-        out: dict[str, Any] = {"total": 0, "by_state": {}, "storms": 0, "lagging": 0, "by_cluster": {}}
+        in `by_cluster` (in cluster order). `storms`, `flapping` and `lagging` count the groups in
+        each status at `now` (default: the clock) as the alert rules define it, each cluster under
+        its own rules (coordinator_model/statuses.py); `top` lists the five furthest into each
+        ({"name", "cluster", "summary"}), `definitions` says what each status means."""
+        at = now if now is not None else now_ms()
+        out: dict[str, Any] = {
+            "total": 0,
+            "by_state": {},
+            "storms": 0,
+            "flapping": 0,
+            "lagging": 0,
+            "by_cluster": {},
+            "definitions": definitions(self.alert_config),
+        }
+        found: dict[str, list[tuple[str, str, Any]]] = {s: [] for s in STATUSES}
         for c in self.scope(cluster):
-            counts = self._call_on(self.store_for(c), "fleet_counts")
+            store = self.store_for(c)
+            counts = self._call_on(store, "fleet_counts")
+            st = self._guard(
+                lambda store=store, c=c: read_statuses(store, self.alert_config.for_cluster(c), at)
+            )
             out["total"] += counts["total"]
-            out["storms"] += counts["storms"]
-            out["lagging"] += counts["lagging"]
+            out["storms"] += st.count("storm")
+            out["flapping"] += st.count("flapping")
+            out["lagging"] += st.count("lagging")
             for s, n in counts["by_state"].items():
                 out["by_state"][s] = out["by_state"].get(s, 0) + n
             out["by_cluster"][c] = counts["total"]
-            # the same thresholds for every cluster: each store is built with the defaults
-            out["storm_rebalances_per_hour"] = counts["storm_rebalances_per_hour"]
-            out["lagging_seconds"] = counts["lagging_seconds"]
-        if not out["by_cluster"]:
-            default = self.store
-            out["storm_rebalances_per_hour"] = default.storm_rebalances_per_hour
-            out["lagging_seconds"] = default.lagging_seconds
+            for status in STATUSES:
+                found[status] += [(c, name, f) for name, f in st.top(status)]
+        out["top"] = {
+            status: [
+                {"name": name, "cluster": c, "summary": f.summary}
+                for c, name, f in sorted(rows, key=lambda x: (*top_key(status, x[2]), x[1], x[0]))[:5]
+            ]
+            for status, rows in found.items()
+        }
         return out
+
+    def group_statuses(
+        self, doc: GroupDocument, cluster: str | None = None, now: int | None = None
+    ) -> GroupStatuses:
+        """The statuses of one group of `cluster` (coordinator_model/statuses.py), at `now`."""
+        config = self.alert_config.for_cluster(self.resolve(cluster))
+        return group_statuses(doc, now if now is not None else now_ms(), config)
 
     def list_groups(
         self, cluster: str | list[str] | None = None, **kw: Any

@@ -15,7 +15,7 @@ import click
 
 from collectors.cli.options import redis_option, settings_from
 from collectors.config import Settings
-from collectors.endpoints import OPEN_FLAG, OPEN_HELP, is_loopback, open_bind_error
+from collectors.endpoints import OPEN_FLAG, OPEN_HELP, dashboard_bind_error, is_loopback
 
 
 def celery_worker_argv(concurrency: int = 2) -> list[str]:
@@ -46,12 +46,7 @@ def celery_worker_argv(concurrency: int = 2) -> list[str]:
 def check_bind(settings: Settings) -> None:
     """Refuse (a usage error, exit 2) a non-loopback dashboard without authentication, unless
     allow_open_bind says it is meant to be open."""
-    why = open_bind_error(
-        settings.dashboard_host,
-        what="the dashboard",
-        auth=settings.basic_auth() is not None,
-        allow_open=settings.allow_open_bind,
-    )
+    why = dashboard_bind_error(settings)
     if why:
         raise click.UsageError(why)
 
@@ -122,6 +117,13 @@ def dashboard(
         allow_open_bind=True if allow_open_bind else None,
     )
     check_bind(settings)
+    from collectors.alerts.config import load_alert_config
+    from collectors.config import ConfigError
+
+    try:
+        load_alert_config(settings)  # the pages' storm, flapping and lagging: a bad file fails here
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from e
     # gunicorn's workers and the Celery worker load the settings themselves: hand them the same values.
     os.environ["GROUPSCOPE_REDIS_URL"] = settings.redis_url
     os.environ["GROUPSCOPE_DASHBOARD_HOST"] = settings.dashboard_host

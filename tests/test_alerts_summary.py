@@ -8,6 +8,7 @@ from __future__ import annotations
 import copy
 import json
 import threading
+import time
 import urllib.request
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
@@ -45,6 +46,8 @@ from coordinator_model.document.types import (
     TimelineSpan,
 )
 from coordinator_model.rebuild import rebuild
+from coordinator_model.statuses import STATUSES as GROUP_STATUSES
+from coordinator_model.statuses import group_statuses
 
 # --- documents, configurations and moments ---------------------------------------------------------
 
@@ -446,10 +449,26 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
                 lag_s.add_metric([name], float(row.get("lag_seconds") or 0))
             for st_, n in sorted(per_state.items()):
                 groups.add_metric([st_], n)
+            # The statuses (storm, flapping, lagging): the alert rules on each document at the scrape.
+            in_status = g(
+                "groupscope_groups_in_status",
+                "Groups in a rebalance storm, flapping or lagging (the alert rules)",
+                labels=["status"],
+            )
+            group_status = g(
+                "groupscope_group_status",
+                "1 for each status (storm, flapping, lagging) the group is in",
+                labels=["group", "status"],
+            )
+            held = {s_: 0 for s_ in GROUP_STATUSES}
+            now = int(time.time() * 1000)
             for name in names:
                 raw = client.get(data.gk(name, "doc"))
                 if not raw:
                     continue
+                for s_ in group_statuses(json.loads(raw), now, parse_alert_config(None)).names:
+                    group_status.add_metric([name, s_], 1)
+                    held[s_] += 1
                 topics: dict[str, list[float]] = {}
                 for p in _rows(json.loads(raw)):
                     t = topics.setdefault(p.topic, [0.0, 0.0])
@@ -469,7 +488,9 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
                 per_rule[a["rule"]] = per_rule.get(a["rule"], 0) + 1
             for rule, n in sorted(per_rule.items()):
                 active_rule.add_metric([rule], n)
-            out += [firing, active_rule]
+            for s_ in GROUP_STATUSES:
+                in_status.add_metric([s_], held[s_])
+            out += [in_status, group_status, firing, active_rule]
             cycle = alerts.last_cycle()
             if cycle:
                 d = g("groupscope_alert_cycle_duration_seconds", "Duration of the last evaluation cycle")

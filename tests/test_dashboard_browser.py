@@ -115,9 +115,15 @@ def test_fleet_page_counts_grid_sorting_and_filtering(served, browser, artifacts
         states[d["state"]] = states.get(d["state"], 0) + 1
     for state, n in states.items():
         assert text(browser, f"#fleet-count-{state}") == str(n)
-    # the storm: 37 generations in ~80 s is a storm by any threshold
-    assert "storm-060433f" in text(browser, "#fleet-storms")
-    assert int(text(browser, "#fleet-storm-count")) >= 1
+    # storms are counted as the alerts count them, now (coordinator_model/statuses.py): the same
+    # groups the alert evaluator raised rebalance_storm for. The capture's storm (37 generations in
+    # ~80 s) ended long ago, so neither counts it, and the empty box says what a storm is.
+    from collectors.alerts.store import AlertStore
+
+    storms = [a for a in AlertStore.from_url(served["url"]).active() if a["rule"] == "rebalance_storm"]
+    assert int(text(browser, "#fleet-storm-count")) == len(storms)
+    if not storms:
+        assert "unexplained rebalances within 600 s" in text(browser, "#fleet-storms")
     names = wait_for(lambda: (c := grid_cells(browser, "fleet-grid", "name")) and len(c) == len(docs) and c)
     assert names == sorted(docs)  # default order: by name, from the server
     row = names.index("storm-060433f")
@@ -153,9 +159,14 @@ def test_fleet_page_counts_grid_sorting_and_filtering(served, browser, artifacts
 
 def test_follow_a_link_to_the_storm_group(served, browser, artifacts_dir) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
 
     doc = served["docs"]["storm-060433f"]
     browser.get(served["base"] + "/")
+    # from the grid: the capture's storm is long over, so the storms box (counted as the alerts count,
+    # now) does not list it
+    search = wait_for(lambda: browser.find_element(By.ID, "fleet-filter-name"), what="search box")
+    search.send_keys("storm-060433f", Keys.ENTER)
     link = wait_for(lambda: browser.find_element(By.LINK_TEXT, "storm-060433f"), what="storm link")
     link.click()
     wait_for(lambda: browser.current_url.endswith("/groups/storm-060433f"), what="navigation")
@@ -444,7 +455,8 @@ def test_real_pipeline_replay_on_screen(redis_server, spark, served, browser, ar
     try:
         browser.get(base + "/")
         wait_for(lambda: text(browser, "#fleet-total") == "1", what="one group")
-        assert "storm-060433f" in text(browser, "#fleet-storms")
+        # a replayed storm of long ago: not a storm now, as for the alerts (coordinator_model/statuses.py)
+        assert text(browser, "#fleet-storm-count") == "0"
         browser.get(base + group_url("storm-060433f"))
         wait_for(lambda: text(browser, "#hdr-generation") == str(model["generation"]), what="generation")
         assert text(browser, "#hdr-state") == model["state"]

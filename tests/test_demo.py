@@ -114,7 +114,9 @@ def demo_run(kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> Dem
     }
     port = free_port()
     argv = [
-        *CLI, "demo", "--bootstrap-servers", kafka_broker.bootstrap_servers, "--redis", redis_server.url,
+        # the harness's broker is not the demo's own: its workload runs there only when told so
+        *CLI, "demo", "--bootstrap-servers", kafka_broker.bootstrap_servers, "--chaos-on-my-cluster",
+        "--redis", redis_server.url,
         "--duration", str(DURATION), "--no-browser", "--port", str(port), "--logs-dir", str(logs),
     ]  # fmt: skip
     out_path = logs / "demo.out"

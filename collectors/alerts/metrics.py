@@ -13,11 +13,18 @@ covers every cluster of the Redis, those of its registry and the configured ones
 - groupscope_group_topic_lag_seconds{group,topic}       worst lag per group and topic
 - groupscope_partition_lag_offsets{group,topic,partition}  only with metrics_per_partition (cardinality)
 - groupscope_partition_lag_seconds{group,topic,partition}  idem
+- groupscope_groups_in_status{status}                   groups in a rebalance storm, flapping, lagging
+- groupscope_group_status{group,status}                 1 for each of those a group is in
 - groupscope_alert_firing{group,rule,severity}          1 per firing alert
 - groupscope_alerts_active{rule}                        firing alerts per rule
 - groupscope_alert_cycle_duration_seconds, groupscope_alert_cycle_timestamp_seconds,
   groupscope_alert_cycle_groups_evaluated               the last evaluation cycle
 - groupscope_scrape_errors                              1 when the cluster's data could not be read
+
+The statuses (storm, flapping, lagging) are the alert rules' (coordinator_model/statuses.py), with
+the alert configuration given (`config`, the worker's; default: the built-in rules), judged at
+scrape time (collectors/storage/fleet_statuses.py): a scrape counts the groups the alerts raise
+those alerts for.
 
 Mount `make_wsgi_app(redis_url)` anywhere, or run `start_metrics_server(port, redis_url)` (what
 `groupscope worker --metrics-port` does: on 127.0.0.1 unless told otherwise). With
@@ -49,6 +56,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -67,9 +75,12 @@ from collectors.alerts.store import AlertStore
 from collectors.config import DEFAULT_CLUSTER
 from collectors.endpoints import CHALLENGE, basic_auth_ok
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
+from collectors.storage.fleet_statuses import FleetStatuses, read_statuses
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import GROUP_FAMILIES, esc, metric_lines, metric_values, num
+from coordinator_model.alert_rules import AlertConfig, parse_alert_config
 from coordinator_model.document.types import DocumentError, GroupDocument, PartitionLag
+from coordinator_model.statuses import STATUSES
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +99,8 @@ FAMILIES: dict[str, str] = {
     "groupscope_group_topic_lag_seconds": "Worst lag in seconds per topic",
     "groupscope_partition_lag_offsets": "Lag in messages",
     "groupscope_partition_lag_seconds": "Lag in seconds",
+    "groupscope_groups_in_status": "Groups in a rebalance storm, flapping or lagging (the alert rules)",
+    "groupscope_group_status": "1 for each status (storm, flapping, lagging) the group is in",
     "groupscope_alert_firing": "1 per firing alert",
     "groupscope_alerts_active": "Firing alerts per rule",
     "groupscope_alert_cycle_duration_seconds": "Duration of the last evaluation cycle",
@@ -176,6 +189,7 @@ class Scrape:
     )
     per_state: dict[str, int] = field(default_factory=dict)
     alerts: list[dict[str, Any]] = field(default_factory=list)
+    statuses: FleetStatuses | None = None  # the groups in each status at the scrape
     cycle: dict[str, Any] | None = None
     from_documents: int = 0  # groups without summaries, read from their fleet row and document
     cluster: str = DEFAULT_CLUSTER
@@ -190,7 +204,9 @@ class Scrape:
 class MetricsSource:
     """Reads one scrape's data from Redis: `read()` (one Scrape per cluster), then `text(scrapes)` or
     `families(scrapes)`. `prefix` is the base prefix: cluster NAME's layout is under `gs@NAME`
-    (collectors/storage/clusters.py); `clusters` are the configured ones, which the registry's join."""
+    (collectors/storage/clusters.py); `clusters` are the configured ones, which the registry's join.
+    `config`: the alert rules that define the statuses (default: the built-in ones); `clock`: the
+    scrape's moment in epoch ms (default: the wall clock)."""
 
     def __init__(
         self,
@@ -200,8 +216,12 @@ class MetricsSource:
         chunk: int = 1000,
         summaries: bool = True,
         clusters: Iterable[str] = (),
+        config: AlertConfig | None = None,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.r = client
+        self.config = config if config is not None else parse_alert_config(None)
+        self.clock = clock or (lambda: int(time.time() * 1000))
         self.base = prefix
         self.configured = list(clusters)
         self.per_partition = per_partition
@@ -280,6 +300,9 @@ class MetricsSource:
                     label = f'{{{scrape.label},group="{g}",partition="{p}",topic="{esc(topic)}"}}'
                     offs.append(f"groupscope_partition_lag_offsets{label} {num(p_off)}\n")
                     secs.append(f"groupscope_partition_lag_seconds{label} {num(p_sec)}\n")
+        scrape.statuses = read_statuses(
+            data, self.config.for_cluster(cluster), self.clock(), summaries=self.summaries, chunk=self.chunk
+        )
         scrape.alerts = alerts.active()
         scrape.cycle = alerts.last_cycle()
         return scrape
@@ -359,6 +382,16 @@ class MetricsSource:
             f'groupscope_groups{{{c},state="{esc(st)}"}} {num(n)}\n'
             for st, n in sorted(scrape.per_state.items())
         ]
+        if scrape.statuses is not None:
+            st = scrape.statuses
+            small["groupscope_groups_in_status"] += [
+                f'groupscope_groups_in_status{{{c},status="{s}"}} {num(st.count(s))}\n' for s in STATUSES
+            ]
+            small["groupscope_group_status"] += [
+                f'groupscope_group_status{{{c},group="{esc(g)}",status="{s}"}} 1.0\n'
+                for s in STATUSES
+                for g in sorted(st.groups.get(s, {}))
+            ]
         per_rule: dict[str, int] = {}
         firing = small["groupscope_alert_firing"]
         for a in scrape.alerts:
@@ -466,6 +499,7 @@ class GroupscopeCollector(Collector):
         chunk: int = 1000,
         summaries: bool = True,
         clusters: Iterable[str] = (),
+        config: AlertConfig | None = None,
     ) -> None:
         self.source = MetricsSource(
             client,
@@ -474,6 +508,7 @@ class GroupscopeCollector(Collector):
             chunk=chunk,
             summaries=summaries,
             clusters=clusters,
+            config=config,
         )
 
     def describe(self) -> list[Metric]:
@@ -506,11 +541,17 @@ def _client(redis_url: str) -> Any:
 
 
 def make_registry(
-    redis_url: str, prefix: str = "gs", per_partition: bool = False, clusters: Iterable[str] = ()
+    redis_url: str,
+    prefix: str = "gs",
+    per_partition: bool = False,
+    clusters: Iterable[str] = (),
+    config: AlertConfig | None = None,
 ) -> CollectorRegistry:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(
-        GroupscopeCollector(_client(redis_url), prefix=prefix, per_partition=per_partition, clusters=clusters)
+        GroupscopeCollector(
+            _client(redis_url), prefix=prefix, per_partition=per_partition, clusters=clusters, config=config
+        )
     )
     return registry
 
@@ -525,13 +566,17 @@ def make_wsgi_app(
     per_partition: bool = False,
     clusters: Iterable[str] = (),
     basic_auth: tuple[str, str] | None = None,
+    config: AlertConfig | None = None,
 ) -> Callable[..., Any]:
     """A WSGI app answering Prometheus scrapes (mount it at /metrics). It answers like
     prometheus_client's (OPTIONS, GET only, `name[]` to select families, gzip when accepted), in the
     text format 0.0.4, which every Prometheus reads. Every cluster of the Redis (its registry's and
     the configured `clusters`) is in every scrape, each series labelled with its `cluster`. With
-    `basic_auth` (user, password) a request without those credentials is answered 401."""
-    source = MetricsSource(_client(redis_url), prefix=prefix, per_partition=per_partition, clusters=clusters)
+    `basic_auth` (user, password) a request without those credentials is answered 401. `config`:
+    the alert rules that define the statuses (the worker's; default: the built-in ones)."""
+    source = MetricsSource(
+        _client(redis_url), prefix=prefix, per_partition=per_partition, clusters=clusters, config=config
+    )
     lock = threading.Lock()  # one redis client, one scrape at a time
     if basic_auth is not None and not all(basic_auth):
         raise ValueError("basic authentication needs both a user and a password")

@@ -280,6 +280,7 @@ def worker(
                 per_partition=settings.metrics_per_partition,
                 clusters=settings.cluster_names(),
                 basic_auth=auth,
+                config=config,  # the statuses (storm, flapping, lagging) are these rules'
             )
         except OSError as e:
             raise click.UsageError(f"cannot serve metrics on {host} port {metrics_port}: {e.strerror}") from e

@@ -8,6 +8,11 @@ the Celery worker and the dashboard as child processes. The collector reads the 
 log file (`broker_log_files`), so each rebalance's reason is the one Kafka logged. Against your own
 cluster (--bootstrap-servers), set GROUPSCOPE_BROKER_LOG_FILES to ship its coordinator log too.
 Ctrl-C (or --duration) stops every process it started: workload, children, broker, Redis.
+
+The workload is chaos (topics created, groups run, members SIGKILLed, a rebalance storm): it runs on
+the embedded broker, and on a cluster named by --bootstrap-servers only with --chaos-on-my-cluster,
+whose help says exactly what it does (`chaos_summary`). Without it the demo refuses to start, and
+--watch runs only the collector, the alert worker and the dashboard against that cluster.
 """
 
 from __future__ import annotations
@@ -28,10 +33,44 @@ from typing import Any
 import click
 
 from collectors.cli.options import bootstrap_option, redis_option, settings_from
-from collectors.endpoints import open_bind_error
+from collectors.demo.scenarios import SCENARIOS, Scenario
+from collectors.endpoints import dashboard_bind_error
 
 # The clusters of `--clusters N`: the same scenarios (so the same group names) on each.
 DEMO_CLUSTERS = ("east", "west", "north", "south")
+CHAOS_FLAG = "--chaos-on-my-cluster"
+
+
+def _groups(scenarios: tuple[Scenario, ...], test: Any) -> str:
+    return ", ".join(s.group for s in scenarios if test(s))
+
+
+def chaos_summary(scenarios: tuple[Scenario, ...] = SCENARIOS) -> str:
+    """Exactly what the demo's workload does to a cluster, read from the scenarios themselves."""
+    topics = ", ".join(f"{t} ({n})" for s in scenarios for t, n in ((s.topic, s.partitions), *s.extra_topics))
+    groups = ", ".join(
+        f"{s.group} ({len(s.members)}{', KIP-848' if s.protocol == 'consumer' else ''})" for s in scenarios
+    )
+    killed = _groups(scenarios, lambda s: any(st.action == "kill" for st in s.steps))
+    stopped = _groups(scenarios, lambda s: any(st.action == "stop" for st in s.steps))
+    stalled = _groups(scenarios, lambda s: any(m.stall_for for m in s.members))
+    storms = "; ".join(
+        f"starts a new member of {s.group} every {s.flap_every:g} s, each leaving after {s.flap_stay:g} s "
+        "(a rebalance storm)"
+        for s in scenarios
+        if any(st.action == "flap" for st in s.steps)
+    )
+    periods = sorted({s.period for s in scenarios if s.period})
+    looped = _groups(scenarios, lambda s: s.period)
+    every = " and ".join(f"{p:g}" for p in periods)
+    return (
+        "The workload creates the topics (partitions) groupscope.heartbeats (3; the heartbeat_topic "
+        f"setting), {topics}, and never deletes them; runs a producer writing into each, and the "
+        f"consumer groups (members) {groups}, each member a consumer process whose probe writes to the "
+        f"heartbeat topic. Every {every} s {looped} start over: it SIGKILLs a member of {killed}, stops "
+        f"(SIGTERM) and restarts members of {stopped}, makes a member of {stalled} stop polling until it "
+        f"is expelled, and {storms}."
+    )
 
 
 def _say(msg: str) -> None:
@@ -121,6 +160,19 @@ def _display_available() -> bool:
     default=None,
     help="Where the children's logs go (default: a new temporary directory).",
 )
+@click.option(
+    CHAOS_FLAG,
+    "chaos",
+    is_flag=True,
+    help="Run the demo's workload on the --bootstrap-servers cluster (without it the demo refuses). "
+    + chaos_summary(),
+)
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="With --bootstrap-servers: no workload, only the collector, the alert worker and the dashboard "
+    "watching that cluster, as `groupscope collect` does (no demo topic, no group, no member killed).",
+)
 def demo(
     bootstrap_servers: str | None,
     redis_url: str | None,
@@ -129,11 +181,16 @@ def demo(
     no_browser: bool,
     n_clusters: int,
     logs_dir: str | None,
+    chaos: bool,
+    watch: bool,
 ) -> None:
     """Run a live demo: broker, scenario workload, collector, alert worker and dashboard.
 
-    --bootstrap-servers runs the workload against that cluster instead of a local broker; --redis
-    uses that Redis instead of starting one.
+    The workload runs on a local broker the demo starts. --bootstrap-servers points the demo at
+    your cluster instead, and then needs --watch (collector, alert worker and dashboard only,
+    nothing written but groupscope's own topics) or --chaos-on-my-cluster (the workload there:
+    topics created, groups run, members killed, a rebalance storm). --redis uses that Redis instead
+    of starting one.
     """
     from collectors.demo.scenarios import Workload
     from collectors.demo.servers.kafka import JarsError, KafkaBroker
@@ -142,18 +199,26 @@ def demo(
 
     settings = settings_from(bootstrap_servers=bootstrap_servers, redis_url=redis_url)
     # the dashboard child would refuse this bind (dashboard/serve.py): say so before starting anything
-    why = open_bind_error(
-        settings.dashboard_host,
-        what="the dashboard",
-        auth=settings.basic_auth() is not None,
-        allow_open=settings.allow_open_bind,
-    )
+    why = dashboard_bind_error(settings)
     if why:
         raise click.UsageError(why)
     if duration is not None and duration <= 0:
         raise click.UsageError("--duration must be positive")
     if n_clusters > 1 and bootstrap_servers is not None:
         raise click.UsageError("--clusters starts local brokers; it cannot be used with --bootstrap-servers")
+    if watch and chaos:
+        raise click.UsageError(f"--watch runs no workload and {CHAOS_FLAG} runs it: choose one")
+    if watch and bootstrap_servers is None:
+        raise click.UsageError("--watch watches your cluster: name it with --bootstrap-servers HOST:PORT")
+    if bootstrap_servers is not None and not (chaos or watch):
+        # Before anything starts: the workload is never aimed at someone's cluster by default.
+        raise click.UsageError(
+            f"--bootstrap-servers {bootstrap_servers} is your cluster, not the demo's own broker, and the "
+            f"demo's workload is chaos. {chaos_summary()} To run it there anyway, add {CHAOS_FLAG}. To "
+            f"watch {bootstrap_servers} read-only instead, add --watch: the collector, the alert worker "
+            "and the dashboard only, as `groupscope collect` runs them (they write nothing but "
+            "groupscope's own groupscope.* topics: no demo topic, no group, no member killed)."
+        )
     run_dir = Path(logs_dir) if logs_dir else Path(tempfile.mkdtemp(prefix="groupscope-demo-"))
     run_dir.mkdir(parents=True, exist_ok=True)
     # Every process we start (and theirs) inherits this mark; the supervisor finds leftovers by it.
@@ -204,7 +269,14 @@ def demo(
             if stop.is_set():
                 return
 
-        for name, (bootstrap, _logs) in clusters.items():
+        if watch:
+            _say(
+                f"watching {bootstrap_servers} read-only (--watch): collector, alert worker and "
+                "dashboard only; no demo topic, no group, no member killed"
+            )
+        elif bootstrap_servers is not None:
+            _say(f"{CHAOS_FLAG}: running the demo's workload on {bootstrap_servers}")
+        for name, (bootstrap, _logs) in ({} if watch else clusters).items():  # --watch: no workload
             label = "" if name == "default" else f"{name}-"
             workload = Workload(supervisor, bootstrap, settings.heartbeat_topic, label=label)
             workloads.append(workload)
@@ -249,7 +321,7 @@ def demo(
         supervisor.start_watching()
         for workload in workloads:
             workload.start()
-        for sc in workloads[0].scenarios:
+        for sc in workloads[0].scenarios if workloads else ():
             where = "" if names == ["default"] else f" (on each of {', '.join(names)})"
             _say(f"scenario {sc.group}: {sc.what}{where}")
 

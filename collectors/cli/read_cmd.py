@@ -1,11 +1,14 @@
-"""`groupscope groups` and `groupscope group NAME`: what the collector keeps in Redis."""
+"""`groupscope groups` and `groupscope group NAME`: what the collector keeps in Redis.
+
+The statuses they show (in a rebalance storm, flapping, lagging) are the alert rules', under the
+alert configuration (alerts_file, or the config file's `alerts:`): coordinator_model/statuses.py."""
 
 from __future__ import annotations
 
 import json
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import click
@@ -31,6 +34,24 @@ class Clusters:
     settings: Settings
     client: Any
     names: list[str]
+    _alert_config: Any = field(default=None, repr=False)
+
+    def alert_config(self, cluster: str) -> Any:
+        """The alert rules of `cluster` (AlertConfig.for_cluster), which define the statuses."""
+        if self._alert_config is None:
+            from collectors.alerts.config import load_alert_config
+
+            try:
+                self._alert_config = load_alert_config(self.settings)
+            except ConfigError as e:
+                raise click.UsageError(str(e)) from e
+        return self._alert_config.for_cluster(cluster)
+
+    def statuses(self, stores: dict[str, RedisStore], now_ms: int) -> dict[str, Any]:
+        """cluster -> its FleetStatuses at now_ms (collectors/storage/fleet_statuses.py)."""
+        from collectors.storage.fleet_statuses import read_statuses
+
+        return {n: read_statuses(st, self.alert_config(n), now_ms) for n, st in stores.items()}
 
     def store(self, name: str) -> RedisStore:
         return RedisStore(
@@ -112,14 +133,25 @@ def groups(
     offset: int,
 ) -> None:
     """List the groups kept in Redis, of every cluster or one (--cluster)."""
+    from coordinator_model.statuses import LABELS, STATUSES, definitions
+
     c = _clusters(redis_url, cluster)
     stores = c.stores(cluster)
     total, rows = list_groups_across(stores, sort_by, desc, state, name_contains, type_, offset, limit)
+    found = c.statuses(stores, int(time.time() * 1000))
+    for r in rows:
+        r["statuses"] = [s for s in STATUSES if r["name"] in found[r["cluster"]].groups[s]]
     if as_json:
         out = {
             "total": total,
             "clusters": {
-                n: {"counts": st.fleet_counts(), "freshness": st.freshness()} for n, st in stores.items()
+                n: {
+                    "counts": _counts(st.fleet_counts(), found[n]),
+                    "statuses": {s: sorted(found[n].groups[s]) for s in STATUSES},
+                    "definitions": definitions(c.alert_config(n)),
+                    "freshness": st.freshness(),
+                }
+                for n, st in stores.items()
             },
             "groups": rows,
         }
@@ -132,7 +164,7 @@ def groups(
     width = max([7, *(len(r["cluster"]) for r in rows)])
     hdr = (
         f"{'CLUSTER':<{width}} {'GROUP':<40} {'TYPE':<8} {'STATE':<20} {'MEMB':>4} {'GEN':>5} "
-        f"{'PROTOCOL':<18} {'LAG':>10} {'LAG_S':>8} {'REB/H':>5} {'REFRESHED':>9}"
+        f"{'PROTOCOL':<18} {'LAG':>10} {'LAG_S':>8} {'REB/H':>5} {'REFRESHED':>9} STATUS"
     )
     click.echo(hdr)
     for r in rows:
@@ -140,10 +172,15 @@ def groups(
         click.echo(
             f"{r['cluster']:<{width}} {r['name'][:40]:<40} {r['type'] or '-'!s:<8} {r['state']:<20} "
             f"{r['members']:>4} {'-' if gen is None else gen:>5} {str(r['protocol'] or '-')[:18]:<18} "
-            f"{r['lag']:>10} {r['lag_seconds']:>8.1f} {r['rebalances_1h']:>5} {_age(r['last_refreshed']):>9}"
+            f"{r['lag']:>10} {r['lag_seconds']:>8.1f} {r['rebalances_1h']:>5} {_age(r['last_refreshed']):>9} "
+            f"{','.join(r['statuses']) or '-'}"
         )
     if total > offset + len(rows):
         click.echo(f"... {total - offset - len(rows)} more (use --offset/--limit)")
+    for n, st in found.items():
+        where = f"cluster {n}: " if len(found) > 1 else ""
+        counts = ", ".join(f"{st.count(s)} {LABELS[s]}" for s in STATUSES)
+        click.echo(f"{where}{counts} (the alert rules' definitions: `groupscope groups --json`)")
 
 
 @click.command()
@@ -172,12 +209,26 @@ def group(name: str, redis_url: str | None, cluster: str | None, as_json: bool) 
 
     if len(c.names) > 1:
         click.echo(f"cluster {where}")
+    from coordinator_model.statuses import LABELS, group_statuses
+
     try:
-        click.echo(render_group(GroupDocument.from_json(doc)))
+        typed = GroupDocument.from_json(doc)
+        click.echo(render_group(typed))
     except DocumentError as exc:
         raise click.ClickException(f"{exc} (groupscope group {name} --json prints it as stored)") from exc
+    st = group_statuses(typed, int(time.time() * 1000), c.alert_config(where))
+    said = "; ".join(f"{LABELS[s]}: {st.found[s].summary}" for s in st.names)
+    click.echo(f"status: {said or 'no storm, no flapping, not lagging'} (the alert rules)")
     fresh = store.freshness([name])
     click.echo(f"last refreshed: {_age(fresh['groups'].get(name))} ago")
+
+
+def _counts(counts: dict[str, Any], found: Any) -> dict[str, Any]:
+    """The store's fleet counts with its storms and lagging replaced by the statuses' (the alert
+    rules', coordinator_model/statuses.py), and flapping added."""
+    out = dict(counts)
+    out.update(storms=found.count("storm"), flapping=found.count("flapping"), lagging=found.count("lagging"))
+    return out
 
 
 def _find_group(c: Clusters, name: str, cluster: str | None) -> tuple[str, dict[str, Any]]:

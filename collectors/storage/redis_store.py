@@ -247,16 +247,12 @@ class RedisStore:
         client: Any,
         prefix: str = "gs",
         retention_ms: int = DEFAULT_RETENTION_MS,
-        storm_rebalances_per_hour: int = 10,
-        lagging_seconds: float = 60.0,
         dead_letter_max: int = 100_000,
         summaries: bool = True,
     ) -> None:
         self.r = client
         self.p = prefix
         self.retention_ms = retention_ms
-        self.storm_rebalances_per_hour = storm_rebalances_per_hour
-        self.lagging_seconds = lagging_seconds
         self.dead_letter_max = dead_letter_max
         # Off only to measure or test the readers' document path: a writer without summaries removes
         # the ones of the groups it writes, so a reader never takes an old summary for a new document.
@@ -784,24 +780,16 @@ class RedisStore:
         return total, [json.loads(r) for r in rows if r]
 
     def fleet_counts(self) -> dict[str, Any]:
-        """Counts for the fleet header: total, by state, in a rebalance storm, lagging."""
+        """Counts for the fleet header: total and by state. (Storms, flapping and lagging are the
+        alert rules' statuses, coordinator_model/statuses.py, read by storage/fleet_statuses.py.)"""
         states = sorted(s.decode() for s in self.r.smembers(self.k("states")))
         p = self.pipeline()
         p.hlen(self.k("fleet"))
         for s in states:
             p.zcard(self.idx("name", s))
-        p.zcount(self.idx("rebalance_rate"), self.storm_rebalances_per_hour, "+inf")
-        p.zcount(self.idx("lag_seconds"), f"({self.lagging_seconds}", "+inf")
         res = p.execute()
         by_state = {s: int(n) for s, n in zip(states, res[1 : 1 + len(states)], strict=True) if n}
-        return {
-            "total": int(res[0]),
-            "by_state": by_state,
-            "storms": int(res[-2]),
-            "lagging": int(res[-1]),
-            "storm_rebalances_per_hour": self.storm_rebalances_per_hour,
-            "lagging_seconds": self.lagging_seconds,
-        }
+        return {"total": int(res[0]), "by_state": by_state}
 
     def get_group(self, name: str) -> dict[str, Any] | None:
         """The group's document exactly as `groupscope model --json` prints it, or None."""

@@ -26,6 +26,12 @@ for its per-topic lag and spent the rest in prometheus_client's per-sample forma
   sums lags above 1.
 - The metrics summary is the fleet row's values plus the per-topic lag the scrape used to compute
   from the document, with the same code, at write time.
+- The statuses (in a rebalance storm, flapping, lagging: coordinator_model/statuses.py, each one
+  alert rule) are found from the same summaries (`PackedEvaluator.statuses`, read over a fleet by
+  collectors/storage/fleet_statuses.py): the storm and flapping rules on the rule head, the lag rule
+  on the facts' lag rows, the rows a lag rule could count reduced to those no other row of their
+  status outdoes (`_lag_frontier`), which decide it as all the rows do (tests/test_statuses.py).
+  A status is never computed here at write time: the storm's window slides with the clock.
 
 The summaries are JSON written by the standard library (exact for any integer, and for non-finite
 floats as `Infinity`/`NaN`) and read by orjson, 3 to 7 times faster on them, which halved what
@@ -46,7 +52,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from coordinator_model.alert_rules import RULES, AlertConfig, Evaluation
+from coordinator_model.alert_rules import RULES, AlertConfig, Evaluation, Finding, lookback_ms
 from coordinator_model.alert_rules.docview import (
     REBALANCING_STATES,
     Generation,
@@ -56,11 +62,14 @@ from coordinator_model.alert_rules.docview import (
     state_at,
 )
 from coordinator_model.document import GroupDocument, PartitionLag
+from coordinator_model.statuses import STATUS_RULES, STATUSES, judge
 
 # Bumped whenever the layout of the rule input or the facts changes. It is part of the head's key,
 # so a new collector rewrites every head; an evaluator reads only the version it knows and falls
 # back to the document for any other (a collector and a worker of different versions in an upgrade).
-RULES_VERSION = 2  # 2: facts without retention and log start (documents carry neither)
+RULES_VERSION = 3  # 3: facts with the lag rows (2: without retention and log start)
+# The most lag rows the facts keep (`_lag_frontier`); a group with more is read from its document.
+MAX_LAG_ROWS = 32
 
 _ENCODE = json.JSONEncoder(separators=(",", ":")).encode
 
@@ -89,6 +98,9 @@ class Facts(NamedTuple):
     newest_generation: int | None  # start of the newest generation the rules read
     lagging: int  # lag rows a rule could count: lag unknown or above 0
     worst_seconds: float | None  # their worst lag in seconds
+    # Those rows as [status, lag, seconds], reduced to the ones no other row of the same status
+    # outdoes (`_lag_frontier`); None when too many are left (read the document).
+    lag_rows: list[list[Any]] | None
 
 
 @dataclass(frozen=True)
@@ -168,11 +180,13 @@ def summarize(
 
 
 def _scan_lag(rows: list[PartitionLag]) -> tuple[list[Any], dict[str, list[float]]]:
-    """One pass over the partition rows: the lag facts ([lagging, worst seconds], over the rows a
-    rule could count: lag unknown or above 0) and the per-topic [lag, worst seconds] the metrics
-    show, as `metric_values` computes them (tests/test_alerts_summary.py)."""
+    """One pass over the partition rows: the lag facts ([lagging, worst seconds, lag rows], over the
+    rows a rule could count: lag unknown or above 0) and the per-topic [lag, worst seconds] the
+    metrics show, as `metric_values` computes them (tests/test_alerts_summary.py)."""
     topics: dict[str, list[float]] = {}
     lagging, worst = 0, None
+    counted: list[tuple[str | None, int | None, float | None]] = []
+    have_status = False
     for r in rows:
         lag, secs = r.lag, r.lag_seconds
         t = topics.get(r.topic)
@@ -181,11 +195,69 @@ def _scan_lag(rows: list[PartitionLag]) -> tuple[list[Any], dict[str, list[float
         t[0] += lag or 0
         if (secs or 0.0) > t[1]:  # max(t[1], secs or 0.0), as metric_values
             t[1] = secs or 0.0
+        if r.status:
+            have_status = True
         if lag is None or lag > 0:
             lagging += 1
+            counted.append((r.status, lag, secs))
             if secs is not None and not math.isnan(secs) and (worst is None or secs > worst):
                 worst = secs
-    return [lagging, worst], topics
+    return [lagging, worst, _lag_frontier(counted, have_status) if counted else []], topics
+
+
+def _seconds_key(secs: float | None) -> float:
+    return -math.inf if secs is None or math.isnan(secs) else secs
+
+
+def _lag_frontier(
+    rows: list[tuple[str | None, int | None, float | None]], have_status: bool
+) -> list[list[Any]] | None:
+    """The rows a lag rule could count (lag unknown or above 0) as [status, lag, seconds], reduced
+    per status to those no other row outdoes (as many messages or more and as many seconds or more
+    behind; of the rows of unknown lag, the one furthest behind in seconds). The `lag` rule (the
+    `lagging` status, coordinator_model/statuses.py) asks only "at least" of a row: a status among
+    some, lag above `ignore_lag_at_most` (never negative, `summaries_usable`), at least `min_offsets`,
+    at least `min_seconds`, both or either. Whatever row it would find among all the rows, a row of
+    these outdoing it meets the same conditions: run on these, it finds one exactly when it finds
+    one on the document. Seconds that cannot count (None, NaN) are kept as None. When the group's
+    rows have a status and none of these has one, a row ["OK", 0, None] says so (the rule then
+    counts rows by status; a lag of 0 is never counted). None when more than MAX_LAG_ROWS are left
+    (rows more behind in messages and less in seconds, one after the other): read the document."""
+    by_status: dict[str | None, list[tuple[int | None, float | None]]] = {}
+    for status, lag, secs in rows:
+        by_status.setdefault(status, []).append((lag, secs))
+    out: list[list[Any]] = []
+    for status in sorted(by_status, key=lambda st: (st is not None, st or "")):
+        points = by_status[status]
+        unknown = [secs for lag, secs in points if lag is None]
+        if unknown:
+            best = max(unknown, key=_seconds_key)
+            out.append([status, None, None if _seconds_key(best) == -math.inf else best])
+        known = sorted(
+            ((lag, secs) for lag, secs in points if lag is not None),
+            key=lambda p: (-p[0], -_seconds_key(p[1])),
+        )
+        top = -math.inf
+        for i, (lag, secs) in enumerate(known):
+            key = _seconds_key(secs)
+            if key > top or i == 0:
+                out.append([status, lag, None if key == -math.inf else secs])
+                top = key
+        if len(out) > MAX_LAG_ROWS:
+            return None
+    if have_status and out and not any(r[0] for r in out):
+        out.append(["OK", 0, None])
+    return out
+
+
+def lag_rows(facts: Facts) -> list[PartitionLag] | None:
+    """The facts' lag rows as the lag rule reads them (None: not kept, read the document)."""
+    if facts.lag_rows is None:
+        return None
+    return [
+        PartitionLag("", i, lag=lag, lag_seconds=secs, status=status)
+        for i, (status, lag, secs) in enumerate(facts.lag_rows)
+    ]
 
 
 def _values(row: Mapping[str, Any], topics: dict[str, list[float]]) -> list[Any]:
@@ -296,14 +368,17 @@ class PackedView(GroupView):
     from a document, and which has no lag rows: the evaluator builds it only for a group with no
     row a rule could count, or when no rule that reads rows is left to run. The rules
     (coordinator_model/alert_rules/rules.py) read it unchanged. Each part is decoded the first time a
-    rule asks for it, as GroupView parses lazily."""
+    rule asks for it, as GroupView parses lazily. `lags`: the facts' lag rows (`lag_rows`), given
+    only to find the `lagging` status, which they decide as the document's rows do."""
 
     __slots__ = ("_head",)
 
-    def __init__(self, group: str, head: list[Any], since: int | None) -> None:
+    def __init__(
+        self, group: str, head: list[Any], since: int | None, lags: list[PartitionLag] | None = None
+    ) -> None:
         super().__init__({"group": group, "state": head[1]}, since)
         self._head = head
-        self._lags = []
+        self._lags = lags or []
 
     @property
     def timeline(self) -> list[StateSpan]:
@@ -444,6 +519,8 @@ class Silence:
 
 
 _GENERATION_RULES = ("rebalance_storm", "member_flapping", "member_lost")
+# A head with no history: what a view needs when only the lag rows are read.
+_NO_HISTORY = [RULES_VERSION, None, [], []]
 # What each rule reads of a PackedView: the head alone (generations, timeline, state), or lag rows
 # too, which it has only when none could count. Any other rule (added later) reads the document.
 _HEAD_RULES = frozenset({*_GENERATION_RULES, "rebalance_stuck"})
@@ -458,6 +535,7 @@ class PackedEvaluator:
     def __init__(self, config: AlertConfig) -> None:
         self.config = config
         self.silence = Silence(config)
+        self.usable = summaries_usable(config)  # the lag rows decide the lag rule (statuses)
         self._lookback: dict[str, int] = {}  # group -> ms of generations its rules look back (+1)
         # Without any group pattern every group gets the same rules (rules_for would build and cache
         # the same dict 50,000 times in a cold cycle).
@@ -472,12 +550,7 @@ class PackedEvaluator:
         key = "" if self._shared is not None else group
         ms = self._lookback.get(key)
         if ms is None:
-            # As evaluate_group: no rule looks at generations older than its window (plus settle).
-            lookback_s = max(
-                (float(p.get("window_s") or 0) + float(p.get("settle_s") or 0) for p in rules.values()),
-                default=0.0,
-            )
-            ms = int(lookback_s * 1000) + 1
+            ms = lookback_ms(rules)  # as evaluate_group
             if len(self._lookback) > 200_000:  # bounded like AlertConfig's own per-group cache
                 self._lookback.clear()
             self._lookback[key] = ms
@@ -520,3 +593,57 @@ class PackedEvaluator:
                     result.recheck_at if ev.recheck_at is None else min(ev.recheck_at, result.recheck_at)
                 )
         return ev
+
+    # ---- the statuses (coordinator_model/statuses.py) ----------------------------------------------
+    def _status_todo(
+        self, group: str, facts: Facts, now_ms: int, statuses: tuple[str, ...]
+    ) -> tuple[dict[str, dict[str, Any]], int, list[str]]:
+        """The group's rules, the view's cut, and the statuses whose rule may return a finding (the
+        others `Silence` proves empty, or their rule is disabled for the group)."""
+        rules = self._rules(group)
+        since = now_ms - self._lookback_ms(group, rules) if rules else now_ms
+        todo = []
+        for status in statuses:
+            rule = STATUS_RULES[status]
+            if rule not in rules:
+                continue
+            if rule in _GENERATION_RULES and self.silence.generations(facts, since):
+                continue
+            if rule == "lag" and self.silence.lag(facts):
+                continue
+            todo.append(status)
+        return rules, since, todo
+
+    def needs_head(self, group: str, facts: Facts, now_ms: int, statuses: tuple[str, ...] = STATUSES) -> bool:
+        """Whether finding the group's statuses at now_ms reads its rule head (a status rule that reads
+        generations may return a finding)."""
+        todo = self._status_todo(group, facts, now_ms, statuses)[2]
+        return any(STATUS_RULES[s] in _HEAD_RULES for s in todo)
+
+    def statuses(
+        self,
+        group: str,
+        facts: Facts,
+        head: bytes | str | None,
+        now_ms: int,
+        statuses: tuple[str, ...] = STATUSES,
+    ) -> dict[str, Finding] | None:
+        """status -> finding at now_ms, from the summaries: the same rules on the same view as
+        `evaluate` (the lag rule on the facts' lag rows, which decide it as the document's rows do,
+        `_lag_frontier`). None when the group must be judged from its document: its head is needed
+        and unreadable (or not given), or its lag rows were not kept."""
+        rules, since, todo = self._status_todo(group, facts, now_ms, statuses)
+        if not todo:
+            return {}
+        lags: list[PartitionLag] = []
+        if "lagging" in todo:
+            rows = lag_rows(facts) if self.usable else None
+            if rows is None:
+                return None
+            lags = rows
+        decoded: list[Any] | None = _NO_HISTORY
+        if any(STATUS_RULES[s] in _HEAD_RULES for s in todo):
+            decoded = decode_head(head)
+            if decoded is None:
+                return None
+        return judge(PackedView(group, decoded, since, lags), now_ms, rules, todo)

@@ -7,7 +7,14 @@ from coordinator_model.alert_rules.config import (
     AlertConfigError,
     parse_alert_config,
 )
-from coordinator_model.alert_rules.rules import RULES, Evaluation, Finding, RuleResult, evaluate_group
+from coordinator_model.alert_rules.rules import (
+    RULES,
+    Evaluation,
+    Finding,
+    RuleResult,
+    evaluate_group,
+    lookback_ms,
+)
 
 __all__ = [
     "DEFAULT_RULES",
@@ -18,5 +25,6 @@ __all__ = [
     "Finding",
     "RuleResult",
     "evaluate_group",
+    "lookback_ms",
     "parse_alert_config",
 ]

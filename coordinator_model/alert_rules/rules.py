@@ -9,7 +9,7 @@ so the evaluator re-runs a quiet group only then instead of every cycle.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -405,20 +405,35 @@ RULES: dict[str, Callable[[Doc, int, dict[str, Any]], RuleResult]] = {
 }
 
 
-def evaluate_group(doc: GroupDocument | Mapping[str, Any], now_ms: int, config: AlertConfig) -> Evaluation:
+def lookback_ms(rules: Mapping[str, Mapping[str, Any]]) -> int:
+    """How far back from now the rules of one group look at generations, plus one ms: no rule looks
+    at generations older than its window (plus the storm's settle time). Every reader cuts its view
+    of a group at `now_ms - lookback_ms(rules)` with the group's enabled rules (`rules_for`), so a
+    rule run alone (coordinator_model/statuses.py) sees what it sees in a full evaluation."""
+    lookback_s = max(
+        (float(p.get("window_s") or 0) + float(p.get("settle_s") or 0) for p in rules.values()), default=0.0
+    )
+    return int(lookback_s * 1000) + 1
+
+
+def evaluate_group(
+    doc: GroupDocument | Mapping[str, Any],
+    now_ms: int,
+    config: AlertConfig,
+    only: Collection[str] | None = None,
+) -> Evaluation:
     """Every enabled rule over one group document (its JSON form is read with
-    GroupDocument.from_json: DocumentError when it is not a document)."""
+    GroupDocument.from_json: DocumentError when it is not a document). `only`: run these rules
+    alone (the view is cut as for all of them)."""
     d = document_of(doc)
     ev = Evaluation(group=d.group, now_ms=now_ms)
     rules = config.rules_for(d.group)
     if not rules:
         return ev
-    # No rule looks at generations older than its window (plus the storm's settle time).
-    lookback_s = max(
-        (float(p.get("window_s") or 0) + float(p.get("settle_s") or 0) for p in rules.values()), default=0.0
-    )
-    view = GroupView(d, since=now_ms - int(lookback_s * 1000) - 1)
+    view = GroupView(d, since=now_ms - lookback_ms(rules))
     for name, params in rules.items():
+        if only is not None and name not in only:
+            continue
         result = RULES[name](view, now_ms, params)
         if result.finding is not None:
             ev.findings.append(result.finding)

@@ -1,5 +1,7 @@
 """The fleet page (`/`: every cluster; `/clusters/<c>`: one cluster): counts by state (and by
-cluster), storms, lagging groups, and the grid of every group.
+cluster), groups in a rebalance storm, flapping and lagging (as the alert rules define them,
+coordinator_model/statuses.py: the same groups the alerts raise those alerts for), and the grid of
+every group.
 
 The grid uses AG Grid's infinite row model: the browser asks for one block of rows at a time with
 its sort and filter model, and the server answers from the fleet index in Redis (a ZRANGE for a
@@ -175,6 +177,13 @@ def _top_list(
     return [html.H3(f"{title}: {count}"), html.Ul(items)]
 
 
+def _hint(verb: str, definition: str | None, rule: str) -> str:
+    """What an empty list of a status says: its definition (coordinator_model/statuses.py)."""
+    if definition is None:
+        return f"The {rule} alert rule is off: no group is counted."
+    return f"No group {verb} {definition} (the {rule} alert rule)."
+
+
 def register(app: Dash, data: DashboardData) -> None:
     @app.callback(
         Output("fleet-summary", "children"),
@@ -187,17 +196,9 @@ def register(app: Dash, data: DashboardData) -> None:
     def summary(_n: int | None, path: str | None) -> tuple[Any, Any, Any, Any]:
         cluster = parse_path(path).cluster
         try:
+            # storms, flapping and lagging: the alert rules' statuses, with the five groups furthest
+            # into each (over the clusters shown)
             counts = data.fleet_counts(cluster)
-            storms: list[dict[str, Any]] = []
-            lagging: list[dict[str, Any]] = []
-            # The top five by rate / seconds (over the clusters shown, merged), keeping only those
-            # over the store's thresholds.
-            if counts["storms"]:
-                storms = data.list_groups(cluster, sort_by="rebalance_rate", descending=True, limit=5)[1]
-                storms = [r for r in storms if r["rebalances_1h"] >= counts["storm_rebalances_per_hour"]]
-            if counts["lagging"]:
-                lagging = data.list_groups(cluster, sort_by="lag_seconds", descending=True, limit=5)[1]
-                lagging = [r for r in lagging if r["lag_seconds"] > counts["lagging_seconds"]]
         except Unavailable as e:
             msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
             return msg, fleet_state_figure({}), "", ""
@@ -239,24 +240,26 @@ def register(app: Dash, data: DashboardData) -> None:
                     for s in sorted(by_state, key=lambda s: STATE_ORDER.index(s) if s in STATE_ORDER else 99)
                 ],
                 stat("in a rebalance storm", counts["storms"], id_="fleet-storm-count"),
+                stat("flapping", counts["flapping"], id_="fleet-flapping-count"),
                 stat("lagging", counts["lagging"], id_="fleet-lagging-count"),
             ],
             className="stats",
         )
+        defs = counts["definitions"]
         storm_box = _top_list(
             "Rebalance storms",
-            storms,
-            "{rebalances_1h} rebalances in the last hour",
+            counts["top"]["storm"],
+            "{summary}",
             counts["storms"],
-            f"No group rebalanced {counts['storm_rebalances_per_hour']} times or more in the last hour.",
+            _hint("had", defs["storm"], "rebalance_storm"),
             named,
         )
         lag_box = _top_list(
             "Lagging",
-            lagging,
-            "{lag_seconds:.0f} s behind, {lag:,} offsets",
+            counts["top"]["lagging"],
+            "{summary}",
             counts["lagging"],
-            f"No group is more than {counts['lagging_seconds']:.0f} s behind.",
+            _hint("has", defs["lagging"], "lag"),
             named,
         )
         return cards, fleet_state_figure(by_state), storm_box, lag_box

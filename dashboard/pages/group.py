@@ -11,6 +11,7 @@ import dash_ag_grid as dag
 from dash import Dash, Input, Output, dcc, html
 
 from coordinator_model.document.types import DocumentError, GenerationDoc, GroupDocument, TimelineSpan
+from coordinator_model.statuses import LABELS, GroupStatuses
 from dashboard import group_doc as gd
 from dashboard.components import (
     LAG_METRICS,
@@ -242,7 +243,19 @@ def _kv(pairs: list[tuple[str, Any]]) -> html.Dl:
     return html.Dl(items, className="kv")
 
 
-def header(doc: GroupDocument, row: Mapping[str, Any] | None, now: int) -> list[Any]:
+def status_text(statuses: GroupStatuses | None) -> str | None:
+    """The group's statuses as the alert rules define them (coordinator_model/statuses.py), each
+    with its rule's summary: "in a rebalance storm (7 rebalances in the last 600 s ...); lagging (...)"."""
+    if statuses is None:
+        return None
+    if not statuses.found:
+        return "no storm, no flapping, not lagging"
+    return "; ".join(f"{LABELS[s]} ({statuses.found[s].summary})" for s in statuses.names)
+
+
+def header(
+    doc: GroupDocument, row: Mapping[str, Any] | None, now: int, statuses: GroupStatuses | None = None
+) -> list[Any]:
     lag, lag_s = doc.lag.total, doc.lag.max_seconds
     pairs: list[tuple[str, Any]] = [("State", state_badge(doc.state)), ("Type", doc.type)]
     if doc.modern:
@@ -258,6 +271,7 @@ def header(doc: GroupDocument, row: Mapping[str, Any] | None, now: int) -> list[
         ("Lag offsets", f"{lag:,}" if lag is not None else None),
         ("Lag seconds", f"{lag_s:.1f}" if lag_s is not None else None),
         ("Rebalances 1 h", (row or {}).get("rebalances_1h")),
+        ("Status", status_text(statuses)),
     ]
     refreshed = (row or {}).get("last_refreshed")
     notes: list[Any] = [
@@ -535,8 +549,13 @@ def group_outputs(
         gens = [g for g in gens if g.start is None or (g.end or g.start) >= since]
     kip_body, kip_style = kip848_card(doc)
     columns = MEMBER_COLUMNS + (KIP848_COLUMNS if doc.modern else [])
+    try:
+        statuses: GroupStatuses | None = data.group_statuses(doc, cluster, now)
+    except (Unavailable, DocumentError):
+        statuses = None
+    head = header(doc, row, now, statuses)
     return (
-        [stale, *header(doc, row, now)] if stale is not None else header(doc, row, now),
+        [stale, *head] if stale is not None else head,
         note,
         timeline_figure(
             bands,
