@@ -566,3 +566,24 @@ def test_the_lag_refresher_thread_refreshes_what_is_due_notes_its_state_and_stop
         refresher.stop()
         refresher.join(5)
     assert not refresher.is_alive()
+
+
+def test_a_group_whose_stored_head_cannot_be_read_does_not_stop_the_lag_refresh(
+    redis_server, redis_client, monkeypatch
+) -> None:
+    """One unreadable head (a value someone else wrote under the group's key) is logged and tried
+    again a phase later; the other due groups are refreshed, and the refresher does not stop."""
+    groups = ["a", "b", "c"]
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": T0 + 10_000}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    _run(update, pd.concat([_end_lines(groups, T0, {0: 500, 1: 700}), _commits(groups, T0 + 100, 400)]), {})
+    LogEnds(redis_client, "gs").merge({("orders", 0): [(T0 + 30_000, 1500)]})
+    redis_client.set("gs:group:{b}:doc", b"\xff not a document")
+    refresher = LagRefresher(redis_server.url, "gs", 7 * 24 * 3600 * 1000)
+    at = T0 + 3 * LAG_REFRESH_MS
+    assert refresher.run_once(at) == 2
+    assert json.loads(redis_client.hget("gs:fleet", "a"))["lag"] == (1500 - 400) + (700 - 400)
+    assert json.loads(redis_client.hget("gs:fleet", "c"))["lag"] == (1500 - 400) + (700 - 400)
+    assert at < redis_client.zscore("gs:lag:due", "b") <= at + LAG_REFRESH_MS  # a phase later

@@ -75,39 +75,61 @@ class Refreshed:
     stop_at: int | None = None
 
 
-def moved_on(store: Any, ends_of: Callable[[set[str]], dict], groups: list[str], at: int) -> list[Refreshed]:
+def moved_on(
+    store: Any, ends_of: Callable[[set[str]], dict], groups: list[str], at: int, bad: list[str] | None = None
+) -> list[Refreshed]:
     """These groups brought up to the log ends at `at`: the head as stored, its committed offsets
     and the log ends put together (storage/group_parts.py), as the engine would render them; a whole
     document stored before the parts has its own lag moved on (offsets.lag.moved_on). A group whose
-    head is not in Redis (flushed, or deleted) is left out. `ends_of` gives the histories of topics,
-    only read here."""
+    head is not in Redis (flushed, or deleted) is left out; one whose stored head cannot be read or
+    put together is left out too, logged and added to `bad` (one such group must not stop the
+    refresh of the others). `ends_of` gives the histories of topics, only read here."""
     from collectors.pipeline.sink import read_document
     from collectors.storage import group_parts
     from collectors.storage.json_text import dumps_document
     from coordinator_model.offsets.lag import moved_on as lag_moved_on
 
+    def failed(group: str, e: Exception) -> None:
+        log.warning("lag refresh of group %r: %s", group, e)
+        if bad is not None:
+            bad.append(group)
+
     texts = store.r.mget([store.gk(g, "doc") for g in groups])
-    heads = {g: read_document(raw.decode()) for g, raw in zip(groups, texts, strict=True) if raw is not None}
-    apart = [g for g, d in heads.items() if group_parts.is_head(d)]
+    heads: dict[str, Any] = {}
+    for g, raw in zip(groups, texts, strict=True):
+        if raw is None:
+            continue
+        try:
+            heads[g] = read_document(raw.decode())
+        except Exception as e:  # a value someone else wrote there
+            failed(g, e)
+    apart = [g for g, d in heads.items() if isinstance(d, dict) and group_parts.is_head(d)]
     offsets = store.offsets.load(apart) if apart else {}
     topics: set[str] = set()
-    for g, d in heads.items():
-        topics |= (
-            group_parts.topics_of(d, offsets[g])
-            if g in offsets
-            else {p["topic"] for p in (d.get("lag") or {}).get("partitions") or ()}
-        )
+    for g, d in list(heads.items()):
+        try:
+            topics |= (
+                group_parts.topics_of(d, offsets[g])
+                if g in offsets
+                else {p["topic"] for p in (d.get("lag") or {}).get("partitions") or ()}
+            )
+        except Exception as e:
+            failed(g, e)
+            del heads[g]
     ends = ends_of(topics)
     out = []
     for group, d in heads.items():
-        if group in offsets:
-            doc = group_parts.assemble(d, offsets[group], ends, at, with_offsets=False)
-            out.append(Refreshed(group, doc, dumps_document(d), True, offsets[group].next_stop(at)))
-            continue
-        doc = GroupDocument.from_json(d)
-        doc.lag = lag_moved_on(doc.lag, ends, at)
-        doc.as_of = max(int(doc.as_of or 0), at)
-        out.append(Refreshed(group, doc, dumps_document(doc.to_json()), False))
+        try:
+            if group in offsets:
+                doc = group_parts.assemble(d, offsets[group], ends, at, with_offsets=False)
+                out.append(Refreshed(group, doc, dumps_document(d), True, offsets[group].next_stop(at)))
+                continue
+            doc = GroupDocument.from_json(d)
+            doc.lag = lag_moved_on(doc.lag, ends, at)
+            doc.as_of = max(int(doc.as_of or 0), at)
+            out.append(Refreshed(group, doc, dumps_document(doc.to_json()), False))
+        except Exception as e:
+            failed(group, e)
     return out
 
 
@@ -172,7 +194,8 @@ class LagRefresher(threading.Thread):
                 break
             first = store.r.zscore(store.lag_schedule.key(), due[0])
             self.behind_ms = max(0, at - int(first or at))
-            found = moved_on(store, lambda topics: self._ends.histories(topics, copy=False), due, at)
+            bad: list[str] = []
+            found = moved_on(store, lambda topics: self._ends.histories(topics, copy=False), due, at, bad)
             # a head as stored, with newer lag: its key is not written again; a whole document of
             # before the parts is, with its lag moved on
             heads, wholes = DocWriter(store, heads_stored=True), DocWriter(store)
@@ -185,6 +208,8 @@ class LagRefresher(threading.Thread):
                     nxt[r.group] = when
             heads.flush()
             wholes.flush()
+            for g in bad:  # tried again a phase later, not ahead of every other group at once
+                nxt[g] = lag_phase(g, at)
             gone = set(due) - set(nxt)  # caught up, or no head in Redis: the model stage puts it back
             store.lag_schedule.reschedule(nxt, gone)
             done += len(found)
