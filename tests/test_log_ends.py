@@ -587,3 +587,21 @@ def test_a_group_whose_stored_head_cannot_be_read_does_not_stop_the_lag_refresh(
     assert json.loads(redis_client.hget("gs:fleet", "a"))["lag"] == (1500 - 400) + (700 - 400)
     assert json.loads(redis_client.hget("gs:fleet", "c"))["lag"] == (1500 - 400) + (700 - 400)
     assert at < redis_client.zscore("gs:lag:due", "b") <= at + LAG_REFRESH_MS  # a phase later
+
+
+def test_the_first_stages_commit_path_sends_its_runs_on_when_it_fails(redis_server, monkeypatch) -> None:
+    """Whatever goes wrong in the first stage's commit path but Redis itself, its runs go on to the
+    model stage (a failed task would be run again on the same records, and fail again)."""
+    from collectors.pipeline import known_commits
+
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    routed = list(decode_batches(iter([_commits(["a"], T0, 5)]), KINDS, 4, ends_apart=True))
+    import pyarrow as pa
+
+    batch = pa.RecordBatch.from_pandas(pd.concat(routed), preserve_index=False)
+
+    def broken(self, batch, exclude):
+        raise KeyError("a stored value of another shape")
+
+    monkeypatch.setattr(known_commits.KnownCommits, "_take", broken)
+    assert known_commits.KnownCommits(sink).take(batch).num_rows == batch.num_rows

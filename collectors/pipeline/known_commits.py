@@ -22,10 +22,13 @@ the model stage. Without a sink (replay, tests of the stages) nothing is taken.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
+
+log = logging.getLogger("groupscope.known_commits")
 
 TP = tuple[str, int]
 
@@ -83,11 +86,24 @@ class KnownCommits:
     def take(self, batch: Any, exclude: Iterable[str] = ()) -> Any:
         """Commit the runs of `batch` (run rows, ROUTED_SCHEMA) that are known groups' known
         partitions; the rows left for the model stage."""
+        import redis
+
         from collectors.pipeline.sink import with_retry
 
         if batch is None or not batch.num_rows:
             return batch
-        return with_retry(lambda: self._take(batch, set(exclude)), "known commits", self.sink.redis_retry_s)
+        try:
+            return with_retry(
+                lambda: self._take(batch, set(exclude)), "known commits", self.sink.redis_retry_s
+            )
+        except redis.RedisError:
+            raise  # Redis away past the retries: the task fails and Spark runs it again
+        except Exception as e:
+            # anything else (a stored field of another shape, a bug): every run goes on to the model
+            # stage, which commits them group by group and sets aside what it cannot; a failed task
+            # here would be run again on the same records, and fail again
+            log.warning("first stage's commit path: %s; its runs go to the model stage", e, exc_info=True)
+            return batch
 
     def _take(self, batch: Any, exclude: set[str]) -> Any:
         import numpy as np
