@@ -114,6 +114,8 @@ class Settings(BaseSettings):
     spark_master: str = "local[*]"
     checkpoint_dir: str = str(Path.home() / ".groupscope" / "checkpoints")
     trigger_interval_s: float = 1.0
+    # the share of a core the collector's lag refresher may spend (collectors/pipeline/lag_refresh.py)
+    lag_refresh_cpu_share: float = Field(0.2, gt=0, le=1)
     max_records_per_batch: int = 1_000_000
     # how far behind the newest evidence the model's timers run, so heartbeat events still in
     # transit are not taken for a member's silence (docs/running-on-a-cluster.md, timers)

@@ -517,6 +517,7 @@ def live_config(s: Settings, checkpoint_dir: str | None = None) -> PipelineConfi
         max_records_per_batch=s.max_records_per_batch,
         retention_ms=s.retention_s * 1000,
         allowed_lateness_ms=s.allowed_lateness_ms,
+        lag_refresh_cpu_share=s.lag_refresh_cpu_share,
     )
 
 
