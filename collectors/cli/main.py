@@ -19,6 +19,12 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "replay": ("collectors.cli.pipeline_cmd", "replay", "Run the pipeline over a capture folder."),
     "groups": ("collectors.cli.read_cmd", "groups", "List the groups the collector keeps in Redis."),
     "group": ("collectors.cli.read_cmd", "group", "Print one group's reconstruction from Redis."),
+    "describe": ("collectors.cli.describe_cmd", "describe", "Describe groups like kafka-consumer-groups.sh."),
+    "reset-offsets": (
+        "collectors.cli.describe_cmd",
+        "reset_offsets",
+        "Plan an offset reset (never applies it).",
+    ),
     "topics": ("collectors.cli.topics_cmd", "topics", "List the topics groups read, with their lag."),
     "topic": ("collectors.cli.topics_cmd", "topic", "Print every group that reads a topic, with its lag."),
     "alerts": ("collectors.cli.alerts_cmd", "alerts", "Evaluate and list alerts."),

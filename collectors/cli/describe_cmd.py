@@ -1,0 +1,609 @@
+"""`groupscope describe` and `groupscope reset-offsets`: kafka-consumer-groups.sh habits, answered
+from what the collector keeps in Redis.
+
+`describe` prints the columns of `kafka-consumer-groups.sh --describe` (--offsets, the default;
+--members [--verbose]; --state), with LAG-SECONDS after LAG. `reset-offsets` prints a plan (each
+partition's committed offset and the offset it would get) and the exact kafka-consumer-groups.sh
+command that does it: groupscope itself never writes offsets."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import click
+
+from collectors.cli.options import bootstrap_option, redis_option
+from collectors.cli.read_cmd import Clusters, _clusters, _find_group
+from collectors.cli.times import HELP as TIME_HELP
+from collectors.cli.times import TIME, ago, iso_utc
+from collectors.config import ConfigError
+from coordinator_model.document import DocumentError, GroupDocument
+
+UNKNOWN = "-"
+
+
+def _s(v: Any) -> str:
+    return UNKNOWN if v is None or v == "" else str(v)
+
+
+def _secs(v: float | None) -> str:
+    return UNKNOWN if v is None else f"{v:.1f}"
+
+
+def _table(columns: list[tuple[str, int | None]], rows: Iterable[list[str]]) -> list[str]:
+    """Left-aligned fixed-width columns like Kafka's tool: a width of None is the column's widest
+    value (at least its header); the last column is not padded."""
+    rows = list(rows)
+    widths = []
+    for i, (name, w) in enumerate(columns):
+        widest = max([len(name), *(len(r[i]) for r in rows)])
+        widths.append(max(w or 0, widest))
+    out = []
+    for r in [[c for c, _ in columns], *rows]:
+        cells = [f"{v:<{widths[i]}}" for i, v in enumerate(r[:-1])]
+        out.append(" ".join([*cells, r[-1]]).rstrip())
+    return out
+
+
+# ---- the partitions of a group -------------------------------------------------------------------
+@dataclass
+class PartitionRow:
+    topic: str
+    partition: int
+    committed: int | None = None
+    end_offset: int | None = None
+    lag: int | None = None
+    lag_seconds: float | None = None
+    member_id: str | None = None
+
+
+def partition_rows(doc: GroupDocument) -> list[PartitionRow]:
+    """Every partition the group commits to or owns: its committed offset, its log end and lag as
+    groupscope last computed them, and the member that owns it now."""
+    rows: dict[tuple[str, int], PartitionRow] = {}
+    for o in doc.offsets:
+        rows[(o.topic, o.partition)] = PartitionRow(o.topic, o.partition, committed=o.offset)
+    for p in doc.lag.partitions:
+        r = rows.setdefault((p.topic, p.partition), PartitionRow(p.topic, p.partition))
+        if p.committed is not None and p.has_commit:
+            r.committed = p.committed if r.committed is None else r.committed
+        r.end_offset, r.lag, r.lag_seconds = p.end_offset, p.lag, p.lag_seconds
+        r.member_id = p.member_id
+    for tp, mid in doc.owners().items():
+        rows.setdefault(tp, PartitionRow(*tp)).member_id = mid
+    return [rows[k] for k in sorted(rows)]
+
+
+# ---- describe -------------------------------------------------------------------------------------
+def _offsets_json(doc: GroupDocument) -> list[dict[str, Any]]:
+    members = doc.member_by_id()
+    out = []
+    for r in partition_rows(doc):
+        m = members.get(r.member_id or "")
+        out.append(
+            {
+                "group": doc.group,
+                "topic": r.topic,
+                "partition": r.partition,
+                "current_offset": r.committed,
+                "log_end_offset": r.end_offset,
+                "lag": r.lag,
+                "lag_seconds": r.lag_seconds,
+                "consumer_id": r.member_id if m else None,
+                "host": m.client_host if m else None,
+                "client_id": m.client_id if m else None,
+            }
+        )
+    owned = {mid for mid in doc.owners().values()}
+    for m in doc.members:  # members without partitions: a row of their own, as Kafka prints them
+        if m.member_id not in owned:
+            out.append(
+                {
+                    "group": doc.group,
+                    "topic": None,
+                    "partition": None,
+                    "current_offset": None,
+                    "log_end_offset": None,
+                    "lag": None,
+                    "lag_seconds": None,
+                    "consumer_id": m.member_id,
+                    "host": m.client_host,
+                    "client_id": m.client_id,
+                }
+            )
+    return out
+
+
+def _assignment(tps: list[tuple[str, int]]) -> str:
+    by_topic: dict[str, list[int]] = {}
+    for t, p in tps:
+        by_topic.setdefault(t, []).append(p)
+    return (
+        ",".join(f"{t}({','.join(str(p) for p in sorted(ps))})" for t, ps in sorted(by_topic.items()))
+        or UNKNOWN
+    )
+
+
+def _members_json(doc: GroupDocument) -> list[dict[str, Any]]:
+    return [
+        {
+            "group": doc.group,
+            "consumer_id": m.member_id,
+            "group_instance_id": m.group_instance_id,
+            "host": m.client_host,
+            "client_id": m.client_id,
+            "partitions": len(m.assignment),
+            "assignment": [[t, p] for t, p in sorted(m.assignment)],
+        }
+        for m in sorted(doc.members, key=lambda m: m.member_id)
+    ]
+
+
+def _state_json(doc: GroupDocument) -> list[dict[str, Any]]:
+    return [
+        {
+            "group": doc.group,
+            "coordinator": None,  # the broker is not known to groupscope
+            "coordinator_partition": doc.coordinator_partition,
+            "assignment_strategy": doc.protocol,
+            "state": doc.state,
+            "members": len(doc.members),
+        }
+    ]
+
+
+OFFSET_COLUMNS = [
+    ("GROUP", None),
+    ("TOPIC", None),
+    ("PARTITION", 10),
+    ("CURRENT-OFFSET", 15),
+    ("LOG-END-OFFSET", 15),
+    ("LAG", 15),
+    ("LAG-SECONDS", 12),
+    ("CONSUMER-ID", None),
+    ("HOST", None),
+    ("CLIENT-ID", None),
+]
+
+
+def render(mode: str, verbose: bool, rows: list[dict[str, Any]]) -> list[str]:
+    """The text table of one mode's JSON rows (rows of every group described, in order)."""
+    if mode == "members":
+        cols: list[tuple[str, int | None]] = [("GROUP", None), ("CONSUMER-ID", None)]
+        if verbose:
+            cols.append(("GROUP-INSTANCE-ID", None))
+        cols += [("HOST", None), ("CLIENT-ID", None), ("#PARTITIONS", 12)]
+        if verbose:
+            cols.append(("ASSIGNMENT", None))
+        cells = []
+        for r in rows:
+            c = [r["group"], r["consumer_id"]]
+            if verbose:
+                c.append(_s(r["group_instance_id"]))
+            c += [_s(r["host"]), _s(r["client_id"]), str(r["partitions"])]
+            if verbose:
+                c.append(_assignment([(t, p) for t, p in r["assignment"]]))
+            cells.append(c)
+        return _table(cols, cells)
+    if mode == "state":
+        cols = [
+            ("GROUP", None),
+            ("COORDINATOR (ID)", 25),
+            ("ASSIGNMENT-STRATEGY", 20),
+            ("STATE", 20),
+            ("#MEMBERS", None),
+        ]
+        cells = [
+            [r["group"], UNKNOWN, _s(r["assignment_strategy"]), _s(r["state"]), str(r["members"])]
+            for r in rows
+        ]
+        return _table(cols, cells)
+    cells = [
+        [
+            r["group"],
+            _s(r["topic"]),
+            _s(r["partition"]),
+            _s(r["current_offset"]),
+            _s(r["log_end_offset"]),
+            _s(r["lag"]),
+            _secs(r["lag_seconds"]),
+            _s(r["consumer_id"]),
+            _s(r["host"]),
+            _s(r["client_id"]),
+        ]
+        for r in rows
+    ]
+    return _table(OFFSET_COLUMNS, cells)
+
+
+ROWS: dict[str, Callable[[GroupDocument], list[dict[str, Any]]]] = {
+    "offsets": _offsets_json,
+    "members": _members_json,
+    "state": _state_json,
+}
+
+
+def _typed(doc: dict[str, Any], name: str) -> GroupDocument:
+    try:
+        return GroupDocument.from_json(doc)
+    except DocumentError as exc:
+        raise click.ClickException(f"{exc} (groupscope group {name} --json prints it as stored)") from exc
+
+
+def _documents(c: Clusters, names: list[str], all_groups: bool, cluster: str | None) -> list[GroupDocument]:
+    if all_groups:
+        where = c.one(cluster)
+        store = c.store(where)
+        _, rows = store.list_groups("name", limit=1_000_000)
+        docs = []
+        for r in rows:
+            d = store.get_group(r["name"])
+            if d is not None:
+                docs.append(_typed(d, r["name"]))
+        return docs
+    return [_typed(_find_group(c, n, cluster)[1], n) for n in names]
+
+
+def _describe_once(
+    c: Clusters,
+    names: list[str],
+    all_groups: bool,
+    cluster: str | None,
+    mode: str,
+    verbose: bool,
+    as_json: bool,
+) -> list[str]:
+    docs = _documents(c, names, all_groups, cluster)
+    rows = [r for d in docs for r in ROWS[mode](d)]
+    if as_json:
+        return [json.dumps({"mode": mode, "rows": rows}, separators=(",", ":"))]
+    if not docs:
+        return ["no groups in Redis yet: is the collector running (groupscope collect / replay)?"]
+    out = []
+    if mode in ("offsets", "members"):
+        for d in docs:
+            if not d.members:
+                out.append(f"Consumer group '{d.group}' has no active members.")
+    if out:
+        out.append("")
+    return out + render(mode, verbose, rows)
+
+
+@click.command()
+@click.option("--group", "groups", multiple=True, metavar="GROUP", help="The group (repeat for several).")
+@click.option("--all-groups", is_flag=True, help="Every group of the cluster.")
+@click.option(
+    "--offsets", "mode", flag_value="offsets", default=True, help="Partitions and lag (the default)."
+)
+@click.option(
+    "--members", "mode", flag_value="members", help="The members and how many partitions each owns."
+)
+@click.option("--state", "mode", flag_value="state", help="The group's state, assignor and member count.")
+@click.option(
+    "--verbose", is_flag=True, help="With --members: GROUP-INSTANCE-ID and each member's ASSIGNMENT."
+)
+@click.option("--json", "as_json", is_flag=True, help="One JSON document: {mode, rows} (null for unknowns).")
+@click.option(
+    "--watch",
+    type=click.FloatRange(min=0.1),
+    is_flag=False,
+    flag_value=5.0,
+    default=None,
+    metavar="[SECONDS]",
+    help="Redraw every SECONDS (default 5) until Ctrl-C.",
+)
+@click.option("--watch-count", type=click.IntRange(1), default=None, hidden=True)  # tests: stop after N draws
+@redis_option
+@click.option(
+    "--cluster",
+    default=None,
+    metavar="NAME",
+    help="The groups' cluster (default: for --group, the only cluster that has the group, else "
+    "`default`; for --all-groups, the only cluster in Redis).",
+)
+def describe(
+    groups: tuple[str, ...],
+    all_groups: bool,
+    mode: str,
+    verbose: bool,
+    as_json: bool,
+    watch: float | None,
+    watch_count: int | None,
+    redis_url: str | None,
+    cluster: str | None,
+) -> None:
+    """Describe groups the way `kafka-consumer-groups.sh --describe` does, from Redis.
+
+    Columns as Kafka's tool prints them, plus LAG-SECONDS (after LAG): how far behind the group is in
+    time. '-' stands for what groupscope does not know (no commit, no log end yet, no owner; the
+    coordinator broker in --state)."""
+    if not groups and not all_groups:
+        raise click.UsageError("say which groups: --group GROUP (repeatable) or --all-groups")
+    if groups and all_groups:
+        raise click.UsageError("--group and --all-groups exclude each other")
+    if verbose and mode != "members":
+        raise click.UsageError("--verbose goes with --members")
+    c = _clusters(redis_url, cluster)
+    drawn = 0
+    try:
+        while True:
+            lines = _describe_once(c, list(groups), all_groups, cluster, mode, verbose, as_json)
+            if watch is not None and not as_json:
+                click.clear()
+                now = iso_utc(int(time.time() * 1000))
+                click.echo(f"every {watch:g}s: groupscope describe (Ctrl-C to stop)    {now}\n")
+            click.echo("\n".join(lines))
+            drawn += 1
+            if watch is None or (watch_count is not None and drawn >= watch_count):
+                return
+            time.sleep(watch)
+    except KeyboardInterrupt:
+        return
+
+
+# ---- reset-offsets --------------------------------------------------------------------------------
+def _topic_filter(topics: tuple[str, ...]) -> dict[str, set[int] | None]:
+    """--topic T or T:0,1,2 (Kafka's spelling) -> topic -> partitions (None: all)."""
+    out: dict[str, set[int] | None] = {}
+    for spec in topics:
+        name, _, parts = spec.partition(":")
+        if not name:
+            raise click.BadParameter(f"{spec!r}: TOPIC or TOPIC:0,1,2", param_hint="--topic")
+        if not parts:
+            out[name] = None
+            continue
+        try:
+            ps = {int(p) for p in parts.split(",") if p.strip()}
+        except ValueError:
+            raise click.BadParameter(f"{spec!r}: TOPIC or TOPIC:0,1,2", param_hint="--topic") from None
+        prev = out.get(name, set())
+        out[name] = None if name in out and prev is None else (prev or set()) | ps
+    return out
+
+
+def _bootstrap(c: Clusters, where: str, given: str | None) -> str | None:
+    if given:
+        return given
+    try:
+        s = c.settings.for_cluster(where)
+        if s.bootstrap_servers:
+            return s.bootstrap_servers
+    except ConfigError:
+        pass
+    from collectors.storage.clusters import ClusterRegistry
+
+    try:
+        for info in ClusterRegistry(c.client).clusters():
+            if info.name == where and info.bootstrap_servers:
+                return info.bootstrap_servers
+    except Exception:  # the registry is a hint only
+        return None
+    return None
+
+
+def plan_rows(
+    doc: GroupDocument,
+    how: str,
+    *,
+    topics: dict[str, set[int] | None],
+    shift: int = 0,
+    at_ms: int | None = None,
+    histories: dict[tuple[str, int], Any] | None = None,
+) -> list[dict[str, Any]]:
+    """Each partition's committed offset and the offset the reset would give it (an int, 'earliest',
+    or None: not known to groupscope)."""
+    histories = histories or {}
+    out = []
+    for r in partition_rows(doc):
+        if topics and (
+            r.topic not in topics or (topics[r.topic] is not None and r.partition not in topics[r.topic])
+        ):
+            continue
+        h = histories.get((r.topic, r.partition))
+        end = r.end_offset if r.end_offset is not None else (h.latest if h is not None else None)
+        new: int | str | None
+        if how == "earliest":
+            new = "earliest"
+        elif how == "latest":
+            new = end
+        elif how == "shift":
+            new = None if r.committed is None else max(0, r.committed + shift)
+            if isinstance(new, int) and end is not None:
+                new = min(new, end)
+        else:  # datetime: the log end then, i.e. the first offset written after that time
+            new = h.at(at_ms) if h is not None and at_ms is not None else None
+        out.append(
+            {
+                "group": doc.group,
+                "topic": r.topic,
+                "partition": r.partition,
+                "current_offset": r.committed,
+                "new_offset": new,
+                "log_end_seen": h.last_seen if h is not None and h.last_seen else None,
+            }
+        )
+    return out
+
+
+@click.command("reset-offsets")
+@click.option("--group", required=True, metavar="GROUP", help="The group whose offsets the plan resets.")
+@click.option(
+    "--topic",
+    "topics",
+    multiple=True,
+    metavar="TOPIC[:P,...]",
+    help="Only this topic (or these of its partitions); repeatable. Default: every topic of the group.",
+)
+@click.option(
+    "--to-datetime", "to_datetime", type=TIME, default=None, help=f"The offsets at that time ({TIME_HELP})."
+)
+@click.option("--to-earliest", is_flag=True, help="The log start of each partition.")
+@click.option("--to-latest", is_flag=True, help="The log end of each partition.")
+@click.option(
+    "--shift-by", type=int, default=None, metavar="N", help="Each committed offset plus N (N may be < 0)."
+)
+@click.option("--json", "as_json", is_flag=True, help="The plan and the command as one JSON document.")
+@bootstrap_option
+@redis_option
+@click.option(
+    "--cluster",
+    default=None,
+    metavar="NAME",
+    help="The group's cluster (default: the only cluster that has a group of that name, else `default`).",
+)
+def reset_offsets(
+    group: str,
+    topics: tuple[str, ...],
+    to_datetime: int | None,
+    to_earliest: bool,
+    to_latest: bool,
+    shift_by: int | None,
+    as_json: bool,
+    bootstrap_servers: str | None,
+    redis_url: str | None,
+    cluster: str | None,
+) -> None:
+    """Plan an offset reset and print the kafka-consumer-groups.sh command that does it.
+
+    groupscope never writes offsets: it prints each partition's current offset and the new one as
+    far as it knows them, then the command to run."""
+    chosen = [
+        n
+        for n, on in (
+            ("--to-datetime", to_datetime is not None),
+            ("--to-earliest", to_earliest),
+            ("--to-latest", to_latest),
+            ("--shift-by", shift_by is not None),
+        )
+        if on
+    ]
+    if len(chosen) != 1:
+        raise click.UsageError(
+            "choose exactly one of --to-datetime, --to-earliest, --to-latest, --shift-by"
+            + (f" (got {', '.join(chosen)})" if chosen else "")
+        )
+    wanted = _topic_filter(topics)
+    c = _clusters(redis_url, cluster)
+    where, raw = _find_group(c, group, cluster)
+    doc = _typed(raw, group)
+    how = {"--to-datetime": "datetime", "--to-earliest": "earliest", "--to-latest": "latest"}.get(
+        chosen[0], "shift"
+    )
+    from collectors.storage.log_ends import LogEnds
+
+    store = c.store(where)
+    names = {r.topic for r in partition_rows(doc)} & (set(wanted) or {r.topic for r in partition_rows(doc)})
+    histories = LogEnds(c.client, store.p).read(names)
+    rows = plan_rows(doc, how, topics=wanted, shift=shift_by or 0, at_ms=to_datetime, histories=histories)
+    if wanted and not rows:
+        raise click.ClickException(
+            f"group {group!r} has no partition of {', '.join(topics)}"
+            f" (its topics: {', '.join(doc.topics()) or 'none'})"
+        )
+    now = int(time.time() * 1000)
+    notes = []
+    if how == "earliest":
+        notes.append("the log start offset is not known to groupscope: the broker resolves 'earliest'.")
+    elif how == "latest":
+        seen = [r["log_end_seen"] for r in rows if r["log_end_seen"]]
+        when = (
+            f"the oldest observed {ago(min(seen), now)} ago"
+            if seen
+            else f"as of the group's document ({ago(doc.as_of, now)} ago)"
+        )
+        notes.append(
+            f"new offsets: the log ends groupscope holds, {when}; the broker uses the log end at reset time."
+        )
+    elif how == "shift":
+        notes.append(f"new offsets: committed {shift_by:+d}, kept within 0 and the known log end.")
+    else:
+        notes.append(
+            f"new offsets: the log end at {iso_utc(to_datetime or 0)}, an estimate from groupscope's"
+            " samples of each partition's log end; kafka-consumer-groups.sh --to-datetime resolves it"
+            " exactly (from the records' timestamps)."
+        )
+    if any(r["new_offset"] is None for r in rows):
+        notes.append(
+            "'-': not known to groupscope (no commit, or no log-end sample then); the broker decides."
+        )
+    bootstrap = _bootstrap(c, where, bootstrap_servers)
+    cmd = [
+        "kafka-consumer-groups.sh",
+        "--bootstrap-server",
+        bootstrap or "HOST:PORT",
+        "--group",
+        group,
+        "--reset-offsets",
+    ]
+    if how == "datetime":
+        cmd += ["--to-datetime", iso_utc(to_datetime or 0)]
+    elif how == "shift":
+        cmd += ["--shift-by", str(shift_by)]
+    else:
+        cmd.append(f"--to-{how}")
+    if topics:
+        for t in topics:
+            cmd += ["--topic", t]
+    else:
+        cmd.append("--all-topics")
+    cmd.append("--execute")
+    command = " ".join(shlex.quote(x) for x in cmd)
+    warnings = []
+    if doc.members:
+        warnings.append(
+            f"group {group!r} has {len(doc.members)} member(s) (state {doc.state or '-'}): Kafka"
+            " refuses to reset the offsets of an active group; stop its consumers first."
+        )
+    if bootstrap is None:
+        warnings.append("no bootstrap servers known: replace HOST:PORT (or pass --bootstrap-servers).")
+    if _kafka_settings(c, where):
+        warnings.append(
+            "your Kafka client settings (SASL/SSL) go in a file given with --command-config FILE."
+        )
+    if as_json:
+        out = {
+            "group": group,
+            "cluster": where,
+            "mode": how,
+            "plan": rows,
+            "notes": notes,
+            "warnings": warnings,
+            "command": command,
+        }
+        json.dump(out, sys.stdout, separators=(",", ":"))
+        sys.stdout.write("\n")
+        return
+    cells = [
+        [r["group"], r["topic"], str(r["partition"]), _s(r["current_offset"]), _s(r["new_offset"])]
+        for r in rows
+    ]
+    cols: list[tuple[str, int | None]] = [
+        ("GROUP", None),
+        ("TOPIC", None),
+        ("PARTITION", 10),
+        ("CURRENT-OFFSET", 15),
+        ("NEW-OFFSET", None),
+    ]
+    click.echo("\n".join(_table(cols, cells)))
+    click.echo("")
+    for n in notes:
+        click.echo(f"note: {n}")
+    for w in warnings:
+        click.echo(f"warning: {w}")
+    click.echo("groupscope does not change offsets. To reset them, run:")
+    click.echo(f"  {command}")
+    click.echo("(with --dry-run instead of --execute, Kafka prints its own plan first)")
+
+
+def _kafka_settings(c: Clusters, where: str) -> bool:
+    """Whether the cluster's Kafka client settings carry more than the bootstrap servers."""
+    try:
+        return bool(c.settings.for_cluster(where).kafka)
+    except ConfigError:
+        return False
