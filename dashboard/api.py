@@ -318,12 +318,18 @@ def group(data: DashboardData, cluster: str, name: str) -> dict[str, Any]:
     }
 
 
-def timeline(data: DashboardData, cluster: str, name: str) -> dict[str, Any]:
-    q = Query(("since", "until"))
-    since, until = q.time_range()
+def _group_range(data: DashboardData, cluster: str, name: str) -> tuple[Any, Any]:
+    """The (since, until) of a request about one group's history, after its cluster and the group
+    are known to exist (404 otherwise)."""
+    since, until = Query(("since", "until")).time_range()
     known_cluster(data, cluster)
     if not group_exists(data, cluster, name):
         no_group(cluster, name)
+    return since, until
+
+
+def timeline(data: DashboardData, cluster: str, name: str) -> dict[str, Any]:
+    since, until = _group_range(data, cluster, name)
     try:
         spans = data.timeline(name, since, until, cluster)
     except DocumentError as e:
@@ -340,11 +346,7 @@ def timeline(data: DashboardData, cluster: str, name: str) -> dict[str, Any]:
 def generations(data: DashboardData, cluster: str, name: str) -> dict[str, Any]:
     """Generations in force at some moment of [since, until]: begun by `until`, and not ended
     before `since` (as the group page reads them: those begun by `until`, then cut at `since`)."""
-    q = Query(("since", "until"))
-    since, until = q.time_range()
-    known_cluster(data, cluster)
-    if not group_exists(data, cluster, name):
-        no_group(cluster, name)
+    since, until = _group_range(data, cluster, name)
     try:
         gens = data.generations(name, None, until, cluster)
     except DocumentError as e:

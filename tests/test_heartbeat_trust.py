@@ -36,6 +36,7 @@ from coordinator_model.evidence import (
     session_timeout,
 )
 from coordinator_model.rebuild import rebuild
+from tests.test_pipeline_watermark import BucketState
 
 T0 = 1_800_000_000_000
 A, B = "a-5f0c9e6e-6d3b-4c1e-9a51-0d2b8f2f3a11", "b-7a1d2c3e-4f50-4a6b-8c7d-9e0f1a2b3c4d"
@@ -375,27 +376,6 @@ def test_a_leave_nothing_confirms_is_a_leave_when_the_member_falls_silent() -> N
 
 
 # -- 5. through the pipeline's route and model stages (no Spark) ---------------------------------------------
-class _BucketState:
-    def __init__(self) -> None:
-        self.value: tuple | None = None
-        self.hasTimedOut = False
-
-    @property
-    def exists(self) -> bool:
-        return self.value is not None
-
-    @property
-    def get(self) -> tuple:
-        assert self.value is not None
-        return self.value
-
-    def update(self, value: tuple) -> None:
-        self.value = value
-
-    def setTimeoutDuration(self, ms: int) -> None:
-        self.timeout_ms = ms
-
-
 def _pipeline_docs(monkeypatch: pytest.MonkeyPatch, lines: list[tuple[str, dict]]) -> dict[str, dict]:
     """Raw heartbeat and Admin lines through route (decode_batches) and the live model stage, one
     micro-batch; the last document of each group."""
@@ -416,7 +396,7 @@ def _pipeline_docs(monkeypatch: pytest.MonkeyPatch, lines: list[tuple[str, dict]
     update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, hide_unconfirmed=True)
     docs: dict[str, dict] = {}
     for bucket in sorted(set(routed["bucket"])):
-        state = _BucketState()
+        state = BucketState()
         for out in update((bucket,), iter([routed[routed["bucket"] == bucket]]), state):
             for kind, payload in zip(out["kind"], out["payload"], strict=True):
                 if kind == "doc":
