@@ -386,3 +386,58 @@ def test_a_coordinator_id_past_an_int_is_refused_and_a_bool_is_no_id() -> None:
     assert from_describe_json({**line, "coordinator": {"id": 3}}).coordinator_id == 3
     assert from_describe_json({**line, "coordinator": {"id": True}}).coordinator_id is None
     _refused(from_describe_json, {**line, "coordinator": {"id": 2**31}}, "coordinator.id")
+
+
+def test_a_dead_letter_keeps_a_bounded_prefix_of_its_record_and_its_whole_size() -> None:
+    """A hostile record of megabytes becomes a dead letter of a few KiB: its key's and value's first
+    DEAD_LETTER_BYTES, their sizes, and its position in its topic (where the whole record is)."""
+    import base64
+    import json as _json
+
+    from collectors.pipeline.model_state import DEAD_LETTER_BYTES, dead_letter_payload
+
+    big = b"x" * (3 * 1024 * 1024)
+    d = _json.loads(dead_letter_payload("hb", 2, 99, 1, "E" * 10_000, b"k", big))
+    assert d["position"] and d["key"] == base64.b64encode(b"k").decode() and "key_bytes" not in d
+    assert base64.b64decode(d["value"]) == big[:DEAD_LETTER_BYTES] and d["value_bytes"] == len(big)
+    assert len(d["error"]) == 2000
+    small = _json.loads(dead_letter_payload("hb", 2, 100, 1, "bad", None, b"{}"))
+    assert small["key"] is None and base64.b64decode(small["value"]) == b"{}" and "value_bytes" not in small
+
+
+def test_a_full_redis_is_waited_for_like_a_lost_one() -> None:
+    """At maxmemory (noeviction) Redis refuses writes with OOM: the collector's writes are retried
+    until someone makes room, as for a Redis that went away, instead of failing the query."""
+    import threading
+    import time
+
+    import redis
+
+    from collectors.demo.servers.processes import RedisServer
+    from collectors.pipeline.sink import with_retry
+
+    server = RedisServer().start()
+    try:
+        r = redis.Redis.from_url(server.url)
+        used = int(r.info("memory")["used_memory"])
+        r.config_set("maxmemory-policy", "noeviction")
+        r.config_set("maxmemory", used + 200_000)
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            for i in range(10_000):
+                r.set(f"fill:{i}", b"x" * 1000)
+        # well over the limit now, whatever the allocator gave back since
+        r.config_set("maxmemory", int(r.info("memory")["used_memory"]) - 500_000)
+        done: dict[str, object] = {}
+
+        def write() -> None:
+            done["result"] = with_retry(lambda: r.set("gs:after", b"1"), "test", 30)
+
+        t = threading.Thread(target=write)
+        t.start()
+        time.sleep(1.5)
+        assert t.is_alive() and "result" not in done  # still waiting: nothing written, nothing lost
+        r.config_set("maxmemory", 0)  # room made
+        t.join(20)
+        assert done["result"] is True and r.get("gs:after") == b"1"
+    finally:
+        server.stop()

@@ -113,19 +113,28 @@ def _b64(b: bytes | None) -> str | None:
     return base64.b64encode(bytes(b)).decode() if b is not None else None
 
 
+# A dead letter keeps this much of its record's key and value, and of its error: a record is not
+# lost with its tail (its position says where it is in its topic), but one hostile record of
+# megabytes, or a flood of them, must not fill Redis.
+DEAD_LETTER_BYTES = 4096
+DEAD_LETTER_ERROR_CHARS = 2000
+
+
 def dead_letter_payload(
     topic: str, partition: int, offset: int, ts: int, error: str, key: Any, value: Any
 ) -> str:
-    return _dumps(
-        {
-            "source": topic,
-            "position": position_of(topic, int(partition), int(offset)),
-            "error": error,
-            "ts": int(ts),
-            "key": _b64(key),
-            "value": _b64(value),
-        }
-    )
+    out: dict[str, Any] = {
+        "source": topic,
+        "position": position_of(topic, int(partition), int(offset)),
+        "error": str(error)[:DEAD_LETTER_ERROR_CHARS],
+        "ts": int(ts),
+    }
+    for name, raw in (("key", key), ("value", value)):
+        data = bytes(raw) if raw is not None else None
+        out[name] = _b64(data[:DEAD_LETTER_BYTES] if data is not None else None)
+        if data is not None and len(data) > DEAD_LETTER_BYTES:
+            out[f"{name}_bytes"] = len(data)  # its whole size; what is kept is its first DEAD_LETTER_BYTES
+    return _dumps(out)
 
 
 def new_engine(group: str, retention_ms: int) -> Any:

@@ -39,17 +39,21 @@ class SinkConfig:
 
 
 def with_retry(fn: Callable[[], Any], what: str, max_s: float) -> Any:
-    """Run fn, retrying Redis connection failures with exponential backoff for up to max_s seconds."""
+    """Run fn, retrying Redis connection failures with exponential backoff for up to max_s seconds.
+    A Redis at its `maxmemory` that refuses writes (noeviction) is an outage too: retried the same
+    way, so the writes resume once someone makes room, rather than the collector exiting."""
     import redis
+    from redis.exceptions import OutOfMemoryError
 
     delay, waited = 0.2, 0.0
     while True:
         try:
             return fn()
-        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as e:
+        except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError, OutOfMemoryError) as e:
             if waited >= max_s:
                 raise
-            log.warning("%s: Redis unavailable (%s); retrying in %.1f s", what, e, delay)
+            why = "Redis is full (maxmemory)" if isinstance(e, OutOfMemoryError) else "Redis unavailable"
+            log.warning("%s: %s (%s); retrying in %.1f s", what, why, e, delay)
             time.sleep(delay)
             waited += delay
             delay = min(delay * 2, 10.0)
