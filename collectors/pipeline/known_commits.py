@@ -123,10 +123,7 @@ class KnownCommits:
         names = list(by_group)
         if not names:
             return batch
-        with store.r.pipeline(transaction=False) as p:
-            for g in names:
-                p.exists(store.gk(g, "offsets"))
-            held = [g for g, n in zip(names, p.execute(), strict=True) if n]
+        held = store.offsets.held(names)
         if not held:
             return batch  # a catch-up's first sight of every group: all of it the engines'
         rows = sorted(i for g in held for i in by_group[g])

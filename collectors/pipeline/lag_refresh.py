@@ -192,8 +192,8 @@ class LagRefresher(threading.Thread):
             if not due:
                 self.behind_ms = 0
                 break
-            first = store.r.zscore(store.lag_schedule.key(), due[0])
-            self.behind_ms = max(0, at - int(first or at))
+            first = store.lag_schedule.next_due()  # the longest due: `due`'s first
+            self.behind_ms = max(0, at - (first if first is not None else at))
             bad: list[str] = []
             found = moved_on(store, lambda topics: self._ends.histories(topics, copy=False), due, at, bad)
             # a head as stored, with newer lag: its key is not written again; a whole document of

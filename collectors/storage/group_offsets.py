@@ -131,6 +131,13 @@ class GroupOffsets:
         self.r = client
         self.key_of = key_of  # group -> its hash's key (RedisStore.gk(group, "offsets"))
 
+    def held(self, groups: list[str]) -> list[str]:
+        """Those of `groups` that hold offsets here (their hash exists)."""
+        with self.r.pipeline(transaction=False) as p:
+            for g in groups:
+                p.exists(self.key_of(g))
+            return [g for g, n in zip(groups, p.execute(), strict=True) if n]
+
     def load(self, groups: list[str]) -> dict[str, OffsetStore]:
         """Every partition of each group (a group with none: an empty store)."""
         if not groups:
