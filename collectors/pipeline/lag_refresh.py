@@ -18,7 +18,6 @@ a quiet lagging fleet of 10,000 groups kept the stateful operator busy with noth
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
@@ -131,10 +130,6 @@ def moved_on(
         except Exception as e:
             failed(group, e)
     return out
-
-
-def head_digest(text: str) -> str:
-    return hashlib.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
 class LagRefresher(threading.Thread):
