@@ -50,17 +50,32 @@ class Fleet:
                 self.log += 1
         return pd.DataFrame(rows, columns=COLUMNS)
 
-    def ends(self, at: int, end: int) -> Any:
+    def ends(self, at: int, end: int, per_group: bool) -> Any:
+        """The Admin poller's log-end offsets: a line per topic (the layout in parts), or a line per
+        group (the layout before)."""
         import pandas as pd
 
         rows = []
-        for i, g in enumerate(self.groups):
-            line = {
-                "group": g,
-                "ts": at,
-                "end_offsets": [[f"topic-{i % 10}", p, end] for p in range(self.partitions)],
-            }
-            rows.append(("groupscope.admin", 0, self.log, at, g.encode(), json.dumps(line).encode()))
+        if per_group:
+            lines = [
+                (
+                    g,
+                    {
+                        "group": g,
+                        "ts": at,
+                        "end_offsets": [[f"topic-{i % 10}", p, end] for p in range(self.partitions)],
+                    },
+                )
+                for i, g in enumerate(self.groups)
+            ]
+        else:
+            topics = sorted({f"topic-{i % 10}" for i in range(len(self.groups))})
+            lines = [
+                ("", {"group": "", "ts": at, "end_offsets": [[t, p, end] for p in range(self.partitions)]})
+                for t in topics
+            ]
+        for key, line in lines:
+            rows.append(("groupscope.admin", 0, self.log, at, key.encode(), json.dumps(line).encode()))
             self.log += 1
         return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -109,7 +124,7 @@ def measure(
 
     fleet = Fleet(groups, partitions)
     stages = Stages(redis_url, prefix, parts)
-    stages.run(pd.concat([fleet.ends(T0, 100), fleet.commits(range(partitions), T0 + 10, 50)]))
+    stages.run(pd.concat([fleet.ends(T0, 100, not parts), fleet.commits(range(partitions), T0 + 10, 50)]))
     stages.now = T0 + 20_000
     stages.run(fleet.clock(T0 + 20_000))
     out = []
@@ -117,7 +132,11 @@ def measure(
         at = T0 + 20_000 + k * 5_000
         stages.now = at + 500
         raw = pd.concat(
-            [fleet.ends(at - 100, 100 + 50 * k), fleet.commits(range(10), at, 50 + 10 * k), fleet.clock(at)]
+            [
+                fleet.ends(at - 100, 100 + 50 * k, not parts),
+                fleet.commits(range(10), at, 50 + 10 * k),
+                fleet.clock(at),
+            ]
         )
         t0 = time.process_time()
         stages.run(raw)

@@ -153,15 +153,12 @@ class _Lines:
         return 0
 
 
-def _reference_ends(poller, producer, wanted, ends, refused, ts, send) -> None:
-    """The end-offsets lines as the poller made them before it skipped unchanged ones: every group's
-    line built and judged by the change filter at every poll."""
+def _reference_denied(poller, wanted, refused, ts, send) -> None:
+    """The denied lines of log-end offsets as the poller made them when it sent a line per group:
+    every group's refusal judged by the change filter at every poll."""
     from collectors.pipeline.admin_lines import denied_line
 
     for g, tps in wanted.items():
-        known = [[t, p, ends[(t, p)]] for t, p in sorted(tps) if (t, p) in ends]
-        if known:
-            send(("ends", g), g, {"ts": ts, "group": g, "end_offsets": known})
         hidden = sorted({t for t, _ in tps if t in refused})
         if hidden:
             why = f"{refused[hidden[0]]} (topics: {', '.join(hidden)})"
@@ -188,31 +185,47 @@ _tps = [(t, p) for t in ("a", "b") for p in range(3)]
         max_size=25,
     )
 )
-def test_unchanged_end_offsets_lines_are_skipped_yet_sent_exactly_as_before(polls) -> None:
-    """The poller skips building the end-offsets line of a group whose partitions and offsets did not
-    move (`_send_ends`): over any polls, it produces the very lines it produced when it built every
-    line every time."""
+def test_log_ends_go_one_line_per_topic_and_a_reader_always_has_the_latest(polls) -> None:
+    """The poller sends the cluster's log-end offsets one line per topic (group ""), whatever number
+    of groups read it (`_send_ends`), through the change filter: over any polls, a topic's line holds
+    exactly its partitions' offsets of that poll, a reader that merges every line it was sent has
+    every offset of every poll, a topic that did not move is not sent again before its resend, and
+    the groups' denied lines are the very ones the poller sent when it sent a line per group."""
     from collectors.pipeline.admin_poller import AdminPoller
     from collectors.pipeline.job import PipelineConfig
 
     cfg = PipelineConfig(redis_url="redis://unused", checkpoint_dir="/tmp", admin_resend_s=60.0)
-    fast, slow = AdminPoller(cfg, store=None), AdminPoller(cfg, store=None)
+    poller, reference = AdminPoller(cfg, store=None), AdminPoller(cfg, store=None)
     ts = 1_000_000
+    merged: dict[tuple[str, int], int] = {}
+    before: dict[str, list] = {}
     for step, wanted, ends, refused in polls:
         ts += step
-        produced = []
-        for poller, reference in ((fast, False), (slow, True)):
+        denied = []
+        for p, is_reference in ((poller, False), (reference, True)):
             out, polled = _Lines(), set()
 
-            def send(key, group, line, hot_ms=0, poller=poller, out=out, polled=polled, ts=ts) -> None:
+            def send(key, group, line, hot_ms=0, p=p, out=out, polled=polled, ts=ts) -> None:
                 polled.add(key)
-                poller._send(out, key, group, line, ts, hot_ms)
+                p._send(out, key, group, line, ts, hot_ms)
 
             mine = {g: set(tps) for g, tps in wanted.items()}
-            if reference:
-                _reference_ends(poller, out, mine, dict(ends), refused, ts, send)
+            if is_reference:
+                _reference_denied(p, mine, refused, ts, send)
             else:
-                poller._send_ends(out, mine, dict(ends), refused, ts, send, polled)
-            poller.changes.forget(polled)
-            produced.append(out.lines)
-        assert produced[0] == produced[1]
+                p._send_ends(mine, dict(ends), refused, ts, send)
+            p.changes.forget(polled)
+            denied.append([x for x in out.lines if "denied" in x])
+            if not is_reference:
+                lines = [x for x in out.lines if "end_offsets" in x]
+        assert denied[0] == denied[1]
+        topics = [x["end_offsets"][0][0] for x in lines]
+        assert len(topics) == len(set(topics))
+        now = {t: sorted([tp[0], tp[1], off] for tp, off in ends.items() if tp[0] == t) for t, _ in ends}
+        for x in lines:
+            assert x["group"] == "" and x["end_offsets"] == now[x["end_offsets"][0][0]]
+            merged.update(((t, p), off) for t, p, off in x["end_offsets"])
+        assert all(merged[tp] == off for tp, off in ends.items())
+        unmoved = {t for t, rows in now.items() if before.get(t) == rows}
+        assert all(x.get("resend") for x in lines if x["end_offsets"][0][0] in unmoved)
+        before = now

@@ -387,8 +387,8 @@ class _FailingProducer:
 
 
 def test_a_line_not_delivered_is_sent_again_at_the_next_poll() -> None:
-    """A describe of a steady group (not described at every poll) and an end-offsets line whose
-    offsets did not move since (not built again): each sent again, as evidence, after its delivery
+    """A describe of a steady group (not described at every poll) and a topic's log-end offsets line
+    whose offsets did not move since (held): each sent again, as evidence, after its delivery
     failed; counted by reason."""
     from types import SimpleNamespace
 
@@ -411,18 +411,18 @@ def test_a_line_not_delivered_is_sent_again_at_the_next_poll() -> None:
     def send(key: tuple, group: str, line: dict[str, Any], hot_ms: int = 0) -> None:
         poller._send(out, key, group, line, line["ts"], hot_ms)
 
-    poller._send_ends(out, wanted, dict(ends), {}, 20_000, send, set())
-    poller._send_ends(out, wanted, dict(ends), {}, 25_000, send, set())  # the same: not built
+    poller._send_ends(wanted, dict(ends), {}, 20_000, send)
+    poller._send_ends(wanted, dict(ends), {}, 25_000, send)  # the same: held
     assert [x for x in out.lines if "end_offsets" in x] == [
-        {"ts": 20_000, "group": "g", "end_offsets": [["t", 0, 5]]}
+        {"ts": 20_000, "group": "", "end_offsets": [["t", 0, 5]]}
     ]
     out.deliver()
     ends[("t", 0)] = 6
-    poller._send_ends(out, wanted, dict(ends), {}, 30_000, send, set())  # moved: sent
+    poller._send_ends(wanted, dict(ends), {}, 30_000, send)  # moved: sent
     out.fail(KafkaError.MSG_SIZE_TOO_LARGE)
     out.lines.clear()
-    poller._send_ends(out, wanted, dict(ends), {}, 35_000, send, set())  # unmoved, but not delivered
-    assert out.lines == [{"ts": 35_000, "group": "g", "end_offsets": [["t", 0, 6]]}]
+    poller._send_ends(wanted, dict(ends), {}, 35_000, send)  # unmoved, but not delivered
+    assert out.lines == [{"ts": 35_000, "group": "", "end_offsets": [["t", 0, 6]]}]
     assert "resend" not in out.lines[0]  # evidence, not a refresh stamp
     assert poller.delivery_failures["MSG_SIZE_TOO_LARGE"] == 1
 

@@ -651,7 +651,9 @@ def save_artifacts(
         describe, ends = [], []
         for m in sorted(read_topic(bootstrap, cfg.admin_topic), key=lambda m: m.timestamp()[1]):
             obj = json.loads(m.value())
-            if obj.get("group") in groups:
+            # "": the cluster's log ends, one line per topic (`groupscope model` gives each partition's
+            # to the groups that read its topic)
+            if obj.get("group") in groups or (obj.get("group") == "" and "end_offsets" in obj):
                 per_partition = end_offset_lines(obj)
                 if per_partition:
                     ends.extend(json.dumps(x) for x in per_partition)

@@ -153,8 +153,11 @@ def test_lag_moved_on_equals_the_engines_lag_at_that_time(
 
 
 def _end_lines(groups: list[str], at: int, ends: dict[int, int]) -> pd.DataFrame:
-    rows = []
-    for i, g in enumerate(groups):
+    """The Admin poller's line of the topic's log ends (group ""), lines of some of `groups` as an
+    older poller sent them (a collector upgraded over its admin topic reads both), and a bad line."""
+    cluster = {"group": "", "ts": at, "end_offsets": [["orders", p, e] for p, e in ends.items()]}
+    rows = [("groupscope.admin", 0, 0, at, b"", json.dumps(cluster).encode())]
+    for i, g in enumerate(groups[1:], 1):
         line = {"group": g, "ts": at, "end_offsets": [["orders", p, e] for p, e in ends.items()]}
         rows.append(("groupscope.admin", 0, i, at, g.encode(), json.dumps(line).encode()))
     rows.append(("groupscope.admin", 0, len(rows), at, b"x", b'{"group": "x", "ts": 1, "end_offsets": 7}'))
@@ -203,9 +206,10 @@ def test_live_log_ends_are_shared_and_lag_follows_them_without_the_engine(
     routed = pd.concat(
         list(decode_batches(iter([_end_lines(groups, T0, {0: 1})]), KINDS, 4, ends_apart=True))
     )
-    assert sorted(routed["bucket"]) == sorted(
-        [-1, ENDS_BUCKET]
-    )  # three groups' lines: one row; the bad: dead
+    assert sorted(routed["bucket"]) == sorted([-1, ENDS_BUCKET])  # the good lines: one row; the bad: dead
+    # read from a capture (not live), the cluster's line has no group to go to: set aside, with why
+    routed = pd.concat(list(decode_batches(iter([_end_lines([], T0, {0: 1}).iloc[:1]]), KINDS, 4)))
+    assert list(routed["bucket"]) == [-1] and "read only live" in routed["error"].iloc[0]
     ends = LogEnds(redis_client, "gs").read({"orders"})
     assert {tp: h.latest for tp, h in ends.items()} == {("orders", 0): 500, ("orders", 1): 700}
     store = RedisStore(redis_client)

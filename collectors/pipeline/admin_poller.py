@@ -7,14 +7,18 @@ shipper broker_log_shipper.py.
 - `AdminPoller`: every `admin_poll_interval_s` (default 5 s) lists the groups, describes them, reads
   their committed offsets and the log-end offsets of every partition they commit to or are assigned,
   and produces describe / committed / end-offset JSON lines (the shape of a capture's describe.jsonl;
-  a group's end offsets as one line, `{"ts", "group", "end_offsets": [[topic, partition, offset]]}`)
-  to the internal admin topic: each only when it changed since it was last sent, or is
+  the cluster's log-end offsets as one line per topic, `{"ts", "group": "", "end_offsets": [[topic,
+  partition, offset]]}`) to the internal admin topic: each only when it changed since it was last sent, or is
   `admin_resend_s` old (admin_changes.py), so an idle fleet of 10,000 groups is not a million lines
   every poll. When `__consumer_offsets` is readable the committed offsets are not sent: the topic
   already carries every commit, first hand, and at 10,000 groups of 100 partitions the copies were as
   many records as the whole backlog being caught up. They are still fetched, to know which partitions
-  need log-end offsets (a group without members says so nowhere else). End offsets go one line per
-  group, not per partition, for the same reason (a million lines per resend at that size).
+  need log-end offsets (a group without members says so nowhere else). Log-end offsets belong to a
+  partition, not to a group: they go one line per topic, whatever number of groups read it (one line
+  per group was 10,000 lines of 100 partitions a poll on a lagging fleet, 6 MB every 5 s written,
+  read back and parsed again for the same 1,000 numbers); the model stage lends each group the
+  histories of the topics it reads (storage/log_ends.py), and `groupscope model` over a capture
+  gives each EndOffset to the groups of its topic (coordinator_model/rebuild.py).
   KIP-848 groups' describe lines also carry the broker's ConsumerGroupDescribe as their "broker"
   block (epochs, subscriptions, target assignments: collectors.kafka_protocol). KIP-932 share groups,
   which DescribeConsumerGroups does not describe, get describe lines of type "share" made from the
@@ -37,7 +41,7 @@ shipper broker_log_shipper.py.
   filter, so it is sent again at the next poll. A line larger than a record may be
   (`max_message_bytes`: the producer's message.max.bytes, and lowered by halves when the broker
   refuses records as too large: the topic's max.message.bytes can be smaller) never stops the poll:
-  a group's end offsets, and its committed offsets where they do not stand alone (`_parts`), go in
+  a topic's end offsets, and a group's committed offsets where they do not stand alone (`_parts`), go in
   several lines that say together what the one line said; a describe, which cannot be cut, is
   dropped, counted (`too_large`) and logged with the group and its size.
 """
@@ -176,8 +180,6 @@ class AdminPoller(Loop):
         # What the last poll's end-offsets lines were made of: the log-end offsets, and each group's
         # partitions. A group whose partitions are the same and none of whose offsets moved has the
         # same line as last time, which is not built again (`_unchanged_ends`).
-        self._ends_before: dict[tuple[str, int], int] = {}
-        self._ends_tps: dict[str, frozenset[tuple[str, int]]] = {}
         # Answers are sent on when they changed, and again every admin_resend_s (admin_changes.py).
         # A group's answers are resent at the phase of its state bucket (admin_changes.py).
         resend_ms = int(getattr(cfg, "admin_resend_s", 60.0) * 1000)
@@ -207,7 +209,6 @@ class AdminPoller(Loop):
         # groups whose committed offsets were sent only to refill Redis and not delivered (where the
         # offsets topic is read, committed offsets are sent on a refill alone): sent at the next poll
         self._committed_retry: set[str] = set()
-        self._ends_stale: set[str] = set()  # groups whose end-offsets line was not delivered
 
     def stop(self) -> None:
         super().stop()
@@ -530,43 +531,33 @@ class AdminPoller(Loop):
         kind, group = key[0], key[1]
         if kind == "describe":
             self._listed.pop(group, None)  # described at the next poll, even a steady group
-        elif kind == "ends":  # its line built and judged again (not taken as unchanged)
-            self._ends_tps.pop(group, None)
-            self._ends_stale.add(group)
         elif kind == "committed" and self.offsets_readable:
             self._committed_retry.add(group)  # sent on a refill alone: fetched and sent again
 
     @staticmethod
-    def _ends_line(group: str, tps: Any, ends: dict[tuple[str, int], int], ts: int) -> dict[str, Any] | None:
-        """A group's end-offsets line (`tps` the partitions it is wanted for), or None when none of
-        them has a known log-end offset."""
-        known = [[t, p, ends[(t, p)]] for t, p in sorted(tps) if (t, p) in ends]
-        return {"ts": ts, "group": group, "end_offsets": known} if known else None
+    def _log_ends_lines(ends: dict[tuple[str, int], int], ts: int) -> dict[str, dict[str, Any]]:
+        """The cluster's log-end offsets as one line per topic (group ""), by topic."""
+        rows: dict[str, list[list[Any]]] = {}
+        for (t, p), off in sorted(ends.items()):
+            rows.setdefault(t, []).append([t, p, off])
+        return {t: {"ts": ts, "group": "", "end_offsets": r} for t, r in rows.items()}
 
     def _send_ends(
         self,
-        producer: Any,
         wanted: dict[str, set[tuple[str, int]]],
         ends: dict[tuple[str, int], int],
         refused: dict[str, str],
         ts: int,
         send: Callable[..., None],
-        polled: set[Any],
     ) -> None:
-        """Each group's log-end offsets line (of the partitions it is `wanted` for), and its denied
-        line when an ACL withholds some of them, through the change filter (`send`)."""
-        # At 10,000 groups of 100 partitions, building and digesting every group's line at every poll
-        # was most of the poller's time (40% of a core), for lines that nearly never change.
-        moved = {tp for tp, off in ends.items() if self._ends_before.get(tp) != off}
-        moved.update(self._ends_before.keys() - ends.keys())
-        ends_tps: dict[str, frozenset[tuple[str, int]]] = {}
+        """The log-end offsets of every partition some group is `wanted` for, one line per topic
+        through the change filter (`send`; a topic whose partitions did not move is held until its
+        resend comes round), and each group's denied line when an ACL withholds some of its topics."""
+        for t, line in self._log_ends_lines(ends, ts).items():
+            send(("log_ends", t), "", line)
+        if not refused and not self._ends_refused:
+            return
         for g, tps in wanted.items():
-            ends_tps[g] = frozen = frozenset(tps)
-            if self._ends_tps.get(g) == frozen and frozen.isdisjoint(moved):
-                self._unchanged_ends(producer, g, ends, ts)
-                polled.add(("ends", g))
-            elif (line := self._ends_line(g, tps, ends, ts)) is not None:
-                send(("ends", g), g, line)
             hidden = sorted({t for t, _ in tps if t in refused}) if refused else []
             if hidden:
                 why = f"{refused[hidden[0]]} (topics: {', '.join(hidden)})"
@@ -575,30 +566,6 @@ class AdminPoller(Loop):
             elif g in self._ends_refused:  # allowed again: the refusal is over
                 send(("denied", g, "end_offsets"), g, denied_line(ts, g, "end_offsets", ""))
                 self._ends_refused.discard(g)
-            producer.poll(0)
-        for g in self._ends_stale:  # not delivered meanwhile (reported by a poll above)
-            ends_tps.pop(g, None)
-        self._ends_stale.clear()
-        self._ends_before, self._ends_tps = ends, ends_tps
-
-    def _unchanged_ends(
-        self, producer: Any, group: str, ends: dict[tuple[str, int], int], ts: int
-    ) -> str | None:
-        """A group's end-offsets line when it is the same as at the last poll: sent only when the
-        change filter says so (its resend came round), and only then built."""
-        key = ("ends", group)
-        before = self.changes.entry(key)
-        why = self.changes.unchanged_verdict(key, ts)
-        if why is None:
-            self.held += 1
-            return None
-        line = self._ends_line(group, self._ends_tps[group], ends, ts)
-        if line is None:
-            return None
-        if why == "new":  # never sent (no line had offsets): judged as any line
-            return self._send(producer, key, group, line, ts)
-        self._produce(producer, group, line, why, (key, before, self.changes.entry(key)))
-        return why
 
     def _send_describe(self, producer: Any, group: str, doc: dict[str, Any], ts: int) -> str | None:
         """`_send` a describe, and note whether the group is in motion (admin_hot.py)."""
@@ -781,7 +748,8 @@ class AdminPoller(Loop):
                         refused[tp.topic] = why  # an ACL withholds the topic: its groups are told
         for g, offsets in share_offsets.items():
             send(("committed", g), g, share_offsets_line(g, offsets, ends, ts))
-        self._send_ends(producer, wanted, ends, refused, ts, send, polled)
+        self._send_ends(wanted, ends, refused, ts, send)
+        producer.poll(0)
         self.changes.forget(polled)  # groups and partitions gone since: their next answer is new
         self.hot.forget(set(groups) | set(share_groups))
         # The stream's clock: one record per poll even when nothing changed, so the per-group timers

@@ -110,8 +110,9 @@ def decode_one(
         if obj.get("clock") is True:
             return []  # the Admin poller's clock record: it only wakes the timers
         if "end_offsets" in obj:
-            # The Admin poller's line of a group's log-end offsets: [[topic, partition, offset], ...]
-            return _end_offsets_of_group(obj, key)
+            # The Admin poller's line of log-end offsets, [[topic, partition, offset], ...]: the
+            # cluster's (group "") or, as a capture or an older poller has them, a group's
+            return _end_offsets_line(obj, key)
         if "end_offset" in obj:
             ev = E.from_end_offset_json(obj)
             # Log-end offsets belong to a partition; the producer keyed them by the group they serve.
@@ -122,12 +123,16 @@ def decode_one(
     raise ValueError(f"no decoder for source kind {kind!r}")
 
 
-def _end_offsets_of_group(obj: dict, key: bytes | None) -> list[tuple[str, int, int, Any]]:
-    """The Admin poller's line of a group's log-end offsets as one EndOffsets evidence."""
+def _end_offsets_line(obj: dict, key: bytes | None) -> list[tuple[str, int, int, Any]]:
+    """The Admin poller's line of log-end offsets as one EndOffsets evidence, for its group, or for
+    group "" when it is the cluster's (`"group": ""`, as the poller writes them: one line per topic,
+    whatever number of groups read it), which only the live route takes (`_route_rows`)."""
     from coordinator_model.evidence import EvidenceError, from_end_offsets_json
 
-    group = obj.get("group") or (key.decode("utf-8") if key else None)
-    if not group:
+    group = obj.get("group")
+    if group is None:
+        group = key.decode("utf-8") if key else None
+    if group is None or not isinstance(group, str):
         raise EvidenceError("end offsets line needs a group and a list of [topic, partition, offset]")
     ev = from_end_offsets_json(obj)  # refuses a line without the list, with the same words
     return [(group, ev.ts, END_OFFSET_RANK, ev)] if ev is not None else []
@@ -469,6 +474,8 @@ def _route_rows(
                     raise ValueError(f"rank {rank!r} does not fit an int")
                 # bucket_of also refuses a group that is no str or does not encode to UTF-8
                 hits.append((group, ets, rank, bucket_of(group, buckets)))
+            if not ends_apart and any(h[0] == "" for h in hits):
+                raise ValueError("the cluster's log-end offsets (a line without a group) are read only live")
             if ends_apart and hits and hits[0][2] == END_OFFSET_RANK:
                 # a partition's, not a group's: gathered once per partition and time for the whole
                 # call (every group's line of a poll repeats the same log ends); a resend too (merging
