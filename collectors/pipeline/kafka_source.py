@@ -149,12 +149,34 @@ class Watermarks:
                 delay = min(delay * 2, 5.0)
         raise AssertionError("unreachable")
 
+    def topic_ids(self, topics: list[str]) -> dict[str, str]:
+        """Each topic's id (TopicDescription.topic_id, as text) in one DescribeTopics request. A topic
+        that cannot be described (missing, not authorized) is left out, and so is one whose id the
+        broker does not know (all zeros: brokers before topic ids). Raises when the request fails."""
+        from confluent_kafka import TopicCollection
+
+        futs = self.admin().describe_topics(TopicCollection(list(topics)), request_timeout=self.timeout_s)
+        out: dict[str, str] = {}
+        for t, fut in futs.items():
+            try:
+                tid = str(fut.result().topic_id or "")
+            except Exception:  # this topic only: missing or not authorized
+                continue
+            if tid.strip("A=") and tid != "None":  # "AAAAAAAAAAAAAAAAAAAAAA" is the zero (unknown) id
+                out[t] = tid
+        return out
+
     def close(self) -> None:
         self._admin = None
 
 
 def plan_end(
-    start: Offsets, latest: Offsets, max_rows: int | None, first_topics: tuple[str, ...] = ()
+    start: Offsets,
+    latest: Offsets,
+    max_rows: int | None,
+    first_topics: tuple[str, ...] = (),
+    recreated: frozenset[str] | set[str] = frozenset(),
+    warned: set[tuple[str, str, int, int]] | None = None,
 ) -> Offsets:
     """The end offsets of the next batch: everything up to `latest`, or at most `max_rows` records
     spread over the partitions that have new data (fairly: each gets an equal share, unused shares
@@ -162,7 +184,16 @@ def plan_end(
     budget before the other topics: a catch-up reads the backlog of `__consumer_offsets` before the
     Admin poller's first answers about every group (in the same batch, they cut the tail of the
     commits off into the next one, and the whole fleet was modelled twice before it was complete).
-    The other topics then get what is left, and at least a tenth of `max_rows` more."""
+    The other topics then get what is left, and at least a tenth of `max_rows` more.
+
+    A partition whose log end is below its start offset was recreated (its topic deleted and created
+    again) or truncated (unclean leader election): it is read again from its log start, and so is
+    every partition of a topic in `recreated` (its topic id changed since the last planning; see
+    KafkaStreamReader._recreated_topics). Such a partition's end is planned below its start: that is how
+    `partitions` and `count_between` know the batch reads it from 0 (see `range_start`), also when the
+    batch is run again from Spark's offset log after a restart. So a recreated topic whose log end
+    is at or past the old start is read up to one below that start in this batch, and on from there
+    in the next. Each reset is logged once as a WARNING (`warned` remembers them across calls)."""
     end: Offsets = {t: dict(ps) for t, ps in start.items()}
     pending: list[tuple[str, str, int, int]] = []  # topic, partition, from, available
     for t, ps in latest.items():
@@ -173,6 +204,13 @@ def plan_end(
                 # the log start; reading from 0 is clamped by the consumer to the earliest offset.
                 lo = 0
                 end.setdefault(t, {})[p] = 0
+            elif lo > 0 and hi >= 0 and (hi < lo or t in recreated):  # (a negative end is unknown)
+                upto = hi if hi < lo else lo - 1  # the end stays below the start (see above)
+                _warn_reset(t, p, lo, hi, t in recreated, warned)
+                end[t][p] = 0
+                if upto > 0:
+                    pending.append((t, p, 0, upto))
+                continue
             if hi > lo:
                 pending.append((t, p, lo, hi - lo))
             else:
@@ -193,6 +231,18 @@ def plan_end(
         left = max(left, int(max_rows) // 10)
     _take(rest, left, end)
     return end
+
+
+def _warn_reset(
+    t: str, p: str, lo: int, hi: int, recreated: bool, warned: set[tuple[str, str, int, int]] | None
+) -> None:
+    if warned is not None:
+        if (t, p, lo, hi) in warned:
+            return
+        warned.add((t, p, lo, hi))
+    why = "its topic id changed" if recreated else "recreated or truncated"
+    msg = "kafka %s [%s]: log end %d, batch start offset %d (%s): read again from its log start"
+    log.warning(msg, t, p, hi, lo, why)
 
 
 def _take(tier: list[tuple[str, str, int, int]], budget: int, end: Offsets) -> int:
@@ -229,8 +279,18 @@ def reaches(end: Offsets, latest: Offsets) -> bool:
     return all(end.get(t, {}).get(p, -1) >= hi for t, ps in latest.items() for p, hi in ps.items())
 
 
+def range_start(start: Offsets, t: str, p: str, hi: int) -> int:
+    """Where a batch from `start` to the end offset `hi` reads partition (t, p) from: its start offset,
+    or 0 (clamped to the log start by the consumer) when the end is below the start: plan_end reset
+    the partition (recreated or truncated), and the offsets alone say so."""
+    lo = int(start.get(t, {}).get(p, 0))
+    return 0 if hi < lo else lo
+
+
 def count_between(start: Offsets, end: Offsets) -> int:
-    return sum(max(0, hi - start.get(t, {}).get(p, 0)) for t, ps in end.items() for p, hi in ps.items())
+    """How many records a batch from `start` to `end` reads (at most: compaction leaves gaps); never
+    negative. A partition whose end is below its start is read from 0 (see range_start)."""
+    return sum(max(0, hi - range_start(start, t, p, hi)) for t, ps in end.items() for p, hi in ps.items())
 
 
 class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
@@ -257,6 +317,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target: Offsets | None = None
         self._latest: Offsets | None = None
         self._wm: Watermarks | None = None
+        # The topic ids seen at the plannings of this process: a topic whose id changes was recreated
+        # (see _recreated_topics). Across a restart they are not known (Spark's checkpoint holds the
+        # offsets only, in the connector's shape): a topic recreated while the query was down is
+        # found only when its log end is below the checkpoint's offset (plan_end).
+        self._topic_ids: dict[str, str] = {}
+        self._warned: set[tuple[str, str, int, int]] = set()  # the resets logged (plan_end)
 
     # Never send the driver's AdminClient to executors.
     def __getstate__(self) -> dict[str, Any]:
@@ -300,10 +366,29 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 return start
         self._latest = latest
         max_rows = limit.max_rows if isinstance(limit, ReadMaxRows) else None
-        end = plan_end(start, latest, max_rows, self.first_topics)
+        recreated = self._recreated_topics()
+        end = plan_end(start, latest, max_rows, self.first_topics, recreated, self._warned)
         complete = self._target is None and reaches(end, latest)
         self._planned = (end, asked_ms) if complete else None
         return end
+
+    def _recreated_topics(self) -> frozenset[str]:
+        """The subscribed topics whose topic id changed since an earlier planning of this reader: they
+        were deleted and created again, and are read from 0 (plan_end), even when the new topic is
+        already past the old offsets. One DescribeTopics request per planning; when it fails, no
+        topic is taken as recreated and plan_end finds what it can from the offsets alone."""
+        try:
+            ids = self.wm.topic_ids(self.topics)
+        except Exception as e:  # an old broker, no Describe permission, a timeout: offsets alone
+            log.debug("cannot describe topic ids (%s); recreated topics found by their offsets only", e)
+            return frozenset()
+        changed = frozenset(t for t, i in ids.items() if self._topic_ids.get(t, i) != i)
+        for t in sorted(changed):
+            log.warning("kafka topic %s was recreated (topic id %s, now %s)", t, self._topic_ids[t], ids[t])
+        # A topic not described this time (deleted, not yet created again) keeps the id last seen,
+        # so that its recreation is found when it is back.
+        self._topic_ids.update(ids)
+        return changed
 
     def reportLatestOffset(self) -> dict | None:
         # What the broker had at the last planning: the progress bar's "available".
@@ -311,11 +396,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         # Only partitions with new data; packed into about `readerTasks` tasks, large ranges split.
+        # A partition whose end is below its start was reset by plan_end (recreated or truncated):
+        # it is read from 0 (range_start), which the consumer clamps to the log start.
         ranges = [
-            (t, int(p), int(start.get(t, {}).get(p, 0)), int(hi))
+            (t, int(p), lo, int(hi))
             for t, ps in end.items()
             for p, hi in ps.items()
-            if hi > start.get(t, {}).get(p, 0)
+            if int(hi) > (lo := range_start(start, t, p, int(hi)))
         ]
         parts = list(pack_ranges(ranges, self.reader_tasks, self.split_rows))
         if self.clock_rows and parts and self._planned is not None and self._planned[0] == end:
@@ -417,6 +504,12 @@ def read_partition(
         v.sort()
     current: dict[tuple[str, int], tuple[int, int]] = {}
 
+    # A range may start before its partition's log start (0 for a partition first seen, or one that
+    # plan_end reset after its topic was recreated or its log truncated): the fetch answers
+    # OFFSET_OUT_OF_RANGE and auto.offset.reset=earliest moves the consumer to the log start without
+    # an error (librdkafka surfaces one only with auto.offset.reset=error); the records then start
+    # at or above `lo`, and a range whose records are all gone ends at partition EOF or at its first
+    # offset >= `hi`.
     def assign_next(tp: tuple[str, int]) -> None:
         lo, hi = todo[tp].pop(0)
         current[tp] = (lo, hi)
