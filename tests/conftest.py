@@ -48,8 +48,11 @@ def redis_server() -> Iterator[RedisServer]:
 def redis_client(redis_server: RedisServer):
     import redis
 
+    from collectors.pipeline import model_state
+
     client = redis.Redis.from_url(redis_server.url)
     client.flushdb()
+    model_state._EPOCHS.clear()  # a worker's data epoch read a moment ago: from the Redis just emptied
     yield client
     client.close()
 

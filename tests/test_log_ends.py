@@ -340,6 +340,7 @@ def test_a_redis_that_lost_the_data_gets_every_group_again(redis_server, redis_c
     sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
     clock = {"now": T0 + 10_000}
     monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    monkeypatch.setattr(model_state, "EPOCH_FRESH_S", 0.0)  # the batches come within a second here
     update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
     store = RedisStore(redis_client)
     store.new_data_epoch()

@@ -36,43 +36,77 @@ TP = tuple[str, int]
 @dataclass
 class Committed:
     """What committing a group's runs did: its partitions that were taken (those its offsets already
-    held), as they stand now, and the stored form of each that moved."""
+    held), the stored form of each that moved, and of each taken partition as it stands now."""
 
-    offsets: Any  # OffsetStore of the partitions taken
     fields: dict[TP, bytes | None]
     taken: set[TP]
+    now: dict[TP, bytes]  # every taken partition's stored form after the runs
+
+    @property
+    def offsets(self) -> Any:
+        """An OffsetStore of the taken partitions as they stand now (decoded when asked: the first
+        stage never asks)."""
+        from collectors.storage.group_offsets import stored
+
+        return stored(self.now)
 
 
 def commit_known(store: Any, ends_view: Any, cands: dict[str, list[Any]]) -> dict[str, Committed]:
     """Commit each group's runs (CommitRun) to the partitions its stored offsets already hold, with
-    OffsetStore.apply_runs, the engine's own rule; a partition it does not hold is the engine's (a
-    first commit teaches it topic ids, and an Empty state to a group known only by its commits). A run
-    the stored state already holds (by log offset: a batch or task run again) is skipped. Reads Redis
-    (the partitions' fields; `ends_view`, the log ends at each commit's time, only read), writes
-    nothing: the caller writes `fields`. Groups none of whose partitions are held are left out."""
-    from collectors.storage.group_offsets import encode
+    the engine's own rule; a partition it does not hold is the engine's (a first commit teaches it
+    topic ids, and an Empty state to a group known only by its commits). A run the stored state
+    already holds (by log offset: a batch or task run again) is skipped. Reads Redis (the partitions'
+    fields; `ends_view`, the log ends at each commit's time, only read), writes nothing: the caller
+    writes `fields`. Groups none of whose partitions are held are left out.
+
+    A partition's one run is applied to its stored bytes (group_offsets.commit_run_packed); several
+    runs, or a run the summary does not hold for, go the whole way: decoded, OffsetStore.apply_runs,
+    encoded."""
+    from collectors.storage.group_offsets import WHOLE_PATH, commit_run_packed, encode, stored
 
     wanted = {g: sorted({(r.topic, r.partition) for r in runs}) for g, runs in cands.items()}
-    stored = store.offsets.load_partitions(wanted)
+    raw = store.offsets.load_fields(wanted)
     ends = ends_view({tp for tps in wanted.values() for tp in tps})
     out: dict[str, Committed] = {}
     for group, runs in cands.items():
-        offsets = stored[group]
-        taken = {tp for tp in wanted[group] if tp in offsets.committed}
-        if not taken:
+        held = raw[group]
+        if not held:
             continue
-        todo = [
-            r
-            for r in runs
-            if (r.topic, r.partition) in taken
-            and r.last_log > offsets.committed[(r.topic, r.partition)].log_offset
-        ]
+        by_tp: dict[TP, list[Any]] = {}
+        for r in runs:
+            tp = (r.topic, r.partition)
+            if tp in held:
+                by_tp.setdefault(tp, []).append(r)
+        now = dict(held)
         fields: dict[TP, bytes | None] = {}
-        if todo:
-            offsets.ends = {tp: ends[tp] for tp in taken if tp in ends}
-            offsets.apply_runs(sorted(todo, key=lambda r: (r.first_ts, r.first_log)))
-            fields = {(r.topic, r.partition): encode(offsets, (r.topic, r.partition)) for r in todo}
-        out[group] = Committed(offsets, fields, taken)
+        whole: dict[TP, list[Any]] = {}
+        for tp, tp_runs in by_tp.items():
+            made = commit_run_packed(held[tp], tp_runs[0], ends.get(tp)) if len(tp_runs) == 1 else WHOLE_PATH
+            if made is WHOLE_PATH:
+                whole[tp] = tp_runs
+            elif made is not None:
+                fields[tp] = now[tp] = made
+        taken = set(by_tp)
+        if whole:
+            offsets = stored({tp: held[tp] for tp in whole})
+            taken -= whole.keys() - offsets.committed.keys()  # a malformed field: the engine's
+            todo = [
+                r
+                for tp, tp_runs in whole.items()
+                if tp in offsets.committed
+                for r in tp_runs
+                if r.last_log > offsets.committed[tp].log_offset
+            ]
+            if todo:
+                offsets.ends = {tp: ends[tp] for tp in whole if tp in ends}
+                offsets.apply_runs(sorted(todo, key=lambda r: (r.first_ts, r.first_log)))
+                for r in todo:
+                    tp = (r.topic, r.partition)
+                    fields[tp] = encode(offsets, tp)
+                    if fields[tp] is not None:
+                        now[tp] = fields[tp]
+        if taken:
+            out[group] = Committed(fields, taken, {tp: now[tp] for tp in taken})
     return out
 
 

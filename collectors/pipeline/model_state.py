@@ -771,11 +771,25 @@ def _fields(store: Any, tps: Any = None) -> dict:
     return {tp: encode(store, tp) for tp in (store.committed if tps is None else tps)}
 
 
+# The data epoch a worker read last, and when (monotonic s), per sink: every bucket's call of a
+# micro-batch asks, and at 256 buckets a GET each was a fifth of a busy batch's model stage; Redis
+# losing its data is seen a second later.
+_EPOCHS: dict[Any, tuple[str | None, float]] = {}
+EPOCH_FRESH_S = 1.0
+
+
 def _data_epoch(sink: Any) -> str | None:
+    import time
+
     from collectors.pipeline.sink import model_store, with_retry
 
+    hit = _EPOCHS.get(sink)
+    if hit is not None and time.monotonic() - hit[1] < EPOCH_FRESH_S:
+        return hit[0]
     store = model_store(sink)
-    return with_retry(store.data_epoch, "data epoch", sink.redis_retry_s)
+    epoch = with_retry(store.data_epoch, "data epoch", sink.redis_retry_s)
+    _EPOCHS[sink] = (epoch, time.monotonic())
+    return epoch
 
 
 def _load_offsets(sink: Any, groups: list[str]) -> dict[str, Any]:

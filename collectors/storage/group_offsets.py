@@ -123,6 +123,57 @@ def _decode_packed(store: OffsetStore, tp: TP, raw: bytes) -> None:
 _SAMPLE = lagmod.CommitSample
 _new = tuple.__new__
 
+# `commit_run_packed`'s answer when only the whole path (decode, OffsetStore.commit_run, encode) can
+# say what the run makes of the field
+WHOLE_PATH = False
+
+
+def commit_run_packed(raw: bytes, run: Any, history: Any) -> bytes | bool | None:
+    """The field a packed partition field `raw` becomes with one run of plain commits (CommitRun),
+    made on the bytes: exactly `encode` of what `OffsetStore.commit_run` makes of `decode_into`'s
+    result, when that takes the run's summary (every commit kept, the first opening a lag slot); the
+    kept samples stay as they are stored. `history`: the partition's log-end history (its `at`), or
+    None. None when the stored state already holds the run (a batch read again); WHOLE_PATH for any
+    other case (the JSON form, an interleaving or older run, a first commit within a slot).
+
+    Why: on a busy fleet every record of `__consumer_offsets` is such a run, and decoding the
+    partition's ten samples into objects and encoding them again was most of a commit's cost."""
+    if raw[:1] != b"\x01" or len(raw) < _HEAD.size:
+        return WHOLE_PATH
+    _, _, _, _, log, _, _, slot_start, meta_len, n = _HEAD.unpack_from(raw)
+    at = _HEAD.size + (0 if meta_len == _NO_METADATA else meta_len)
+    if len(raw) != at + n * _SAMPLE_FORM.size:
+        return WHOLE_PATH
+    if run.last_log <= log:
+        return None
+    if not run.monotone or log > run.first_log or (n and run.first_ts - slot_start < lagmod.MIN_DISTANCE_MS):
+        return WHOLE_PATH
+    new = run.slots[-lagmod.WINDOW :]
+    keep = min(n, lagmod.WINDOW - len(new))
+    out = [
+        _HEAD.pack(
+            PACKED,
+            run.offset,
+            run.commit_ts if run.commit_ts >= 0 else run.last_ts,
+            run.last_ts,
+            run.last_log,
+            run.epoch,
+            run.expire,
+            run.slot_start,
+            0,  # the metadata of a run's commits: "" (CommitRun)
+            keep + len(new),
+        ),
+        raw[len(raw) - keep * _SAMPLE_FORM.size :] if keep else b"",
+    ]
+    for ts, off in new:
+        end = history.at(ts) if history is not None else None
+        out.append(
+            _SAMPLE_FORM.pack(
+                ts, off, _UNKNOWN if end is None else max(0, end - off), _UNKNOWN if end is None else end
+            )
+        )
+    return b"".join(out)
+
 
 class GroupOffsets:
     """Read and write groups' offset hashes through one client."""
@@ -148,8 +199,8 @@ class GroupOffsets:
             rows = p.execute()
         return {g: _store(fields.items()) for g, fields in zip(groups, rows, strict=True)}
 
-    def load_partitions(self, wanted: dict[str, list[TP]]) -> dict[str, OffsetStore]:
-        """Only these partitions of each group."""
+    def load_fields(self, wanted: dict[str, list[TP]]) -> dict[str, dict[TP, bytes]]:
+        """These partitions' stored forms, as they are in Redis (those it holds)."""
         groups = list(wanted)
         if not groups:
             return {}
@@ -157,10 +208,10 @@ class GroupOffsets:
             for g in groups:
                 p.hmget(self.key_of(g), [field(tp) for tp in wanted[g]])
             rows = p.execute()
-        out = {}
-        for g, values in zip(groups, rows, strict=True):
-            out[g] = _store((field(tp), v) for tp, v in zip(wanted[g], values, strict=True) if v is not None)
-        return out
+        return {
+            g: {tp: v for tp, v in zip(wanted[g], values, strict=True) if v is not None}
+            for g, values in zip(groups, rows, strict=True)
+        }
 
     def queue_fields(self, p: Any, group: str, fields: dict[TP, bytes | None]) -> None:
         """Queue on pipeline `p` these partitions' stored forms (None: the field goes)."""
@@ -178,11 +229,22 @@ class GroupOffsets:
             p.hdel(key, *gone)
 
 
+def stored(fields: dict[TP, bytes]) -> OffsetStore:
+    """An OffsetStore of these partitions' stored forms (a malformed one left out)."""
+    store = OffsetStore()
+    for tp, raw in fields.items():
+        try:
+            decode_into(store, tp, raw)
+        except ValueError:
+            continue  # a field of another shape is not an offset: the next commit writes it anew
+    return store
+
+
 def _store(fields: Iterable[tuple[Any, Any]]) -> OffsetStore:
     store = OffsetStore()
     for name, raw in fields:
         try:
             decode_into(store, tp_of(name), raw)
         except ValueError:
-            continue  # a field of another shape is not an offset: the next commit writes it anew
+            continue  # a field of another shape (or name) is not an offset: the next commit writes it anew
     return store
