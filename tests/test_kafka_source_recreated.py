@@ -209,7 +209,7 @@ class FakeAdmin:
         }
         return SimpleNamespace(topics=tm)
 
-    def list_offsets(self, req: dict, request_timeout: float) -> dict:
+    def list_offsets(self, req: dict, request_timeout: float, **_kw: object) -> dict:
         return {tp: _done(SimpleNamespace(offset=self.ends[tp.topic][tp.partition])) for tp in req}
 
     def describe_topics(self, topics, request_timeout: float) -> dict[str, Future]:
@@ -347,4 +347,37 @@ def test_a_topic_deleted_and_created_again_is_read_from_its_start_on_the_broker(
         start, end = end, reader.latestOffset(end, ReadAllAvailable())
         got += _read(reader, start, end)
     assert got == [b"newer-%d" % i for i in range(30)]
+    reader.stop()
+
+
+@pytest.mark.servers
+def test_records_of_a_transaction_open_at_planning_are_read_once_it_commits(kafka_broker) -> None:
+    """A batch planned while a transaction is open (offsets committed in a transaction, as Kafka
+    Streams with exactly-once does) ends at the last stable offset, where the read tasks' consumers
+    stop: the transaction's records are read by a later batch once it commits, not passed over."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    bs = kafka_broker.bootstrap_servers
+    topic = f"txn-planned-{time.time_ns()}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    _produce(bs, topic, [b"before"])
+    txn = Producer({"bootstrap.servers": bs, "transactional.id": topic})
+    txn.init_transactions(30)
+    txn.begin_transaction()
+    txn.produce(topic, value=b"in-txn")
+    txn.flush(30)
+    _produce(bs, topic, [b"after-open"])  # not transactional, but behind the open transaction
+    reader = KafkaStreamReader(None, {"subscribe": topic, "kafka.bootstrap.servers": bs})
+    start = {topic: {"0": 0}}
+    end = reader.latestOffset(start, ReadAllAvailable())
+    assert _read(reader, start, end) == [b"before"]
+    txn.commit_transaction(30)
+    got, deadline = [], time.monotonic() + 30
+    while len(got) < 2 and time.monotonic() < deadline:  # the commit markers are written a moment later
+        start, end = end, reader.latestOffset(end, ReadAllAvailable())
+        got += _read(reader, start, end)
+        time.sleep(0.2)
+    assert got == [b"in-txn", b"after-open"]
     reader.stop()

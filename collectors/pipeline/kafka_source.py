@@ -114,6 +114,17 @@ class Watermarks:
         self._admin.poll(0)  # serve its log lines and error callbacks (they queue until polled)
         return self._admin
 
+    def isolation(self) -> Any:
+        """The isolation level the read tasks' consumers read at (librdkafka's default:
+        read_committed), which the planned ends must follow: planned at the high watermark, a batch
+        went past the records of a transaction still open (offsets committed in a transaction, say
+        by Kafka Streams with exactly-once), which its consumers stop short of at the last stable
+        offset, and the checkpoint moved on without them for good."""
+        from confluent_kafka import IsolationLevel
+
+        uncommitted = str(self.conf.get("isolation.level", "")).lower() == "read_uncommitted"
+        return IsolationLevel.READ_UNCOMMITTED if uncommitted else IsolationLevel.READ_COMMITTED
+
     def partitions(self, topics: list[str]) -> dict[str, list[int]]:
         md = self.admin().list_topics(timeout=self.timeout_s)
         out: dict[str, list[int]] = {}
@@ -137,7 +148,9 @@ class Watermarks:
                 req = {TopicPartition(t, p): spec for t, ps in parts.items() for p in ps}
                 out: Offsets = {t: {} for t in parts}
                 if req:
-                    futs = self.admin().list_offsets(req, request_timeout=self.timeout_s)
+                    futs = self.admin().list_offsets(
+                        req, isolation_level=self.isolation(), request_timeout=self.timeout_s
+                    )
                     for tp, fut in futs.items():
                         out[tp.topic][str(tp.partition)] = int(fut.result().offset)
                 return out
