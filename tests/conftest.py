@@ -7,6 +7,9 @@
   ACLs: PLAINTEXT and SSL clients (the tests' own setup) and `admin` are super users; the SASL users
   `groupscope`, `gs-admin-only` and `gs-one-denied` hold exactly the ACLs ACL_GRANTS gives them.
 - `spark`: a SparkSession in local[2] with the RocksDB state store.
+- `prometheus_server`, `alertmanager_server`: Debian's prometheus and prometheus-alertmanager
+  (collectors/demo/servers/prometheus.py), each with a temporary data directory; a test gives
+  Prometheus its own scrape targets and rules with `prometheus_server.configure(text)`.
 None of them is mocked. Fixture data (real Kafka 4.0 captures) lives in tests/fixtures/.
 """
 
@@ -21,6 +24,7 @@ import pytest
 from collectors.demo.servers.kafka import KafkaBroker
 from collectors.demo.servers.kafka.tls import make_test_tls
 from collectors.demo.servers.processes import RedisServer
+from collectors.demo.servers.prometheus import AlertmanagerServer, PrometheusServer
 from collectors.kafka_acls import Acl, bindings, needed
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -40,6 +44,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[RedisServer]:
     server = RedisServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def prometheus_server() -> Iterator[PrometheusServer]:
+    server = PrometheusServer().start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def alertmanager_server() -> Iterator[AlertmanagerServer]:
+    server = AlertmanagerServer().start()
     yield server
     server.stop()
 

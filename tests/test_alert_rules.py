@@ -331,7 +331,7 @@ def test_overrides_by_name_and_regex_allow_and_deny() -> None:
         ({"rules": {"lag": {"severity": "panic"}}}, "severity"),
         ({"overrides": [{"rules": {}}]}, "'group'"),
         ({"groups": {"allow": ["re:("]}}, "bad regular expression"),
-        ({"notifiers": [{"type": "pager"}]}, "webhook, slack or email"),
+        ({"notifiers": [{"type": "pager"}]}, "webhook, slack, email or alertmanager"),
         ({"notifiers": [{"type": "webhook"}]}, "needs a url"),
         ({"colour": 1}, "unknown key"),
         ({"notify": {"retry": 3}}, "notify: unknown key"),

@@ -1,4 +1,6 @@
-"""Notifiers: a generic JSON webhook, a Slack-compatible webhook, and email over SMTP.
+"""Notifiers: a generic JSON webhook, a Slack-compatible webhook, email over SMTP, and Prometheus
+Alertmanager's API v2 (collectors/alerts/alertmanager.py), which is where routing, grouping, silences
+and inhibition belong: these channels send every event they want, Alertmanager decides who hears it.
 
 Each channel sends one event (an alert that started firing or was resolved) and raises on failure;
 `send_with_retry` retries with exponential backoff. Channels never share a thread: under the worker
@@ -223,6 +225,10 @@ def build_notifier(spec: dict[str, Any], default_timeout_s: float = 5.0) -> Noti
             username=spec.get("username"),
             password=spec.get("password"),
         )
+    if kind == "alertmanager":
+        from collectors.alerts import alertmanager  # imports this module: here, not at the top
+
+        return alertmanager.build(common, spec)
     raise ValueError(f"unknown notifier type {kind!r}")
 
 

@@ -117,9 +117,15 @@ def enqueue_notifications(transitions: list[Any]) -> int:
 
 @app.task(name=EVALUATE, ignore_result=True)
 def evaluate_task(at_ms: int | None = None) -> dict[str, Any]:
-    result = _evaluator().run_cycle(at_ms=at_ms)
+    from collectors.alerts.alertmanager import resend_in_background
+
+    evaluator = _evaluator()
+    result = evaluator.run_cycle(at_ms=at_ms)
     summary = result.summary()
     summary["notifications"] = enqueue_notifications(result.transitions)
+    # Alertmanager forgets a firing alert not posted again within its endsAt: each Alertmanager
+    # notifier posts every firing alert again every `resend_s`
+    resend_in_background(evaluator.r, _Runtime.notifiers.values(), list(result.cycles), evaluator.base)
     if summary["fired"] or summary["resolved"] or result.errors:
         log.info("alerts: %s", summary)
     return summary

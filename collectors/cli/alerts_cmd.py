@@ -103,11 +103,12 @@ def evaluate(
     if not config.notify.get("resolved", True):
         events = [e for e in events if e["event"] == "firing"]
     undelivered: dict[str, int] = {}
+    timeout = float(config.notify.get("timeout_s", 5.0))
+    notifiers = [build_notifier(n, timeout) for n in config.notifiers] if not no_notify else []
     # The clusters that were evaluated notify even when another one failed or was locked.
-    if events and config.notifiers and not no_notify:
-        timeout = float(config.notify.get("timeout_s", 5.0))
+    if events and notifiers:
         dispatcher = ThreadDispatcher(
-            [build_notifier(n, timeout) for n in config.notifiers],
+            notifiers,
             retries=int(config.notify.get("retries", 5)),
             backoff_s=float(config.notify.get("backoff_s", 1.0)),
         )
@@ -118,6 +119,11 @@ def evaluate(
             click.echo(
                 f"groupscope: notifier {name}: still retrying when the command gave up waiting", err=True
             )
+    if notifiers:
+        from collectors.alerts.alertmanager import resend_active
+
+        # Alertmanager forgets a firing alert nobody posts again: each run (cron) posts them all
+        resend_active(client, notifiers, list(result.cycles), evaluator.base, force=True)
     summary = result.summary()
     if as_json:
         click.echo(json.dumps({"cycle": summary, "transitions": events}, default=str))

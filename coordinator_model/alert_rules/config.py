@@ -352,8 +352,12 @@ def parse_alert_config(data: dict[str, Any] | None) -> AlertConfig:
     if not isinstance(notifiers, list) or not all(isinstance(n, dict) for n in notifiers):
         raise AlertConfigError("alerts.notifiers must be a list of mappings")
     for i, n in enumerate(notifiers):
-        if n.get("type") not in ("webhook", "slack", "email"):
-            raise AlertConfigError(f"notifiers[{i}].type must be webhook, slack or email")
+        if n.get("type") not in ("webhook", "slack", "email", "alertmanager"):
+            raise AlertConfigError(f"notifiers[{i}].type must be webhook, slack, email or alertmanager")
+        if n["type"] == "alertmanager":
+            from coordinator_model.alert_rules.alertmanager_spec import validate_spec  # imports this
+
+            validate_spec(n, f"notifiers[{i}]")
         if n["type"] in ("webhook", "slack") and not n.get("url"):
             raise AlertConfigError(f"notifiers[{i}] ({n['type']}) needs a url")
         if n["type"] == "email" and (not n.get("to") or not n.get("host")):
