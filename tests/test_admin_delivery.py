@@ -105,6 +105,18 @@ def _evidence(records: list[tuple[bytes, bytes]], group: str) -> list[Any]:
     return out
 
 
+def _topic_ends(records: list[tuple[bytes, bytes]], topic: str) -> list[Any]:
+    """The cluster's log-end offsets lines of `topic` (key b"": one line per topic, cut in parts
+    when large), as the model's evidence."""
+    out = []
+    for key, value in records:
+        if key == b"":
+            for _, _, _, ev in decode_one("admin", "t", 0, 0, 0, key, value):
+                if {t for t, _, _ in getattr(ev, "rows", ())} == {topic}:
+                    out.append(ev)
+    return out
+
+
 def _cfg(bs: str, admin_topic: str, **kw: Any) -> PipelineConfig:
     return PipelineConfig(
         redis_url="", checkpoint_dir="/tmp", kafka={"bootstrap.servers": bs}, admin_topic=admin_topic, **kw
@@ -223,8 +235,8 @@ def test_a_broker_that_refuses_the_default_replication_factor_gets_min_3_brokers
 
 @pytest.mark.servers
 def test_lines_over_the_record_size_are_cut_or_dropped_and_the_poll_goes_on(kafka_broker, big_groups, caplog):
-    """A group's end offsets, and its committed offsets where __consumer_offsets is read (sent on a
-    refill), go in several records under the limit, which the model reads as the one line; a
+    """A topic's log-end offsets, and a group's committed offsets where __consumer_offsets is read
+    (sent on a refill), go in several records under the limit, which the model reads as the one line; a
     describe too large (a member owning 400 partitions) is dropped, counted and logged with its group
     and size. Where the committed offsets are the group's only word on them, they are not cut (the
     model drops what a "committed" line does not list) but dropped, counted."""
@@ -248,13 +260,12 @@ def test_lines_over_the_record_size_are_cut_or_dropped_and_the_poll_goes_on(kafk
     assert records and max(len(k) + len(v) + RECORD_OVERHEAD for k, v in records) <= LIMIT
     assert not poller.delivery_failures
     whole = {(topic, p): off for p, off in ends.items()}
-    for group in (committed, owner):
-        evidence = _evidence(records, group)
-        parts = [ev for ev in evidence if isinstance(ev, EndOffsets)]
-        assert len(parts) >= 3, group  # some 14 KB in records of 4 KB
-        assert len({ev.ts for ev in parts}) == 1  # one answer, at one time
-        assert {(t, p): off for ev in parts for t, p, off in ev.rows} == whole
-        assert sum(len(ev.rows) for ev in parts) == PARTITIONS  # each partition once
+    # the topic's log ends (both groups read it): one line, cut
+    parts = [ev for ev in _topic_ends(records, topic) if isinstance(ev, EndOffsets)]
+    assert len(parts) >= 3  # some 14 KB in records of 4 KB
+    assert len({ev.ts for ev in parts}) == 1  # one answer, at one time
+    assert {(t, p): off for ev in parts for t, p, off in ev.rows} == whole
+    assert sum(len(ev.rows) for ev in parts) == PARTITIONS  # each partition once
     snapshots = [ev for ev in _evidence(records, committed) if isinstance(ev, CommittedSnapshot)]
     assert len(snapshots) >= 3
     assert {(t, p): off for ev in snapshots for t, p, off in ev.offsets} == whole
@@ -264,7 +275,7 @@ def test_lines_over_the_record_size_are_cut_or_dropped_and_the_poll_goes_on(kafk
     assert poller.too_large == {"describe": 1}
     said = [r.getMessage() for r in caplog.records if owner in r.getMessage()]
     assert len(said) == 1 and "describe line" in said[0] and "bytes" in said[0], said
-    assert poller.split_lines >= 3
+    assert poller.split_lines >= 2  # the topic's log ends, the group's committed offsets
 
     # __consumer_offsets not read: the committed line is the group's whole word, never cut
     admin_topic2 = _admin_topic(bs, f"admin-uncut-{time.time_ns()}")
@@ -276,7 +287,7 @@ def test_lines_over_the_record_size_are_cut_or_dropped_and_the_poll_goes_on(kafk
         poller2.stop()
     records2 = _records(bs, admin_topic2)
     assert not [ev for ev in _evidence(records2, committed) if isinstance(ev, CommittedSnapshot)]
-    assert len([ev for ev in _evidence(records2, committed) if isinstance(ev, EndOffsets)]) >= 3
+    assert len(_topic_ends(records2, topic)) >= 3
     assert poller2.too_large["committed offsets"] >= 1 and poller2.too_large["describe"] == 1
 
 
@@ -288,8 +299,8 @@ def test_refused_records_are_counted_shown_and_sent_again_until_they_fit(
     """The admin topic takes records of 3,000 bytes at most (max.message.bytes), the poller starts
     writing records of up to 16 KB: the broker refuses them (MSG_SIZE_TOO_LARGE); each refusal is
     counted, the "admin" source status says so (not ok), the poller halves its record size until the
-    broker takes them, and the lines refused are sent again (in parts), so the group's end offsets
-    and committed offsets all reach the topic; the status is ok again once nothing is refused."""
+    broker takes them, and the lines refused are sent again (in parts), so the topic's log-end offsets
+    and the group's committed offsets all reach the topic; the status is ok again once nothing is refused."""
     from collectors.storage.redis_store import RedisStore
 
     bs, topic, committed, _owner, ends = big_groups
@@ -320,8 +331,14 @@ def test_refused_records_are_counted_shown_and_sent_again_until_they_fit(
         def arrived() -> bool:
             from coordinator_model.evidence import CommittedSnapshot, EndOffsets
 
-            evidence = _evidence(_records(bs, admin_topic), committed)
-            got_ends = {(t, p): off for ev in evidence if isinstance(ev, EndOffsets) for t, p, off in ev.rows}
+            records = _records(bs, admin_topic)
+            evidence = _evidence(records, committed)
+            got_ends = {
+                (t, p): off
+                for ev in _topic_ends(records, topic)
+                if isinstance(ev, EndOffsets)
+                for t, p, off in ev.rows
+            }
             got = {
                 (t, p): o for ev in evidence if isinstance(ev, CommittedSnapshot) for t, p, o in ev.offsets
             }

@@ -33,7 +33,6 @@ data cannot be read or judged is reported and skipped, and never stops the other
 
 from __future__ import annotations
 
-import gc
 import json
 import logging
 import time
@@ -45,6 +44,7 @@ from typing import Any
 
 from collectors.alerts.clusters import cluster_names
 from collectors.alerts.store import Alert, AlertStore, alert_id, cluster_of_prefix
+from collectors.gc_pause import no_cyclic_gc
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import (
@@ -307,16 +307,12 @@ class Evaluator:
             result.skipped_locked = True
             return result
         self._lock_ttl_ms = lock_ttl_ms
-        # Decoding thousands of documents allocates millions of objects and sets off the cyclic
-        # garbage collector again and again (40% of a cold cycle); they hold no cycles, so reference
-        # counting frees them anyway.
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
+        # Decoding thousands of documents allocates millions of objects (the cyclic collector, set
+        # off again and again, was 40% of a cold cycle); they hold no cycles
         try:
-            self._cycle(result, now, historic, full or historic)
+            with no_cyclic_gc():
+                self._cycle(result, now, historic, full or historic)
         finally:
-            if gc_was_enabled:
-                gc.enable()
             self.alerts.release_lock(token)
         result.duration_s = time.perf_counter() - t0
         result.cpu_s = time.process_time() - c0

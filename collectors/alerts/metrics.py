@@ -50,7 +50,6 @@ so the pattern matches line starts only, whatever a group or topic is called
 
 from __future__ import annotations
 
-import gc
 import gzip
 import json
 import logging
@@ -58,7 +57,6 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from socketserver import ThreadingMixIn
 from typing import Any
@@ -74,6 +72,7 @@ from collectors.alerts.clusters import cluster_names
 from collectors.alerts.store import AlertStore
 from collectors.config import DEFAULT_CLUSTER
 from collectors.endpoints import CHALLENGE, basic_auth_ok
+from collectors.gc_pause import no_cyclic_gc
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.fleet_statuses import FleetStatuses, read_statuses
 from collectors.storage.redis_store import RedisStore
@@ -432,7 +431,7 @@ class MetricsSource:
         """One scrape as text; Redis unreachable gives `groupscope_scrape_errors 1` alone (for each
         configured cluster)."""
         try:
-            with _no_cyclic_gc():
+            with no_cyclic_gc():
                 return self.text(self.read(), names)
         except Exception as e:  # an unreachable Redis must give an answer Prometheus can alert on
             log.warning("metrics scrape: cannot read Redis: %s", e)
@@ -476,18 +475,6 @@ def _cycle_values(cycle: dict[str, Any] | None) -> list[tuple[str, float]]:
     ]
 
 
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Thousands of decoded summaries hold no cycles: keep the cyclic GC out of it (see evaluate.py)."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
-
-
 class GroupscopeCollector(Collector):
     """The metrics as a prometheus_client collector, for servers built on a registry."""
 
@@ -519,7 +506,7 @@ class GroupscopeCollector(Collector):
             "groupscope_scrape_errors", "1 when Redis could not be read for this scrape", labels=["cluster"]
         )
         try:
-            with _no_cyclic_gc():
+            with no_cyclic_gc():
                 scrapes = self.source.read()
                 families = self.source.families(scrapes)
         except Exception as e:  # an unreachable Redis must give an answer Prometheus can alert on

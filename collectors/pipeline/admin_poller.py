@@ -156,6 +156,10 @@ class AdminPoller(Loop):
         # group -> the partitions it has committed offsets on (when they are not sent, they are only
         # fetched to know where log-end offsets are wanted, and not at every poll: see poll_once)
         self._committed_tps: dict[str, set[tuple[str, int]]] = {}
+        self._committed_at: dict[str, int] = {}  # group -> when they were last fetched (ms)
+        # each group's committed partitions fetched again at least this often; spread over the
+        # interval by the first fetches' times
+        self.committed_refresh_ms = 600_000
         # group -> (state ListGroups gave, when it was last described, its members' partitions then):
         # a steady group is not described at every poll (see `_to_describe`)
         self._listed: dict[str, tuple[str, int, frozenset[tuple[str, int]]]] = {}
@@ -623,8 +627,8 @@ class AdminPoller(Loop):
             polled.add(key)
             if key[0] != "describe":
                 self._send(producer, key, group, line, ts, hot_ms)
-            elif self._send_describe(producer, group, line, ts) is not None:
-                sent_describe.add(group)
+            elif self._send_describe(producer, group, line, ts) not in (None, "resend"):
+                sent_describe.add(group)  # it changed (or is new, or hot)
 
         def take(g: str, doc: dict[str, Any]) -> None:
             if doc["type"] == "consumer":
@@ -699,10 +703,18 @@ class AdminPoller(Loop):
         if self.offsets_readable:
             # Committed offsets only say where log-end offsets are wanted (the offsets topic has the
             # commits themselves), and a group's partitions rarely change: they are fetched for the
-            # groups first seen, and those whose describe was sent on (it changed, or its periodic
-            # resend came round), not for all at every poll. (OffsetFetch answers for 10,000 groups
-            # of 100 partitions took 11 s of the poller's CPU to read: longer than the poll interval.)
-            need = [g for g in groups if g not in self._committed_tps or g in sent_describe]
+            # groups first seen, those whose describe changed, and the others every
+            # `committed_refresh_ms` (a group without members that starts committing to another
+            # topic says so nowhere else), not for all at every poll. (OffsetFetch answers for
+            # 10,000 groups of 100 partitions took 11 s of the poller's CPU to read: longer than the
+            # poll interval; fetched at every describe resend, once a minute, they were a quarter of
+            # a core on a busy fleet.)
+            stale = ts - self.committed_refresh_ms
+            need = [
+                g
+                for g in groups
+                if g not in self._committed_tps or g in sent_describe or self._committed_at.get(g, 0) <= stale
+            ]
             # at most so many a poll (first sight of a big fleet: they are spread over a few polls),
             # but all at the first: it runs while Spark starts, and its log-end offsets are then in
             # the catch-up's first batch with every group's commits (run_pipeline)
@@ -717,12 +729,14 @@ class AdminPoller(Loop):
             self._committed_retry |= retry - fetched.keys()  # not fetched now: the next poll
             for g, committed in fetched.items():
                 self._committed_tps[g] = {(t, p) for t, p, _ in committed}
+                self._committed_at[g] = ts
                 if refill or g in retry:  # the offsets topic's commits are in the model's past
                     send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
                     producer.poll(0)
             known = set(groups)
             for g in [g for g in self._committed_tps if g not in known]:
                 del self._committed_tps[g]
+                self._committed_at.pop(g, None)
             for g in groups:
                 wanted.setdefault(g, set()).update(self._committed_tps.get(g, ()))
         else:

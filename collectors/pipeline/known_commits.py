@@ -122,14 +122,16 @@ class KnownCommits:
         partitions; the rows left for the model stage."""
         import redis
 
+        from collectors.gc_pause import no_cyclic_gc
         from collectors.pipeline.sink import with_retry
 
         if batch is None or not batch.num_rows:
             return batch
         try:
-            return with_retry(
-                lambda: self._take(batch, set(exclude)), "known commits", self.sink.redis_retry_s
-            )
+            with no_cyclic_gc():  # thousands of runs, fields and dicts: no cycles (gc_pause.py)
+                return with_retry(
+                    lambda: self._take(batch, set(exclude)), "known commits", self.sink.redis_retry_s
+                )
         except redis.RedisError:
             raise  # Redis away past the retries: the task fails and Spark runs it again
         except Exception as e:
