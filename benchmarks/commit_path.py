@@ -1,8 +1,9 @@
 """What a committing, lagging group costs the collector's first two stages, in one process, with a real
 redis-server: the route stage and the model stage (model_state) as the live pipeline runs them, on
-rounds where every group commits 10 of its partitions and the Admin poller's end-offsets line of
-each group moves, next to the same rounds with the group kept whole (every commit through its
-engine, per-group log ends: the layout before the parts) measured in the same run.
+rounds where every group commits 10 of its partitions and the log ends move, next to the same
+rounds with the group kept whole (every commit through its engine, an end-offsets line per group:
+the layout before the parts) measured in the same run. In parts, the first stage commits what
+partitions a group already holds (known_commits.py), as live.
 
     .venv/bin/python benchmarks/commit_path.py                 # 3,000 groups x 50 partitions, 5 rounds
     .venv/bin/python benchmarks/commit_path.py --groups 1000 --rounds 3
@@ -92,6 +93,7 @@ class Stages:
 
     def __init__(self, redis_url: str, prefix: str, parts: bool, buckets: int = 256) -> None:
         from collectors.pipeline import model_state
+        from collectors.pipeline.known_commits import KnownCommits
         from collectors.pipeline.sink import SinkConfig
 
         self.now = T0
@@ -101,6 +103,9 @@ class Stages:
             True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=parts
         )
         self.parts, self.buckets, self.states = parts, buckets, {}
+        # in parts, as live: the first stage commits runs to partitions a group already holds
+        # (known_commits.py), and only the rest reach the model stage
+        self.known = KnownCommits(sink) if parts else None
 
     def run(self, raw: Any) -> None:
         import pandas as pd
@@ -109,7 +114,9 @@ class Stages:
         from tests.test_pipeline_watermark import BucketState
 
         self.model_state._now_ms = lambda: self.now
-        routed = pd.concat(list(decode_batches(iter([raw]), KINDS, self.buckets, ends_apart=self.parts)))
+        routed = pd.concat(
+            list(decode_batches(iter([raw]), KINDS, self.buckets, ends_apart=self.parts, known=self.known))
+        )
         for bucket, rows in routed.groupby("bucket"):
             state = self.states.setdefault(int(bucket), BucketState())
             for _ in self.update((int(bucket),), iter([rows.reset_index(drop=True)]), state):
@@ -166,7 +173,7 @@ def main() -> None:
             )
         head = f"{args.groups:,} groups x {args.partitions} partitions"
         print(f"\n{head}; each round: every group commits 10 partitions")
-        print("and its end-offsets line moves; CPU of the route and model stages per group and round\n")
+        print("and the log ends move; CPU of the route and model stages per group and round\n")
         print("| layout | median ms/group | min | max |")
         print("|---|---:|---:|---:|")
         for name, med, lo, hi in rows:
