@@ -82,7 +82,9 @@ def _create_topics(bootstrap: str, kafka_conf: dict[str, Any], topics: list[tupl
     from confluent_kafka.admin import AdminClient, NewTopic
 
     admin = AdminClient({**kafka_conf, "bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(t, n, 1) for t, n in topics], request_timeout=15)
+    # replication factor -1: the broker's default (a managed service refuses 1, and where
+    # min.insync.replicas >= 2 a topic of one replica takes no writes), as topic_check.py does
+    futures = admin.create_topics([NewTopic(t, n, -1) for t, n in topics], request_timeout=15)
     for topic, f in futures.items():
         try:
             f.result(20)
