@@ -90,14 +90,6 @@ class ChangeFilter:
         self._sent[key] = (digest, now_ms, changed_at)
         return why
 
-    def unchanged_verdict(self, key: Any, now_ms: int, hot_ms: int = 0) -> str | None:
-        """`verdict` for the value last sent for `key` again (the caller knows it did not change, and
-        spares building and digesting it): "hot", "resend" or None. A key never sent is "new"."""
-        last = self._sent.get(key)
-        if last is None:
-            return "new"
-        return self.verdict_of_digest(key, last[0], now_ms, hot_ms)
-
     def entry(self, key: Any) -> tuple[int, int, int] | None:
         """What is remembered of the value last sent for `key` (a token for `unsend`), or None."""
         return self._sent.get(key)

@@ -181,9 +181,6 @@ class AdminPoller(Loop):
         self._offsets_failing = False  # OffsetFetch failed last time (warned once already)
         self._protocol_unusable = False  # settings it cannot use: librdkafka fetches the offsets
         self._ends_refused: set[str] = set()  # groups told some of their topics' end offsets are refused
-        # What the last poll's end-offsets lines were made of: the log-end offsets, and each group's
-        # partitions. A group whose partitions are the same and none of whose offsets moved has the
-        # same line as last time, which is not built again (`_unchanged_ends`).
         # Answers are sent on when they changed, and again every admin_resend_s (admin_changes.py).
         # A group's answers are resent at the phase of its state bucket (admin_changes.py).
         resend_ms = int(getattr(cfg, "admin_resend_s", 60.0) * 1000)
