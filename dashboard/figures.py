@@ -279,9 +279,24 @@ def per_member_bars(
     if not rows:
         return empty_figure(title, "No members.")
     fig = go.Figure()
-    names = [_short(r[0], 20) for r in rows]
+    # Shortened names can coincide (members of one client id): Plotly would stack them in one
+    # category, so each keeps a number when it does; the whole member id is on hover.
+    names: list[str] = []
+    for r in rows:
+        short = _short(r[0], 20)
+        names.append(short if short not in names else f"{short} #{len(names) + 1}")
+    full = [r[0] for r in rows]
+    hover = "%{customdata}<br>%{fullData.name}: %{y:,}<extra></extra>"
     fig.add_trace(
-        go.Bar(name="partitions", x=names, y=[r[1] for r in rows], marker_color="#1565c0", offsetgroup="a")
+        go.Bar(
+            name="partitions",
+            x=names,
+            y=[r[1] for r in rows],
+            marker_color="#1565c0",
+            offsetgroup="a",
+            customdata=full,
+            hovertemplate=hover,
+        )
     )
     fig.add_trace(
         go.Bar(
@@ -291,14 +306,30 @@ def per_member_bars(
             marker_color="#ef6c00",
             yaxis="y2",
             offsetgroup="b",
+            customdata=full,
+            hovertemplate=hover,
         )
     )
     fig.update_layout(
-        yaxis={"title": "partitions"},
-        yaxis2={"title": value_label, "overlaying": "y", "side": "right", "showgrid": False},
+        # partitions are counted: whole ticks only (1 partition a member read 0, 0.2, ... 1)
+        yaxis={"title": "partitions", "rangemode": "tozero", **_whole_ticks(max(r[1] for r in rows))},
+        # its own ticks, not the partitions axis' (an overlaying axis follows them by default)
+        yaxis2={
+            "title": value_label,
+            "overlaying": "y",
+            "side": "right",
+            "showgrid": False,
+            "tickmode": "auto",
+            "rangemode": "tozero",
+        },
         barmode="group",
     )
     return _layout(fig, title, 300)
+
+
+def _whole_ticks(top: int) -> dict[str, Any]:
+    """Axis settings for a count: a tick per unit up to 10, else Plotly's own, shown as integers."""
+    return {"dtick": 1, "tickformat": ",d"} if top <= 10 else {"tickformat": ",d"}
 
 
 def fleet_state_figure(counts: Mapping[str, int]) -> go.Figure:

@@ -334,3 +334,20 @@ def test_inferred_states_are_hatched_and_inferred_causes_marked() -> None:
     marked = [r for r, g in zip(rows, doc.generations, strict=True) if "cause" in g.inferred]
     assert marked and all(r["cause"].endswith(" (inferred)") for r in marked)
     assert all(not r["cause"].endswith("(inferred)") for r in rows if r not in marked)
+
+
+def test_per_member_bars_keep_members_apart_and_count_whole_partitions() -> None:
+    """Members whose shortened names coincide stay two bars (Plotly would stack one category); the
+    whole member id is on hover; a count axis shows whole partitions."""
+    from dashboard.figures import per_member_bars
+
+    rows = [
+        ("consumer-orders-1-0b9e1c2a-aaaa", 1, 120.0),
+        ("consumer-orders-1-0b9e1c2a-bbbb", 1, 80.0),
+        ("whatif-member-0", 2, 0.0),
+    ]
+    fig = per_member_bars(rows, "t")
+    parts, lag = fig.data
+    assert len(set(parts.x)) == 3 and list(parts.x) == list(lag.x)
+    assert list(parts.customdata) == [r[0] for r in rows]
+    assert fig.layout.yaxis.dtick == 1 and fig.layout.yaxis.tickformat == ",d"
