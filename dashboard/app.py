@@ -101,6 +101,14 @@ def health_outputs(healths: list[Health], behind_s: float, multi: bool) -> tuple
             "banner error",
         )
     text = " · ".join(_freshness(h, multi and len(healths) > 1) for h in healths)
+    if healths and healths[0].redis_full:
+        return (
+            text,
+            f"Redis is full ({healths[0].redis_full}): it refuses the collector's writes, and the "
+            "collector waits, retrying, so what you see stops here. Raise maxmemory or free memory "
+            "(docs/redis-schema.md says what each key costs).",
+            "banner error",
+        )
     found = [(h, w) for h in healths if (w := _warning(h, behind_s, multi)) is not None]
     if not found:
         return text, None, ""

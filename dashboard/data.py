@@ -68,6 +68,7 @@ class Health:
     event_ms: int | None = None
     sources: dict[str, Any] | None = None
     cluster: str | None = None
+    redis_full: str | None = None  # why Redis refuses writes (RedisStore.memory_full), or None
 
 
 class DashboardData:
@@ -193,9 +194,13 @@ class DashboardData:
     def healths(self, cluster: str | None = None) -> list[Health]:
         """The freshness of every cluster in scope (two small reads each), or one unreachable Health."""
         try:
-            return [self._health_of(c) for c in self.scope(cluster)]
+            healths = [self._health_of(c) for c in self.scope(cluster)]
+            full = self._call_on(self.store_for(healths[0].cluster), "memory_full") if healths else None
         except Unavailable as e:
             return [Health(reachable=False, error=str(e))]
+        for h in healths:  # one Redis for every cluster
+            h.redis_full = full
+        return healths
 
     def _health_of(self, cluster: str) -> Health:
         f = self._call_on(self.store_for(cluster), "freshness")

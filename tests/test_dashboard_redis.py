@@ -194,3 +194,31 @@ def test_basic_auth_guards_every_route(redis_server) -> None:
     # without credentials configured the dashboard is open
     open_app = create_app(Settings(redis_url=redis_server.url), background_mode="celery")
     assert open_app.server.test_client().get("/groups/x%2Fy").status_code == 200
+
+
+def test_a_full_redis_is_said_on_every_page(redis_server, redis_client) -> None:
+    """Redis at maxmemory with a policy that evicts nothing refuses the collector's writes (it waits,
+    retrying): nothing the collector could write says so, so the dashboard asks Redis and says it in
+    the banner, and says nothing once there is room again."""
+    from collectors.storage.redis_store import RedisStore
+    from dashboard.app import health_outputs
+    from dashboard.data import DashboardData
+
+    RedisStore(redis_client).heartbeat_collector(int(time.time() * 1000), batch_id=1, mode="live")
+    data = DashboardData(redis_server.url)
+    assert data.healths()[0].redis_full is None
+    used = int(redis_client.info("memory")["used_memory"])
+    policy = redis_client.config_get("maxmemory-policy")["maxmemory-policy"]
+    try:
+        redis_client.config_set("maxmemory-policy", "noeviction")
+        redis_client.config_set("maxmemory", str(used))
+        with pytest.raises(Exception, match="maxmemory"):  # OOM: what the collector meets
+            redis_client.set("gs:probe", "x" * 100_000)
+        [h] = data.healths()
+        assert h.redis_full and "maxmemory" in h.redis_full and "noeviction" in h.redis_full
+        _, banner, kind = health_outputs([h], 60.0, multi=False)
+        assert kind == "banner error" and "Redis is full" in banner
+    finally:
+        redis_client.config_set("maxmemory", "0")
+        redis_client.config_set("maxmemory-policy", policy)
+    assert data.healths()[0].redis_full is None

@@ -879,6 +879,24 @@ class RedisStore:
             out.append(json.loads(fields[b"entry"]))
         return out
 
+    def memory_full(self) -> str | None:
+        """Why Redis refuses writes for want of memory, or None: `maxmemory` set, the policy one that
+        evicts nothing (noeviction, or a volatile-* policy with no key to evict), and used memory at
+        it. The collector then waits, retrying (sink.with_retry), and writes nothing: nothing it
+        could write says so, so readers ask Redis itself."""
+        import redis
+
+        try:
+            info = self.r.info("memory")
+        except redis.ResponseError:  # INFO not allowed to this user (an ACL): not known, not full
+            return None
+        limit, used = int(info.get("maxmemory") or 0), int(info.get("used_memory") or 0)
+        policy = str(info.get("maxmemory_policy") or "")
+        if not limit or used < limit * 0.98 or policy.startswith("allkeys-"):
+            return None
+        mb = 1024 * 1024
+        return f"used {used / mb:,.0f} MB of maxmemory {limit / mb:,.0f} MB (policy {policy})"
+
     def freshness(self, groups: Iterable[str] | None = None) -> dict[str, Any]:
         """Last collector heartbeat (and how old it is), per-source status, and last refresh per group
         (only the groups asked for, or none: the fleet rows carry `last_refreshed` too)."""
