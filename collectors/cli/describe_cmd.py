@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from collectors.cli.options import bootstrap_option, redis_option
-from collectors.cli.read_cmd import Clusters, _clusters, _find_group
+from collectors.cli.read_cmd import Clusters, _clusters, _find_group, group_cluster_option
 from collectors.cli.times import HELP as TIME_HELP
 from collectors.cli.times import TIME, ago, iso_utc
 from collectors.config import ConfigError
@@ -451,12 +451,7 @@ def plan_rows(
 @click.option("--json", "as_json", is_flag=True, help="The plan and the command as one JSON document.")
 @bootstrap_option
 @redis_option
-@click.option(
-    "--cluster",
-    default=None,
-    metavar="NAME",
-    help="The group's cluster (default: the only cluster that has a group of that name, else `default`).",
-)
+@group_cluster_option
 def reset_offsets(
     group: str,
     topics: tuple[str, ...],

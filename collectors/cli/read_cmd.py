@@ -25,6 +25,13 @@ cluster_option = click.option(
     metavar="NAME",
     help="Only this Kafka cluster (default: every cluster with data in this Redis).",
 )
+# one group's command: the cluster it is looked up in (`_find_group`)
+group_cluster_option = click.option(
+    "--cluster",
+    default=None,
+    metavar="NAME",
+    help="The group's cluster (default: the only cluster that has a group of that name, else `default`).",
+)
 
 
 @dataclass
@@ -186,12 +193,7 @@ def groups(
 @click.command()
 @click.argument("name")
 @redis_option
-@click.option(
-    "--cluster",
-    default=None,
-    metavar="NAME",
-    help="The group's cluster (default: the only cluster that has a group of that name, else `default`).",
-)
+@group_cluster_option
 @click.option(
     "--json", "as_json", is_flag=True, help="The same JSON document `groupscope model --json` prints."
 )
