@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from collectors.cli.options import redis_option, settings_from
+from collectors.cli.times import ago
 from collectors.config import DEFAULT_CLUSTER, ConfigError, Settings, check_cluster_name, one_cluster
 from collectors.redact import redact
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix, list_groups_across
@@ -104,13 +105,6 @@ def _store(redis_url: str | None, cluster: str | None = None) -> RedisStore:
     return c.store(c.one(cluster))
 
 
-def _age(ms: int | None) -> str:
-    if not ms:
-        return "-"
-    s = max(0, time.time() - ms / 1000)
-    return f"{s:.0f}s" if s < 120 else f"{s / 60:.0f}m" if s < 7200 else f"{s / 3600:.0f}h"
-
-
 @click.command()
 @redis_option
 @cluster_option
@@ -179,7 +173,7 @@ def groups(
         click.echo(
             f"{r['cluster']:<{width}} {r['name'][:40]:<40} {r['type'] or '-'!s:<8} {r['state']:<20} "
             f"{r['members']:>4} {'-' if gen is None else gen:>5} {str(r['protocol'] or '-')[:18]:<18} "
-            f"{r['lag']:>10} {r['lag_seconds']:>8.1f} {r['rebalances_1h']:>5} {_age(r['last_refreshed']):>9} "
+            f"{r['lag']:>10} {r['lag_seconds']:>8.1f} {r['rebalances_1h']:>5} {ago(r['last_refreshed']):>9} "
             f"{','.join(r['statuses']) or '-'}"
         )
     if total > offset + len(rows):
@@ -222,7 +216,7 @@ def group(name: str, redis_url: str | None, cluster: str | None, as_json: bool) 
     said = "; ".join(f"{LABELS[s]}: {st.found[s].summary}" for s in st.names)
     click.echo(f"status: {said or 'no storm, no flapping, not lagging'} (the alert rules)")
     fresh = store.freshness([name])
-    click.echo(f"last refreshed: {_age(fresh['groups'].get(name))} ago")
+    click.echo(f"last refreshed: {ago(fresh['groups'].get(name))} ago")
 
 
 def _counts(counts: dict[str, Any], found: Any) -> dict[str, Any]:
