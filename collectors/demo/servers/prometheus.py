@@ -73,20 +73,45 @@ def get_json(url: str, timeout: float = 5.0) -> Any:
     return json.loads(body)
 
 
-def _wait_ready(proc: _Proc, url: str, timeout: float, what: str) -> None:
-    """Until `url` answers 200 (the servers' /-/ready), or the process exits, or `timeout`."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not proc.running:
-            raise ServerError(f"{what} exited with status {proc.proc.returncode if proc.proc else '?'}")
-        if http_get(url, 2.0)[0] == 200:
-            return
-        time.sleep(0.1)
-    raise ServerError(f"{what}: {url} not ready within {timeout:.0f} s")
+@dataclass
+class _PromProc(_Proc):
+    """What Prometheus and Alertmanager share: a loopback HTTP server on a free port, a temporary
+    working directory, and /-/ready to say it is up."""
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    def _prepare(self, prefix: str) -> Path:
+        """The port and the working directory (made when none was given)."""
+        self.port = self.port or free_port(self.host)
+        if self.workdir is None:
+            self.workdir = Path(tempfile.mkdtemp(prefix=prefix))
+            self._own_dir = True
+        return self.workdir
+
+    def _run(self, argv: list[str], what: str, timeout: float) -> None:
+        """Spawn `argv` and wait until /-/ready answers 200; stopped, with its log's tail in the
+        error, when it exits or is not ready within `timeout`."""
+        self._spawn(argv, what)
+        try:
+            wait_for_port(self.host, self.port, timeout, self.proc)
+            deadline = time.monotonic() + timeout
+            while http_get(f"{self.url}/-/ready", 2.0)[0] != 200:
+                if not self.running:
+                    code = self.proc.returncode if self.proc else "?"
+                    raise ServerError(f"{what} exited with status {code}")
+                if time.monotonic() > deadline:
+                    raise ServerError(f"{what}: {self.url}/-/ready not ready within {timeout:.0f} s")
+                time.sleep(0.1)
+        except ServerError as e:
+            tail = self.log_tail()
+            self.stop()
+            raise ServerError(f"{what}: {e}\n{tail}") from e
 
 
 @dataclass
-class PrometheusServer(_Proc):
+class PrometheusServer(_PromProc):
     """Debian's prometheus on 127.0.0.1:<free port>, TSDB in its temporary directory."""
 
     config_text: str = EMPTY_PROMETHEUS_CONFIG
@@ -96,16 +121,9 @@ class PrometheusServer(_Proc):
         assert self.workdir is not None
         return self.workdir / "prometheus.yml"
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
     def start(self, timeout: float = 60.0) -> PrometheusServer:
         exe = binary(PROMETHEUS, "prometheus", "prometheus")
-        self.port = self.port or free_port(self.host)
-        if self.workdir is None:
-            self.workdir = Path(tempfile.mkdtemp(prefix="groupscope-prometheus-"))
-            self._own_dir = True
+        self._prepare("groupscope-prometheus-")
         self.config_path.write_text(self.config_text)
         argv = [
             exe,
@@ -116,14 +134,7 @@ class PrometheusServer(_Proc):
             "--storage.tsdb.retention.time=1d",
             "--log.level=warn",
         ]
-        self._spawn(argv, "prometheus")
-        try:
-            wait_for_port(self.host, self.port, timeout, self.proc)
-            _wait_ready(self, f"{self.url}/-/ready", timeout, "prometheus")
-        except ServerError as e:
-            tail = self.log_tail()
-            self.stop()
-            raise ServerError(f"prometheus: {e}\n{tail}") from e
+        self._run(argv, "prometheus", timeout)
         return self
 
     def configure(self, config_text: str, timeout: float = 30.0) -> None:
@@ -153,22 +164,14 @@ class PrometheusServer(_Proc):
 
 
 @dataclass
-class AlertmanagerServer(_Proc):
+class AlertmanagerServer(_PromProc):
     """Debian's prometheus-alertmanager on 127.0.0.1:<free port>, alone (no gossip cluster)."""
 
     config_text: str = DEFAULT_ALERTMANAGER_CONFIG
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
     def start(self, timeout: float = 60.0) -> AlertmanagerServer:
         exe = binary(ALERTMANAGER, "prometheus-alertmanager", "prometheus-alertmanager")
-        self.port = self.port or free_port(self.host)
-        if self.workdir is None:
-            self.workdir = Path(tempfile.mkdtemp(prefix="groupscope-alertmanager-"))
-            self._own_dir = True
-        config = self.workdir / "alertmanager.yml"
+        config = self._prepare("groupscope-alertmanager-") / "alertmanager.yml"
         config.write_text(self.config_text)
         argv = [
             exe,
@@ -178,14 +181,7 @@ class AlertmanagerServer(_Proc):
             "--cluster.listen-address=",  # no gossip: nothing listens beyond the loopback port
             "--log.level=warn",
         ]
-        self._spawn(argv, "alertmanager")
-        try:
-            wait_for_port(self.host, self.port, timeout, self.proc)
-            _wait_ready(self, f"{self.url}/-/ready", timeout, "alertmanager")
-        except ServerError as e:
-            tail = self.log_tail()
-            self.stop()
-            raise ServerError(f"alertmanager: {e}\n{tail}") from e
+        self._run(argv, "alertmanager", timeout)
         return self
 
     def alerts(self, **filters: Any) -> list[dict[str, Any]]:
