@@ -221,6 +221,19 @@ class AlertmanagerNotifier(Notifier):
             self.post(wanted[i : i + BATCH])
         return len(wanted)
 
+    def resend_when_free(self, alerts: list[dict[str, Any]]) -> int | None:
+        """`resend` unless a re-send of this notifier is under way (then None); the time of a
+        re-send that went through is kept for `resend_due`, so after a failure the next cycle tries
+        again. NotifyError when a batch cannot be posted."""
+        if not self._resending.acquire(blocking=False):
+            return None
+        try:
+            n = self.resend(alerts)
+            self._last_resend = time.monotonic()
+            return n
+        finally:
+            self._resending.release()
+
     def resend_due(self, now: float | None = None) -> bool:
         """Whether `resend_s` has passed since the last re-send (always, the first time)."""
         t = time.monotonic() if now is None else now
@@ -264,17 +277,15 @@ def resend_active(
         active += AlertStore(client, prefix=cluster_prefix(name, base), cluster=name).active()
     out: dict[str, int] = {}
     for n in due:
-        if not n._resending.acquire(blocking=False):
-            continue  # the previous re-send of this notifier is still under way
         try:
-            out[n.name] = n.resend(active)
-            n._last_resend = time.monotonic()  # after a failure the next cycle tries again
+            posted = n.resend_when_free(active)
         except NotifyError as e:
             log.warning(
                 "notifier %s: re-sending %d firing alert(s) failed: %s", n.name, len(active), redact(str(e))
             )
-        finally:
-            n._resending.release()
+            continue
+        if posted is not None:  # None: the previous re-send of this notifier is still under way
+            out[n.name] = posted
     return out
 
 
