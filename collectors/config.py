@@ -98,7 +98,7 @@ class Settings(BaseSettings):
     broker_log_topic: str | None = None
     broker_log_files: list[str] = Field(default_factory=list)
     admin_poll_interval_s: float = 5.0
-    admin_hot_interval_s: float = 0.3  # groups in motion are described this often (0: off)
+    admin_hot_interval_s: float = 0.1  # groups in motion are described this often (0: off)
     admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on to the model again after this
 
     # Several clusters: name -> its settings (YAML `clusters:`, GROUPSCOPE_CLUSTERS__PROD__BOOTSTRAP_SERVERS).

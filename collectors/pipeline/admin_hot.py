@@ -1,5 +1,5 @@
-"""Which groups are changing right now, so the Admin poller describes them every few hundred
-milliseconds between its full polls (admin_hot_interval_s, default 0.3 s), while steady groups wait
+"""Which groups are changing right now, so the Admin poller describes them every tenth of a
+second between its full polls (admin_hot_interval_s, default 0.1 s), while steady groups wait
 for the next full poll (admin_poll_interval_s) or their resend.
 
 A rebalance's phases last from a few hundred milliseconds to a rebalance timeout: a describe every

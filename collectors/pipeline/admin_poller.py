@@ -327,7 +327,7 @@ class AdminPoller(Loop):
 
     def _between_polls(self, admin: Any, watch: ErrorWatch, next_poll: float) -> None:
         """Wait for the next full poll (monotonic `next_poll`), describing the hot groups meanwhile."""
-        hot_s = float(getattr(self.cfg, "admin_hot_interval_s", 0.3) or 0)
+        hot_s = float(getattr(self.cfg, "admin_hot_interval_s", 0.1) or 0)
         while not self._stop_evt.is_set():
             left = next_poll - time.monotonic()
             if left <= 0:

@@ -52,7 +52,7 @@ class PipelineConfig:
     broker_log_files: list[str] = field(default_factory=list)
     admin_topic: str = ADMIN_TOPIC
     admin_poll_interval_s: float = 5.0
-    admin_hot_interval_s: float = 0.3  # groups in motion are described this often (admin_hot.py)
+    admin_hot_interval_s: float = 0.1  # groups in motion are described this often (admin_hot.py)
     admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on again after this long
     admin_enabled: bool = True
     # At start, a cluster that does not answer: raise topic_check.ClusterUnreachable (a supervisor
