@@ -100,6 +100,9 @@ class Settings(BaseSettings):
     admin_poll_interval_s: float = 5.0
     admin_hot_interval_s: float = 0.1  # groups in motion are described this often (0: off)
     admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on to the model again after this
+    # every group's state, members and committed offsets from the Admin poller's first answers while
+    # Spark starts, marked provisional until the pipeline's own (collectors/pipeline/provisional_heads.py)
+    provisional_documents: bool = True
 
     # Several clusters: name -> its settings (YAML `clusters:`, GROUPSCOPE_CLUSTERS__PROD__BOOTSTRAP_SERVERS).
     # The top-level Kafka settings above, when bootstrap_servers is set, are the cluster `default`.

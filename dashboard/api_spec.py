@@ -61,6 +61,10 @@ TP: Schema = {
 PARTITION_STATUSES = ["OK", "WARN", "STOP", "STALL", "REWIND", "NO_COMMIT", "UNKNOWN", None]
 BURROW_PARTITION_STATUSES = ["OK", "WARN", "STOP", "STALL", "REWIND"]
 BURROW_GROUP_STATUSES = ["NOTFOUND", "OK", "WARN", "ERR"]
+PROVISIONAL = (
+    "Present and true while the group is known only from the Admin API's first answers (state, members, "
+    "committed offsets), before the pipeline's first document of it, which replaces it."
+)
 
 
 def schemas() -> dict[str, Schema]:
@@ -115,7 +119,9 @@ def schemas() -> dict[str, Schema]:
                 "rebalances_1h": INT,
                 "last_change": desc(nullable(INT), "When the group last changed state (epoch ms)."),
                 "last_refreshed": desc(INT, "When the collector last refreshed the group (epoch ms)."),
-            }
+                "provisional": desc(BOOL, PROVISIONAL),
+            },
+            optional=("provisional",),
         ),
         "GroupPage": obj(
             {
@@ -240,8 +246,9 @@ def schemas() -> dict[str, Schema]:
                 "conflicts": array(ref("Conflict")),
                 "denied": {"type": "object", "additionalProperties": ref("Denied")},
                 "as_of": nullable(INT),
+                "provisional": desc(BOOL, PROVISIONAL),
             },
-            optional=("denied",),
+            optional=("denied", "provisional"),
             desc="The JSON `groupscope group NAME --json` prints (docs/coordinator-model.md).",
         ),
         "GroupResponse": obj(

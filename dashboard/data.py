@@ -486,6 +486,9 @@ def fleet_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[s
         modern = r.get("type") in ("consumer", "share")
         r["gen_or_epoch"] = r.get("group_epoch") if modern else r.get("generation")
         r["lag_seconds"] = round(float(r.get("lag_seconds") or 0), 1)
+        if r.get("provisional"):
+            # from the Admin API's first answers while the collector starts: no lag known yet
+            r["lag"] = r["lag_seconds"] = None
         r["row_id"] = row_id(r["cluster"], r["name"])
     return {"rowData": rows, "rowCount": total}
 

@@ -168,16 +168,27 @@ def groups(
         f"{'PROTOCOL':<18} {'LAG':>10} {'LAG_S':>8} {'REB/H':>5} {'REFRESHED':>9} STATUS"
     )
     click.echo(hdr)
+    provisional = 0
     for r in rows:
         gen = r["generation"] if r["generation"] is not None else r.get("group_epoch")
+        # a group known only from the Admin API's first answers while the collector starts: its state
+        # is marked, and its lag is not known yet
+        mark = "*" if r.get("provisional") else ""
+        provisional += bool(mark)
+        lag, lag_s = (f"{r['lag']}", f"{r['lag_seconds']:.1f}") if not mark else ("-", "-")
         click.echo(
-            f"{r['cluster']:<{width}} {r['name'][:40]:<40} {r['type'] or '-'!s:<8} {r['state']:<20} "
+            f"{r['cluster']:<{width}} {r['name'][:40]:<40} {r['type'] or '-'!s:<8} {r['state'] + mark:<20} "
             f"{r['members']:>4} {'-' if gen is None else gen:>5} {str(r['protocol'] or '-')[:18]:<18} "
-            f"{r['lag']:>10} {r['lag_seconds']:>8.1f} {r['rebalances_1h']:>5} {ago(r['last_refreshed']):>9} "
+            f"{lag:>10} {lag_s:>8} {r['rebalances_1h']:>5} {ago(r['last_refreshed']):>9} "
             f"{','.join(r['statuses']) or '-'}"
         )
     if total > offset + len(rows):
         click.echo(f"... {total - offset - len(rows)} more (use --offset/--limit)")
+    if provisional:
+        click.echo(
+            f"* {provisional} provisional: from the Admin API while the collector starts "
+            "(history and lag follow with the pipeline's documents)"
+        )
     for n, st in found.items():
         where = f"cluster {n}: " if len(found) > 1 else ""
         counts = ", ".join(f"{st.count(s)} {LABELS[s]}" for s in STATUSES)

@@ -144,9 +144,13 @@ class AdminPoller(Loop):
         offsets_in_flight: int = 200,
         offsets_readable: bool = False,
         refill: bool = False,
+        provisional: Any = None,
     ) -> None:
         super().__init__("groupscope-admin-poller")
         self.cfg = cfg
+        # the first poll's answers, also written as provisional documents while Spark starts
+        # (provisional_heads.ProvisionalHeads; None: not)
+        self.provisional = provisional
         # Redis lost what the collector wrote (its data epoch is gone): send everything again, with
         # every group's committed offsets, which the pipeline keeps in Redis alone (storage/
         # group_offsets.py). At start: when the checkpoint resumes over a Redis without the epoch.
@@ -619,9 +623,12 @@ class AdminPoller(Loop):
         polled: set[Any] = set()
 
         sent_describe: set[str] = set()
+        first_describes: list[dict[str, Any]] | None = [] if self.provisional and not self.polls else None
 
         def send(key: tuple, group: str, line: dict[str, Any], hot_ms: int = 0) -> None:
             polled.add(key)
+            if first_describes is not None and key[0] == "describe":
+                first_describes.append(line)
             if key[0] != "describe":
                 self._send(producer, key, group, line, ts, hot_ms)
             elif self._send_describe(producer, group, line, ts) not in (None, "resend"):
@@ -697,6 +704,8 @@ class AdminPoller(Loop):
         for g, offsets in share_offsets.items():  # sent with the log-end offsets, below
             wanted.setdefault(g, set()).update((t, p) for t, p, _, _ in offsets)
         producer.poll(0)
+        if first_describes is not None:
+            self.provisional.describes(first_describes)
         if self.offsets_readable:
             # Committed offsets only say where log-end offsets are wanted (the offsets topic has the
             # commits themselves), and a group's partitions rarely change: they are fetched for the
@@ -744,6 +753,9 @@ class AdminPoller(Loop):
                 producer.poll(0)
             for g, why in refused_groups.items():
                 send(("denied", g, "offsets"), g, denied_line(ts, g, "offsets", why))
+        if first_describes is not None:
+            self.provisional.committed(fetched)
+            self.provisional.done()
         all_tps = sorted(set().union(*wanted.values()))
         ends: dict[tuple[str, int], int] = {}
         refused: dict[str, str] = {}  # topic -> why its end offsets were refused

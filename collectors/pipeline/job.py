@@ -55,6 +55,7 @@ class PipelineConfig:
     admin_hot_interval_s: float = 0.1  # groups in motion are described this often (admin_hot.py)
     admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on again after this long
     admin_enabled: bool = True
+    provisional_documents: bool = True  # the poller's first answers shown while Spark starts
     # At start, a cluster that does not answer: raise topic_check.ClusterUnreachable (a supervisor
     # tries again later) rather than run without its offsets topic until the next restart.
     wait_for_cluster: bool = False
@@ -381,6 +382,7 @@ def run_pipeline(
     from collectors.pipeline.broker_log_shipper import BrokerLogShipper
     from collectors.pipeline.kafka_source import CLUSTER_GONE
     from collectors.pipeline.lag_refresh import LagRefresher
+    from collectors.pipeline.provisional_heads import ProvisionalHeads
     from collectors.pipeline.topic_check import answers_now, check_topics, wait_until_answers
 
     t0 = time.monotonic()
@@ -395,7 +397,18 @@ def run_pipeline(
         topics, offsets_ok = check_topics(cfg, store)
         if cfg.admin_enabled:
             refill = _lost_while_down(cfg, store)
-            threads.append(AdminPoller(cfg, store, offsets_readable=bool(offsets_ok), refill=refill))
+            heads = None
+            if cfg.provisional_documents:
+                store.forget_pipeline_writes()
+                heads = ProvisionalHeads(
+                    lambda: RedisStore.from_url(
+                        cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms
+                    )
+                )
+                threads.append(heads)
+            threads.append(
+                AdminPoller(cfg, store, offsets_readable=bool(offsets_ok), refill=refill, provisional=heads)
+            )
         if cfg.broker_log_files and not cfg.broker_log_topic:
             threads.append(BrokerLogShipper(cfg))
         if not cfg.available_now:
@@ -513,6 +526,7 @@ def live_config(s: Settings, checkpoint_dir: str | None = None) -> PipelineConfi
         admin_poll_interval_s=s.admin_poll_interval_s,
         admin_hot_interval_s=s.admin_hot_interval_s,
         admin_resend_s=s.admin_resend_s,
+        provisional_documents=s.provisional_documents,
         trigger_interval_s=s.trigger_interval_s,
         max_records_per_batch=s.max_records_per_batch,
         retention_ms=s.retention_s * 1000,

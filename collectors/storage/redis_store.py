@@ -25,9 +25,11 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import redis
 
 from collectors.storage import group_parts, json_text, sorted_index
 from collectors.storage import summaries as _summary
@@ -179,9 +181,13 @@ class FleetRow:
     rebalances_1h: int
     last_change: int | None
     last_refreshed: int
+    provisional: bool = False  # from the Admin API's first answers only (GroupDocument.provisional)
 
     def to_json(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        d = dict(self.__dict__)
+        if not self.provisional:
+            del d["provisional"]  # the rows of the pipeline's documents, as they always were
+        return d
 
 
 _dumps = json_text.standard
@@ -190,6 +196,13 @@ _dumps = json_text.standard
 def _row_text(row: Mapping[str, Any]) -> str:
     """A fleet row's JSON (a flat object: its floats are its values)."""
     return json_text.dumps(row, finite=json_text.finite(row.values()))
+
+
+def _provisional_row(row: bytes) -> bool:
+    try:
+        return bool(json.loads(row).get("provisional"))
+    except (ValueError, AttributeError):
+        return False
 
 
 def fleet_row(doc: GroupDocument, now_ms: int) -> FleetRow:
@@ -210,6 +223,7 @@ def fleet_row(doc: GroupDocument, now_ms: int) -> FleetRow:
         ),
         last_change=doc.last_change(),
         last_refreshed=int(now_ms),
+        provisional=doc.provisional,
     )
 
 
@@ -269,8 +283,6 @@ class RedisStore:
 
     @classmethod
     def from_url(cls, url: str, **kw: Any) -> RedisStore:
-        import redis
-
         return cls(redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5), **kw)
 
     # ---- key names (documented in docs/redis-schema.md) -------------------------------------------
@@ -316,13 +328,15 @@ class RedisStore:
         pipe: Any = None,
         texts: Iterable[str] | None = None,
         heads_stored: bool = False,
+        provisional: bool = False,
     ) -> int:
         """`write_groups` with each document's own (now_ms, as_of_ms): one round trip to read the
         previous states and history digests, then the writes queued on `pipe` (or executed here).
         Returns commands queued. `texts`, when given, are the documents already serialised as this
         module does (the pipeline's model stage makes them so), stored as they are. `heads_stored`:
         the documents' own keys already hold them (the lag refresher's heads, put together with
-        newer lag): everything else is written, not the document.
+        newer lag): everything else is written, not the document. `provisional`: the documents are
+        the Admin API's first answers (`write_provisional`), not the pipeline's.
 
         The fleet-wide hashes and indexes get one command each for all the documents (a catch-up
         writes thousands of groups a batch, and per-group commands were most of the sink's time); a
@@ -340,13 +354,21 @@ class RedisStore:
         # changed. (A document repeated in `items` is written in turn; the last one is what stays.)
         # The old facts carry the key of each group's rule head: unchanged, the head is not rebuilt.
         with self.r.pipeline(transaction=False) as rp:
+            if not provisional:
+                # before the previous states are read: a provisional write that has not landed by
+                # now sees this and stands down (`write_provisional`), so the states read here are
+                # the last ones written
+                rp.set(self.k("pipeline", "wrote"), "1")
             rp.hmget(self.k("fleet", "state"), names)
             rp.hmget(self.k("fleet", "history"), names)
             rp.hmget(self.k("refreshed"), names)
             rp.hmget(self.topics.of_groups_key(), names)
             if self.summaries:
                 rp.hmget(self.sk("facts"), names)
-            old_states, old_digests, old_refreshed, old_topics, *old_facts = rp.execute()
+            answers = rp.execute()
+            old_states, old_digests, old_refreshed, old_topics, *old_facts = answers[
+                0 if provisional else 1 :
+            ]
         old_facts = old_facts[0] if old_facts else [None] * len(names)
         own = pipe is None
         p = self.pipeline() if own else pipe
@@ -442,6 +464,46 @@ class RedisStore:
         if own:
             p.execute()
         return queued
+
+    def forget_pipeline_writes(self) -> None:
+        """A collector starts: provisional documents may be written until its pipeline writes."""
+        self.r.delete(self.k("pipeline", "wrote"))
+
+    def write_provisional(self, docs: Sequence[GroupDocument], now_ms: int, chunk: int = 500) -> int | None:
+        """Write provisional documents (GroupDocument.provisional: the Admin API's first answers,
+        while the pipeline starts) of the groups that have no document yet or only a provisional
+        one; how many were written, or None once the pipeline has written anything (from then on its
+        documents follow, and none is written here). Never over the pipeline's: from the check to
+        the write, the fleet rows and the pipeline's mark are watched (a pipeline write in between
+        makes the chunk read and try again), and the pipeline marks before it reads the states it
+        leaves (`write_many`), so both never interleave."""
+        written = 0
+        mark, fleet = self.k("pipeline", "wrote"), self.k("fleet")
+        for i in range(0, len(docs), chunk):
+            part = docs[i : i + chunk]
+            while True:
+                with self.r.pipeline() as p:
+                    try:
+                        p.watch(mark, fleet)
+                        if p.exists(mark):
+                            return None
+                        rows = p.hmget(fleet, [d.group for d in part])
+                        mine = [
+                            d
+                            for d, row in zip(part, rows, strict=True)
+                            if row is None or _provisional_row(row)
+                        ]
+                        if not mine:
+                            break
+                        p.multi()
+                        self.write_many([(d, now_ms, now_ms) for d in mine], pipe=p, provisional=True)
+                        self.topics.flush(p)
+                        p.execute()
+                        written += len(mine)
+                        break
+                    except redis.WatchError:
+                        continue  # a write came in between: read again
+        return written
 
     def write_group(
         self, doc: GroupDocument | Mapping[str, Any], now_ms: int, *, as_of_ms: int | None = None

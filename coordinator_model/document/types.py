@@ -402,6 +402,10 @@ class GroupDocument:
     conflicts: list[Conflict] = field(default_factory=list)
     denied: dict[str, Denied] = field(default_factory=dict)  # what -> since when and why
     as_of: int | None = None
+    # made from the Admin API's first answers while the pipeline starts (collectors/pipeline/
+    # provisional_heads.py): state, members and committed offsets, no history; the pipeline's own
+    # document always replaces it
+    provisional: bool = False
 
     @property
     def modern(self) -> bool:
@@ -457,6 +461,8 @@ class GroupDocument:
         if self.denied:
             d["denied"] = {k: v.to_json() for k, v in sorted(self.denied.items())}
         d["as_of"] = self.as_of
+        if self.provisional:
+            d["provisional"] = True
         return d
 
     @classmethod
@@ -488,6 +494,7 @@ class GroupDocument:
                 conflicts=[Conflict.from_json(c) for c in d.get("conflicts") or ()],
                 denied={k: Denied.from_json(v) for k, v in (d.get("denied") or {}).items()},
                 as_of=d.get("as_of"),
+                provisional=bool(d.get("provisional")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise DocumentError(f"group {d['group']!r}: malformed document ({exc!r})") from exc

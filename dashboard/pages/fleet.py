@@ -59,7 +59,16 @@ COLUMNS: list[dict[str, Any]] = [
         "headerName": "State",
         "filter": "agTextColumnFilter",
         "filterParams": EQUALS_FILTER,
-        "width": 160,
+        "width": 190,
+        # a group known only from the Admin API's first answers while the collector starts
+        "valueFormatter": {
+            "function": "params.data && params.data.provisional ? "
+            "params.value + ' (provisional)' : params.value"
+        },
+        "tooltipValueGetter": {
+            "function": "params.data && params.data.provisional ? "
+            "'From the Admin API while the collector starts: history and lag follow' : null"
+        },
     },
     {"field": "members", "headerName": "Members", "type": "numericColumn", "width": 100},
     {"field": "gen_or_epoch", "headerName": "Gen / epoch", "sortable": False, "width": 115},

@@ -280,6 +280,16 @@ def header(
             className="muted",
         )
     ]
+    if doc.provisional:
+        notes.append(
+            html.Div(
+                "Provisional: this group is shown from the Admin API's first answers while the "
+                "collector starts (state, members, committed offsets). Its history, generations and lag "
+                "follow when the pipeline's first document of it replaces this one.",
+                className="banner warn",
+                id="group-provisional",
+            )
+        )
     denied = doc.denied
     if denied:
         # an ACL withholds part of the group: say what is missing and why, before anything else
