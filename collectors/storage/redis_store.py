@@ -413,6 +413,10 @@ class RedisStore:
             types[name] = row.type or ""
             refreshed[name] = int(now_ms)
             scores[name] = sort_scores(row_json)
+            if provisional:
+                # the fleet row and the document only: a provisional document has no history, and
+                # the topic pages and the alert rules wait for the pipeline's
+                continue
             digest = _history_digest(doc)
             known = digests.get(name, old_digest.decode() if old_digest else None)
             if digest != known:
@@ -431,14 +435,15 @@ class RedisStore:
         for what, values in summaries.items():
             if values:
                 p.hset(self.sk(what), mapping=values)
-        if unsummarized:
+        if unsummarized and not provisional:
             for what in SUMMARY_KEYS:
                 p.hdel(self.sk(what), *unsummarized)
         p.hset(self.k("fleet"), mapping=fleet)
         p.hset(self.k("fleet", "state"), mapping=states)
         p.hset(self.k("fleet", "type"), mapping=types)
         p.hset(self.k("refreshed"), mapping=refreshed)
-        p.hset(self.topics.of_groups_key(), mapping=topics_of)
+        if topics_of:
+            p.hset(self.topics.of_groups_key(), mapping=topics_of)
         if digests:
             p.hset(self.k("fleet", "history"), mapping=digests)
         p.sadd(self.k("states"), *set(states.values()))

@@ -352,13 +352,14 @@ class OffsetStore:
             end = h.latest if h is not None else None
             committed = o.offset if o is not None else None
             lo = lagmod.lag_offsets(committed, end)
-            ls = lagmod.lag_seconds(committed, h, now)
-            status = lagmod.evaluate_partition(self.windows.get(tp, lagmod.PartitionWindow()), lo, now)
+            # a partition without a commit or a log end has no lag to weigh (nor a lag in seconds)
             if o is None:
-                status = "NO_COMMIT"
+                ls, status = None, "NO_COMMIT"
             elif lo is None:
-                status = "UNKNOWN"
+                ls, status = None, "UNKNOWN"
             else:
+                ls = lagmod.lag_seconds(committed, h, now)
+                status = lagmod.evaluate_partition(self.windows.get(tp, lagmod.PartitionWindow()), lo, now)
                 statuses.append(status)
             parts.append(
                 PartitionLag(tp[0], tp[1], committed, o is not None, end, lo, ls, status, owner.get(tp))
