@@ -164,6 +164,40 @@ def test_header_says_what_is_denied_inferred_and_from_which_sources() -> None:
     assert "12,345" in text and "2.2" in text and "Group epoch" in text and "Generation'" not in text
 
 
+def test_a_provisional_group_says_so_and_shows_no_lag(redis_client, redis_server) -> None:
+    """The Admin poller's first answers while the collector starts: the group page says what it is
+    and what follows; the fleet grid marks the row and leaves its lag blank rather than 0."""
+    from collectors.storage.redis_store import RedisStore
+    from coordinator_model.evidence import from_describe_json
+    from coordinator_model.provisional import provisional_document
+    from dashboard.data import DashboardData, fleet_page
+    from dashboard.pages.fleet import COLUMNS
+    from dashboard.pages.group import header
+
+    line = {
+        "ts": 1_000,
+        "group": "g",
+        "type": "classic",
+        "state": "Stable",
+        "assignor": "range",
+        "members": [],
+    }
+    doc = provisional_document(from_describe_json(line))
+    text = str(header(GroupDocument.from_json(doc.to_json()), None, 2_000))
+    assert "group-provisional" in text and "the pipeline's first document of it replaces this one" in text
+    assert "group-provisional" not in str(header(GroupDocument(group="g", state="Stable"), None, 2_000))
+    store = RedisStore(redis_client)
+    store.forget_pipeline_writes()
+    assert store.write_provisional([doc], 1_000) == 1
+    page = fleet_page(DashboardData(redis_server.url), {"startRow": 0, "endRow": 10})
+    [row] = page["rowData"]
+    assert (
+        row["provisional"] and row["lag"] is None and row["lag_seconds"] is None and row["state"] == "Stable"
+    )
+    state_col = next(c for c in COLUMNS if c["field"] == "state")
+    assert "(provisional)" in state_col["valueFormatter"]["function"]
+
+
 def test_lag_series_per_partition_and_group_seconds() -> None:
     points = [
         {
