@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.kafka_protocol import codec, sasl
+from collectors.kafka_protocol.client_cert import ClientCert
 from collectors.kafka_protocol.errors import (
     AuthenticationError,
     ConfigError,
@@ -95,9 +96,7 @@ class ClientSettings:
     sasl_password: str | None = field(default=None, repr=False)
     ssl_ca_location: str | None = None
     ssl_ca_pem: str | None = None
-    ssl_certificate_location: str | None = None
-    ssl_key_location: str | None = None
-    ssl_key_password: str | None = field(default=None, repr=False)
+    client_cert: ClientCert | None = None  # TLS client authentication (client_cert.py)
     verify_hostname: bool = True  # ssl.endpoint.identification.algorithm=https (librdkafka's default)
     verify_certificate: bool = True  # enable.ssl.certificate.verification
     client_id: str = "groupscope"
@@ -120,9 +119,7 @@ class ClientSettings:
             sasl_password=conf.get("sasl.password"),
             ssl_ca_location=conf.get("ssl.ca.location"),
             ssl_ca_pem=conf.get("ssl.ca.pem"),
-            ssl_certificate_location=conf.get("ssl.certificate.location"),
-            ssl_key_location=conf.get("ssl.key.location"),
-            ssl_key_password=conf.get("ssl.key.password"),
+            client_cert=ClientCert.from_conf(conf),
             verify_hostname=str(conf.get("ssl.endpoint.identification.algorithm", "https")).lower()
             == "https",
             verify_certificate=_truthy(conf.get("enable.ssl.certificate.verification"), True),
@@ -148,7 +145,7 @@ class ClientSettings:
 
     @property
     def secrets(self) -> tuple[str | None, ...]:
-        return (self.sasl_password, self.ssl_key_password)
+        return (self.sasl_password, *(self.client_cert.secrets if self.client_cert else ()))
 
     def ssl_context(self) -> ssl.SSLContext:
         ca = self.ssl_ca_location if self.ssl_ca_location not in (None, "", "probe") else None
@@ -159,10 +156,8 @@ class ClientSettings:
                 ctx.verify_mode = ssl.CERT_NONE
             elif not self.verify_hostname:
                 ctx.check_hostname = False  # the chain is still verified
-            if self.ssl_certificate_location:
-                ctx.load_cert_chain(
-                    self.ssl_certificate_location, self.ssl_key_location, password=self.ssl_key_password
-                )
+            if self.client_cert is not None:
+                self.client_cert.load_into(ctx)
         except (OSError, ssl.SSLError) as exc:
             # OSError/SSLError texts name files and reasons, never the key password itself
             raise ConfigError(f"TLS settings: {scrub(str(exc), self.secrets)}") from None

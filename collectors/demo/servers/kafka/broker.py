@@ -36,13 +36,22 @@ COORDINATOR_LOGGERS = ("org.apache.kafka.coordinator.group", "kafka.coordinator.
 _LOADED = re.compile(r"Finished loading .*?__consumer_offsets-(\d+)")
 
 
+CLIENT_CN = "groupscope-client"  # the test client certificate's subject (tls.make_test_tls)
+
+
 @dataclass(frozen=True)
 class TlsFiles:
-    """PEM files for an SSL listener: the broker's key and certificate chain, and the CA clients trust."""
+    """PEM files for the SSL listeners: the broker's key and certificate chain, and the CA clients trust;
+    and a client's certificate and key for the listener that asks for one (MTLS), when made."""
 
     key_pem: Path  # unencrypted PKCS#8 private key
     cert_pem: Path  # the broker's certificate, then the chain up to the CA
     ca_pem: Path
+    client_cert_pem: Path | None = None
+    client_key_pem: Path | None = None  # unencrypted
+    client_key_encrypted_pem: Path | None = None  # PKCS#8 encrypted with client_password
+    client_p12: Path | None = None  # PKCS#12 keystore: key, certificate, CA; client_password
+    client_password: str | None = None
 
 
 def java_binary() -> str:
@@ -61,6 +70,7 @@ class KafkaBroker(_Proc):
     controller_port: int = 0
     sasl_port: int = 0
     ssl_port: int = 0
+    mtls_port: int = 0  # an SSL listener that requires a client certificate (tls with client files)
     # SCRAM-SHA-256 and SCRAM-SHA-512 credentials, created at format time; a SASL listener when set.
     sasl_users: dict[str, str] = field(default_factory=dict)
     tls: TlsFiles | None = None
@@ -100,6 +110,14 @@ class KafkaBroker(_Proc):
     def ssl_bootstrap_servers(self) -> str:
         return f"{self.host}:{self.ssl_port}"
 
+    @property
+    def mtls_bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.mtls_port}"
+
+    @property
+    def mtls(self) -> bool:
+        return self.tls is not None and self.tls.client_cert_pem is not None
+
     # -- configuration ---------------------------------------------------------------------------
     def properties(self) -> dict[str, str]:
         h = self.host
@@ -125,10 +143,25 @@ class KafkaBroker(_Proc):
                 "listener.name.ssl.ssl.truststore.certificates": self.tls.ca_pem.read_text(),
                 "listener.name.ssl.ssl.client.auth": "none",
             }
+        if self.mtls:
+            assert self.tls is not None
+            listeners["MTLS"] = self.mtls_port
+            protocols["MTLS"] = "SSL"
+            props |= {
+                "listener.name.mtls.ssl.keystore.type": "PEM",
+                "listener.name.mtls.ssl.keystore.certificate.chain": self.tls.cert_pem.read_text(),
+                "listener.name.mtls.ssl.keystore.key": self.tls.key_pem.read_text(),
+                "listener.name.mtls.ssl.truststore.type": "PEM",
+                "listener.name.mtls.ssl.truststore.certificates": self.tls.ca_pem.read_text(),
+                "listener.name.mtls.ssl.client.auth": "required",
+            }
         if self.authorizer:
             props |= {
                 "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                "super.users": ";".join(["User:ANONYMOUS", *(f"User:{u}" for u in self.super_users)]),
+                # the client certificate's principal is its subject (Kafka's default mapping)
+                "super.users": ";".join(
+                    ["User:ANONYMOUS", f"User:CN={CLIENT_CN}", *(f"User:{u}" for u in self.super_users)]
+                ),
                 "allow.everyone.if.no.acl.found": "false",
             }
         advertised = {k: v for k, v in listeners.items() if k != "CONTROLLER"}
@@ -228,6 +261,8 @@ class KafkaBroker(_Proc):
             self.sasl_port = self.sasl_port or free_port(self.host)
         if self.tls is not None:
             self.ssl_port = self.ssl_port or free_port(self.host)
+        if self.mtls:
+            self.mtls_port = self.mtls_port or free_port(self.host)
         if self.workdir is None:
             import tempfile
 
