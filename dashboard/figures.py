@@ -137,15 +137,21 @@ def _dur(ms: int | float | None) -> str:
     return f"{s / 3600:.1f} h"
 
 
-def generations_figure(gens: Sequence[GenerationDoc], since: int | None, until: int) -> go.Figure:
-    """One bar per generation: how long its rebalance took, coloured by cause, details on hover."""
+def generations_figure(
+    gens: Sequence[GenerationDoc], since: int | None, until: int, modern: bool = False
+) -> go.Figure:
+    """One bar per generation (a KIP-848 or share group's: per group epoch, and so named): how long its
+    rebalance took, coloured by cause, details on hover. The axis is the generation number itself,
+    whose ticks Plotly thins, so 10,000 generations read as well as 10 (as categories, 77 of them
+    overlapped and most labels went)."""
+    word, title = ("epoch", "Epochs") if modern else ("gen", "Generations")
     shown = [
         g
         for g in gens
         if g.start is None or ((since is None or (g.end or g.start) >= since) and g.start <= until)
     ]
     if not shown:
-        return empty_figure("Generations", "No rebalance in this time range.")
+        return empty_figure(title, "No rebalance in this time range.")
     fig = go.Figure()
     causes = []
     for g in shown:
@@ -156,8 +162,9 @@ def generations_figure(gens: Sequence[GenerationDoc], since: int | None, until: 
         fig.add_trace(
             go.Bar(
                 name=cause,
-                x=[f"gen {g.generation}" for g in rows],
+                x=[g.generation for g in rows],
                 y=[(g.duration_ms or 0) / 1000 for g in rows],
+                width=0.8,
                 marker_color=CAUSE_COLORS.get(cause, "#546e7a"),
                 customdata=[
                     [
@@ -171,17 +178,22 @@ def generations_figure(gens: Sequence[GenerationDoc], since: int | None, until: 
                     ]
                     for g in rows
                 ],
-                hovertemplate="<b>%{x}</b> (" + cause + ")<br>started %{customdata[0]}"
+                hovertemplate=f"<b>{word} %{{x}}</b> (" + cause + ")<br>started %{customdata[0]}"
                 "<br>rebalance took %{customdata[1]}<br>joined: %{customdata[2]}"
                 "<br>left: %{customdata[3]}<br>protocol: %{customdata[4]}"
                 "<br>reason: %{customdata[5]}<br>inferred: %{customdata[6]}<extra></extra>",
             )
         )
-    order = [f"gen {g.generation}" for g in shown]
+    numbers = [g.generation for g in shown if g.generation is not None]
+    lo, hi = (min(numbers), max(numbers)) if numbers else (0, 0)
     # A few generations must not become a few very wide bars: keep room for at least 12.
-    fig.update_xaxes(categoryorder="array", categoryarray=order, range=[-0.5, max(len(order), 12) - 0.5])
+    fig.update_xaxes(
+        title="group epoch" if modern else "generation",
+        tickformat="d",
+        range=[lo - 0.5, max(hi, lo + 11) + 0.5],
+    )
     fig.update_yaxes(title="rebalance duration (s)")
-    return _layout(fig, f"Generations ({len(shown)})", 320, barmode="overlay")
+    return _layout(fig, f"{title} ({len(shown)})", 320, barmode="overlay")
 
 
 def _short(member_id: str, n: int = 28) -> str:

@@ -113,6 +113,32 @@ def test_reads_a_real_storm_document(storm: GroupDocument) -> None:
     assert tl.layout.xaxis.range is not None
 
 
+def test_the_generations_chart_reads_at_300_generations_and_names_epochs_so() -> None:
+    from coordinator_model.document.types import GenerationDoc
+
+    gens = [
+        GenerationDoc(
+            generation=n,
+            start=1_000 * n,
+            duration_ms=50 + n,
+            cause="member_joined" if n % 2 else "member_left",
+        )
+        for n in range(1, 301)
+    ]
+    fig = generations_figure(gens, None, 400_000)
+    xs = sorted(x for t in fig.data for x in t.x)
+    assert xs == list(range(1, 301))  # numbers on a linear axis: Plotly thins the ticks, none overlap
+    assert fig.layout.xaxis.tickformat == "d" and fig.layout.xaxis.title.text == "generation"
+    assert fig.layout.title.text.startswith("Generations (300)")
+    assert "gen %{x}" in fig.data[0].hovertemplate
+    epochs = generations_figure(gens[:3], None, 400_000, modern=True)
+    assert (
+        epochs.layout.title.text.startswith("Epochs (3)") and epochs.layout.xaxis.title.text == "group epoch"
+    )
+    assert "epoch %{x}" in epochs.data[0].hovertemplate and "gen " not in epochs.data[0].hovertemplate
+    assert list(epochs.layout.xaxis.range) == [0.5, 12.5]  # room for 12 bars, not three wide ones
+
+
 def test_reads_real_kip848_members_and_lag(kip848: list[GroupDocument]) -> None:
     for doc in kip848:
         assert doc.modern

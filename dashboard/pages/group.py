@@ -573,7 +573,7 @@ def group_outputs(
             max(until, max((b.end or b.start for b in bands), default=until)),
             activity_view(bands, now, gd.latest_time(doc)) if range_ms == ACTIVITY else None,
         ),
-        generations_figure(gens, since, until),
+        generations_figure(gens, since, until, modern=doc.modern),
         generation_rows(gens),
         kip_body,
         kip_style,
