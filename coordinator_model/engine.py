@@ -66,6 +66,8 @@ from coordinator_model.older_pickles import migrate
 from coordinator_model.share import ShareGroupModel
 from coordinator_model.share.group import SHARE_PROTOCOL_TYPE
 from coordinator_model.states import MODERN_TYPES
+from coordinator_model.streams import StreamsGroupModel
+from coordinator_model.streams.group import STREAMS_PROTOCOL_TYPE
 from coordinator_model.weighing import (
     MAX_CONFLICTS,
     contradiction,
@@ -333,6 +335,18 @@ class GroupEngine:
             model.__dict__.update({k: v for k, v in self.consumer.__dict__.items() if k != "engine"})
             self.consumer = model
 
+    def as_streams(self, source: str = "records") -> None:
+        """A streams group (KIP-1071): its modern-protocol part becomes a StreamsGroupModel (epochs and
+        topic names a model of another kind had set up are kept)."""
+        if self.type != "streams" or outweighs(source, self.type_source):
+            self.type_source = source
+        self.type = "streams"
+        self.protocol_type = STREAMS_PROTOCOL_TYPE
+        if not isinstance(self.consumer, StreamsGroupModel):
+            model = StreamsGroupModel(self)
+            model.__dict__.update({k: v for k, v in self.consumer.__dict__.items() if k != "engine"})
+            self.consumer = model
+
     def modern(self, ev: Any) -> ConsumerGroupModel:
         """The model a modern-protocol record goes to: the share group's when it is one."""
         if getattr(ev, "share", False) and not isinstance(self.consumer, ShareGroupModel):
@@ -421,6 +435,13 @@ class GroupEngine:
     # 4. Admin API
     def _on_describe(self, ev: DescribeSnapshot) -> None:
         self.denied.pop("describe", None)  # allowed again
+        if ev.type == "streams" or self.type == "streams":
+            # StreamsGroupDescribe (KIP-1071) is the only answer about a streams group: its commits
+            # alone had made it a classic group until now
+            if ev.type == "streams":
+                self.as_streams("describe_broker")
+                self.consumer.on_describe(ev)
+            return
         if self.type == "share":
             if ev.type == "share":  # the broker's ShareGroupDescribe (KIP-932)
                 self.consumer.on_describe(ev)

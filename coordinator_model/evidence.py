@@ -40,6 +40,9 @@ __all__ = [
     "HeartbeatEvent",
     "MemberSnapshot",
     "OffsetCommit",
+    "StreamsDescribe",
+    "StreamsMemberTasks",
+    "Subtopology",
     "UnknownRecord",
     "from_describe_json",
     "from_end_offset_json",
@@ -226,6 +229,44 @@ class DescribedMember:
     subscription: tuple[str, ...] = ()
 
 
+Tasks = tuple[tuple[str, tuple[int, ...]], ...]  # ((subtopology id, (partition, ...)), ...)
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsMemberTasks:
+    """A KIP-1071 streams group member's tasks as StreamsGroupDescribe gives them: current and
+    target, active, standby and warm-up."""
+
+    member_id: str
+    process_id: str = ""
+    topology_epoch: int | None = None
+    active: Tasks = ()
+    standby: Tasks = ()
+    warmup: Tasks = ()
+    target_active: Tasks = ()
+    target_standby: Tasks = ()
+    target_warmup: Tasks = ()
+
+
+@dataclass(slots=True, frozen=True)
+class Subtopology:
+    id: str
+    source_topics: tuple[str, ...] = ()
+    repartition_sink_topics: tuple[str, ...] = ()
+    changelog_topics: tuple[str, ...] = ()
+    repartition_source_topics: tuple[str, ...] = ()
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsDescribe:
+    """What StreamsGroupDescribe adds for a streams group: its topology (None until a member brought
+    one; subtopologies None while it is not ready) and its members' tasks."""
+
+    topology_epoch: int | None
+    subtopologies: tuple[Subtopology, ...] | None
+    members: tuple[StreamsMemberTasks, ...]
+
+
 @dataclass(slots=True, frozen=True)
 class DescribeSnapshot:
     """DescribeConsumerGroups (plus, for KIP-848 groups, the broker's own ConsumerGroupDescribe), or a
@@ -244,6 +285,7 @@ class DescribeSnapshot:
     group_epoch: int | None = None
     assignment_epoch: int | None = None
     topic_ids: tuple[tuple[str, str], ...] = ()  # (topic id, name) the broker's describe resolved
+    streams: StreamsDescribe | None = None  # a streams group's topology and tasks (type "streams")
     source = "describe"
 
 
@@ -686,6 +728,66 @@ def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot | Admi
         group_epoch=_int(broker, "group_epoch", False) if broker else None,
         assignment_epoch=_int(broker, "assignment_epoch", False) if broker else None,
         topic_ids=_topic_ids(broker),
+        streams=_streams(broker) if obj.get("type") == "streams" and broker else None,
+    )
+
+
+def _task_list(v: Any, what: str) -> Tasks:
+    if v is None:
+        return ()
+    if not isinstance(v, list):
+        raise EvidenceError(f"{what}: expected [[subtopology, [partition, ...]], ...], got {v!r}"[:300])
+    out = []
+    for item in v:
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], list)):
+            raise EvidenceError(f"{what}: expected [subtopology, [partition, ...]], got {item!r}"[:300])
+        parts = tuple(sorted(_lenient_int(p, f"{what}: partition", INT32_MIN, INT32_MAX) for p in item[1]))
+        out.append((str(item[0]), parts))
+    return tuple(sorted(out))
+
+
+def _names(v: Any) -> tuple[str, ...]:
+    return tuple(sorted(str(x) for x in v)) if isinstance(v, list) else ()
+
+
+def _streams(broker: dict) -> StreamsDescribe:
+    """The streams part of a streams group's "broker" block (collectors.kafka_protocol
+    `streams_broker_block`)."""
+    topology = broker.get("topology") if isinstance(broker.get("topology"), dict) else None
+    subs = (topology or {}).get("subtopologies")
+    members = []
+    for m in broker.get("members") or []:
+        if not isinstance(m, dict):
+            raise EvidenceError(f"streams member must be an object, got {m!r}"[:300])
+        members.append(
+            StreamsMemberTasks(
+                member_id=_str(m, "member_id"),
+                process_id=_str(m, "process_id", False) or "",
+                topology_epoch=_int(m, "topology_epoch", False, INT32_MIN, INT32_MAX),
+                active=_task_list(m.get("active"), "active tasks"),
+                standby=_task_list(m.get("standby"), "standby tasks"),
+                warmup=_task_list(m.get("warmup"), "warm-up tasks"),
+                target_active=_task_list(m.get("target_active"), "target active tasks"),
+                target_standby=_task_list(m.get("target_standby"), "target standby tasks"),
+                target_warmup=_task_list(m.get("target_warmup"), "target warm-up tasks"),
+            )
+        )
+    return StreamsDescribe(
+        topology_epoch=_int(topology, "epoch", False, INT32_MIN, INT32_MAX) if topology else None,
+        subtopologies=None
+        if not isinstance(subs, list)
+        else tuple(
+            Subtopology(
+                id=str(st.get("id")),
+                source_topics=_names(st.get("source_topics")),
+                repartition_sink_topics=_names(st.get("repartition_sink_topics")),
+                changelog_topics=_names(st.get("changelog_topics")),
+                repartition_source_topics=_names(st.get("repartition_source_topics")),
+            )
+            for st in subs
+            if isinstance(st, dict)
+        ),
+        members=tuple(members),
     )
 
 

@@ -119,8 +119,21 @@ def derive_consumer_group_state(
 
 
 # The kinds of group on the modern protocol (KIP-848's ModernGroup): their state, epochs and members
-# come from the same shape of records, kept by consumer.ConsumerGroupModel or its share subclass.
-MODERN_TYPES = ("consumer", "share")
+# come from the same shape of records, kept by consumer.ConsumerGroupModel or its share and streams
+# subclasses.
+MODERN_TYPES = ("consumer", "share", "streams")
+
+
+class StreamsGroupState(Enum):
+    """KIP-1071 streams group states (StreamsGroup.StreamsGroupState): NotReady while its topology is
+    not initialised or its source topics are missing or wrongly partitioned."""
+
+    EMPTY = "Empty"
+    NOT_READY = "NotReady"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
 
 
 class ShareGroupState(Enum):

@@ -149,9 +149,41 @@ def schemas() -> dict[str, Schema]:
                 "state": nullable(STR),
                 "pending_revocation": array(TP),
                 "target_assignment": {"type": ["array", "null"], "items": TP},
+                "tasks": ref("Tasks"),
+                "target_tasks": nullable(ref("Tasks")),
+                "process_id": nullable(STR),
             },
-            optional=("member_epoch", "state", "pending_revocation", "target_assignment"),
-            desc="A member now. The last four fields: a KIP-848 or KIP-932 member's only.",
+            optional=(
+                "member_epoch",
+                "state",
+                "pending_revocation",
+                "target_assignment",
+                "tasks",
+                "target_tasks",
+                "process_id",
+            ),
+            desc="A member now. member_epoch to target_assignment: a KIP-848, KIP-932 or KIP-1071 member's "
+            "only; tasks, target_tasks and process_id: a KIP-1071 streams group member's only.",
+        ),
+        "Tasks": obj(
+            {"active": array(STR), "standby": array(STR), "warmup": array(STR)},
+            desc='A streams member\'s tasks, each "<subtopology>_<partition>".',
+        ),
+        "Subtopology": obj(
+            {
+                "id": STR,
+                "source_topics": array(STR),
+                "repartition_source_topics": array(STR),
+                "repartition_sink_topics": array(STR),
+                "changelog_topics": array(STR),
+            }
+        ),
+        "Topology": obj(
+            {
+                "epoch": nullable(INT),
+                "subtopologies": {"type": ["array", "null"], "items": ref("Subtopology")},
+            },
+            desc="A streams group's topology; subtopologies null while it is not ready (NotReady).",
         ),
         "CommittedOffset": obj(
             {
@@ -226,7 +258,7 @@ def schemas() -> dict[str, Schema]:
         "GroupDocument": obj(
             {
                 "group": STR,
-                "type": {"type": "string", "enum": ["classic", "consumer", "share"]},
+                "type": {"type": "string", "enum": ["classic", "consumer", "share", "streams"]},
                 "state": nullable(STR),
                 "protocol_type": nullable(STR),
                 "protocol": nullable(STR),
@@ -246,9 +278,10 @@ def schemas() -> dict[str, Schema]:
                 "conflicts": array(ref("Conflict")),
                 "denied": {"type": "object", "additionalProperties": ref("Denied")},
                 "as_of": nullable(INT),
+                "topology": ref("Topology"),
                 "provisional": desc(BOOL, PROVISIONAL),
             },
-            optional=("denied", "provisional"),
+            optional=("denied", "topology", "provisional"),
             desc="The JSON `groupscope group NAME --json` prints (docs/coordinator-model.md).",
         ),
         "GroupResponse": obj(

@@ -29,6 +29,7 @@ from collectors.storage.redis_store import RedisStore
 from collectors.storage.topics import TOPIC_SORT_KEYS, TopicRow, TopicView
 from coordinator_model.alert_rules import AlertConfig, parse_alert_config
 from coordinator_model.document.types import DocumentError, GenerationDoc, GroupDocument, TimelineSpan
+from coordinator_model.states import MODERN_TYPES
 from coordinator_model.statuses import STATUSES, GroupStatuses, definitions, group_statuses
 
 T = TypeVar("T")
@@ -483,7 +484,7 @@ def fleet_page(data: DashboardData, request: Mapping[str, Any] | None) -> dict[s
     )
     for r in rows:
         # One "generation or epoch" column: classic groups have generations, KIP-848 groups epochs.
-        modern = r.get("type") in ("consumer", "share")
+        modern = r.get("type") in MODERN_TYPES
         r["gen_or_epoch"] = r.get("group_epoch") if modern else r.get("generation")
         r["lag_seconds"] = round(float(r.get("lag_seconds") or 0), 1)
         if r.get("provisional"):

@@ -31,6 +31,21 @@ class MemberRow:
     member_epoch: int | None
     state: str | None
     target: str | None
+    tasks: str | None = None  # a streams member's: "active 0_0 0_1; standby 1_0"
+    target_tasks: str | None = None
+    process_id: str | None = None
+
+
+def fmt_tasks(tasks: Any) -> str | None:
+    """A streams member's TasksDoc -> "active 0_0 0_1; standby 1_0" (None: not a streams member)."""
+    if tasks is None:
+        return None
+    parts = [
+        f"{kind} {' '.join(ids)}"
+        for kind, ids in (("active", tasks.active), ("standby", tasks.standby), ("warm-up", tasks.warmup))
+        if ids
+    ]
+    return "; ".join(parts) or "none"
 
 
 def fmt_tps(tps: list[TopicPartition]) -> str:
@@ -68,6 +83,9 @@ def member_rows(doc: GroupDocument, now_ms: int) -> list[MemberRow]:
                 member_epoch=m.member_epoch,
                 state=m.state,
                 target=fmt_tps(m.target_assignment) if m.target_assignment is not None else None,
+                tasks=fmt_tasks(m.tasks),
+                target_tasks=fmt_tasks(m.target_tasks),
+                process_id=m.process_id,
             )
         )
     return rows

@@ -173,6 +173,8 @@ def _value(f: Field, version: int) -> st.SearchStrategy[Any]:
     if t in _INTS:
         bits = _INTS[t]
         base: st.SearchStrategy[Any] = st.integers(-(1 << (bits - 1)), (1 << (bits - 1)) - 1)
+    elif t == "uint16":
+        base = st.integers(0, (1 << 16) - 1)
     elif t == "bool":
         base = st.booleans()
     elif t == "uuid":

@@ -210,9 +210,9 @@ class FakeProtocol:
         self.committed_asked: list[str] = []
         self.starts_asked: list[list[str]] = []
 
-    def list_share_groups(self, deadline: Any) -> tuple[dict[str, str], list[int]]:
+    def list_typed_groups(self, types: Any, deadline: Any) -> tuple[dict[str, tuple[str, str]], list[int]]:
         self.listed += 1
-        return {g: b.get("state", "Stable") for g, b in self.blocks.items()}, []
+        return {g: ("share", b.get("state", "Stable")) for g, b in self.blocks.items()}, []
 
     def describe_share(self, groups: list[str], deadline: Any) -> dict[str, dict[str, Any]]:
         self.described.append(list(groups))

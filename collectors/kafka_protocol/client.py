@@ -73,6 +73,7 @@ from collectors.kafka_protocol.messages import (
     METADATA,
     OFFSET_FETCH,
     SHARE_GROUP_DESCRIBE,
+    STREAMS_GROUP_DESCRIBE,
     Api,
 )
 
@@ -237,14 +238,24 @@ class KafkaProtocolClient:
 
     # -- ListGroups --------------------------------------------------------------------------------
     def list_share_groups(self, deadline: Deadline | None = None) -> tuple[dict[str, str], list[int]]:
-        """(each KIP-932 share group -> its state as ListGroups gives it ("Stable", "Empty"), the
-        brokers whose answer is missing). ListGroups v5 with TypesFilter ["share"] to every broker
+        """(each KIP-932 share group -> its state as ListGroups gives it, the brokers whose answer is
+        missing): `list_typed_groups` of type share."""
+        typed, missing = self.list_typed_groups(("share",), deadline)
+        return {g: state for g, (_, state) in typed.items()}, missing
+
+    def list_typed_groups(
+        self, types: Iterable[str], deadline: Deadline | None = None
+    ) -> tuple[dict[str, tuple[str, str]], list[int]]:
+        """(each group of one of `types` ("share", "streams") -> (its type, its state as ListGroups
+        gives it ("Stable", "Empty")), the brokers whose answer is missing). ListGroups v5 with
+        TypesFilter `types` to every broker
         (each lists the groups it coordinates), all in flight at once. A broker without ListGroups v5
         has no share groups (they came with Kafka 4.0, v5 with 3.7): it lists none. A broker that
         could not be reached or answered with an error (COORDINATOR_LOAD_IN_PROGRESS, ...) is in the
         second list: its groups are not known this time."""
         deadline = deadline or Deadline(self.timeout_s)
-        body = {"states_filter": [], "types_filter": ["share"]}
+        wanted = [t.lower() for t in types]
+        body = {"states_filter": [], "types_filter": wanted}
         pending = []
         missing: list[int] = []
         for node in self.brokers(deadline):
@@ -264,7 +275,7 @@ class KafkaProtocolClient:
                     log.debug("ListGroups to broker %d: %s", node.node_id, exc)
                     missing.append(node.node_id)
                 break
-        out: dict[str, str] = {}
+        out: dict[str, tuple[str, str]] = {}
         for node, conn, cid, version in pending:
             try:
                 answer = conn.receive(LIST_GROUPS, version, cid, deadline)
@@ -277,8 +288,8 @@ class KafkaProtocolClient:
                 missing.append(node.node_id)
                 continue
             for g in answer["groups"]:
-                if g["group_type"].lower() == "share":
-                    out[g["group_id"]] = g["group_state"]
+                if g["group_type"].lower() in wanted:
+                    out[g["group_id"]] = (g["group_type"].lower(), g["group_state"])
         return out, sorted(missing)
 
     # -- requests to group coordinators -----------------------------------------------------------
@@ -491,6 +502,30 @@ class KafkaProtocolClient:
             for g, d in described.items()
         }
 
+    # -- StreamsGroupDescribe (KIP-1071) ----------------------------------------------------------
+    def streams_group_describe(
+        self, group_ids: Iterable[str], deadline: Deadline | None = None
+    ) -> dict[str, dict[str, Any] | GroupError]:
+        """Each streams group's DescribedGroup (StreamsGroupDescribe v0, the decoded response struct),
+        or its error (GROUP_ID_NOT_FOUND for an unknown group and for a group of another type)."""
+
+        return self._per_coordinator(
+            STREAMS_GROUP_DESCRIBE,
+            group_ids,
+            lambda groups: {"group_ids": groups, "include_authorized_operations": False},
+            _described_groups,
+            deadline or Deadline(self.timeout_s),
+            max_rounds=MAX_ROUNDS,
+        )
+
+    def describe_streams(self, group_ids: Iterable[str], deadline: Deadline | None = None) -> dict[str, dict]:
+        """The `"broker"` block (or error block) of each streams group (`streams_broker_block`)."""
+        described = self.streams_group_describe(group_ids, deadline)
+        return {
+            g: d.as_block() if isinstance(d, GroupError) else streams_broker_block(d)
+            for g, d in described.items()
+        }
+
     # -- DescribeShareGroupOffsets (KIP-932) ------------------------------------------------------
     def describe_share_group_offsets(
         self,
@@ -689,6 +724,72 @@ def share_broker_block(group: Mapping[str, Any], names: Mapping[str, str]) -> di
         "members": sorted(members, key=lambda m: m["member_id"]),
         "topic_ids": {tid: names[tid] for tid in sorted(ids) if tid in names},
     }
+
+
+def _tasks(tasks: Iterable[Mapping[str, Any]]) -> list[list[Any]]:
+    """TaskIds -> [[subtopology id, [partition, ...]], ...], sorted (Kafka names a task
+    "<subtopology>_<partition>")."""
+    return sorted([t["subtopology_id"], sorted(t["partitions"])] for t in tasks if t["partitions"])
+
+
+def streams_broker_block(group: Mapping[str, Any]) -> dict[str, Any]:
+    """A decoded StreamsGroupDescribe DescribedGroup (no error) -> the describe line's `"broker"` block:
+    the group's state and epochs, its topology (null until a member brought one; subtopologies null
+    while it is not ready: source topics missing or wrongly partitioned) and its members with their
+    current and target tasks."""
+    topology = group["topology"]
+    subs = (topology or {}).get("subtopologies")
+    members = [
+        {
+            "member_id": m["member_id"],
+            "member_epoch": m["member_epoch"],
+            "instance_id": m["instance_id"],
+            "rack_id": m["rack_id"],
+            "client_id": m["client_id"],
+            "client_host": m["client_host"],
+            "process_id": m["process_id"],
+            "topology_epoch": m["topology_epoch"],
+            "active": _tasks(m["assignment"]["active_tasks"]),
+            "standby": _tasks(m["assignment"]["standby_tasks"]),
+            "warmup": _tasks(m["assignment"]["warmup_tasks"]),
+            "target_active": _tasks(m["target_assignment"]["active_tasks"]),
+            "target_standby": _tasks(m["target_assignment"]["standby_tasks"]),
+            "target_warmup": _tasks(m["target_assignment"]["warmup_tasks"]),
+            "is_classic": m["is_classic"],
+        }
+        for m in group["members"]
+    ]
+    return {
+        "state": group["group_state"],
+        "group_epoch": group["group_epoch"],
+        "assignment_epoch": group["assignment_epoch"],
+        "topology": None
+        if topology is None
+        else {
+            "epoch": topology["epoch"],
+            "subtopologies": None
+            if subs is None
+            else [
+                {
+                    "id": st["subtopology_id"],
+                    "source_topics": sorted(st["source_topics"]),
+                    "repartition_sink_topics": sorted(st["repartition_sink_topics"]),
+                    "changelog_topics": sorted(t["name"] for t in st["state_changelog_topics"]),
+                    "repartition_source_topics": sorted(t["name"] for t in st["repartition_source_topics"]),
+                }
+                for st in sorted(subs, key=lambda x: x["subtopology_id"])
+            ],
+        },
+        "members": sorted(members, key=lambda m: m["member_id"]),
+    }
+
+
+def describe_streams_groups(
+    conf: Mapping[str, Any], group_ids: Iterable[str], timeout_s: float = 10.0
+) -> dict[str, dict]:
+    """Each streams group's `"broker"` block (or error block), over connections opened and closed here."""
+    with KafkaProtocolClient(conf, timeout_s) as client:
+        return client.describe_streams(group_ids, Deadline(timeout_s))
 
 
 def describe_share_groups(

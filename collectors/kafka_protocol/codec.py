@@ -30,6 +30,7 @@ ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID
 _FIXED: dict[str, struct.Struct] = {
     "int8": struct.Struct(">b"),
     "int16": struct.Struct(">h"),
+    "uint16": struct.Struct(">H"),
     "int32": struct.Struct(">i"),
     "int64": struct.Struct(">q"),
     "bool": struct.Struct(">?"),
@@ -110,8 +111,11 @@ def _write_value(out: bytearray, f: Field, version: int, flexible: bool, v: Any)
         _write_length(out, None if v is None else len(v), flexible, _I32)
         for x in v or ():
             _write_value(out, f.item, version, flexible, x)
-    elif f.fields:  # a struct
-        write_fields(out, f.fields, version, flexible, v)
+    elif f.fields:  # a struct; a nullable one behind an int8, -1 null or 1 present
+        if f.nullable_in(version):
+            out += _FIXED["int8"].pack(-1 if v is None else 1)
+        if v is not None:
+            write_fields(out, f.fields, version, flexible, v)
     else:
         raise EncodeError(f"{f.name}: unknown type {t}")
 

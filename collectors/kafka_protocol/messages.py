@@ -431,6 +431,94 @@ DESCRIBE_SHARE_GROUP_OFFSETS = Api(
     ),
 )
 
+# KIP-1071 streams groups (Kafka Streams on `group.protocol=streams`): v0, the only version (4.2-4.3).
+# A member's assignment is tasks, (subtopology, partitions of its source topics), active, standby and
+# warm-up; the group's topology names each subtopology's source, repartition and changelog topics.
+_TASK_IDS = (F("SubtopologyId", "string"), F("Partitions", "[]int32"))
+_STREAMS_ASSIGNMENT = (
+    F("ActiveTasks", "[]TaskIds", fields=_TASK_IDS),
+    F("StandbyTasks", "[]TaskIds", fields=_TASK_IDS),
+    F("WarmupTasks", "[]TaskIds", fields=_TASK_IDS),
+)
+_KEY_VALUE = (F("Key", "string"), F("Value", "string"))
+_TOPIC_INFO = (
+    F("Name", "string"),
+    F("Partitions", "int32"),
+    F("ReplicationFactor", "int16"),
+    F("TopicConfigs", "[]KeyValue", fields=_KEY_VALUE),
+)
+_TASK_OFFSET = (F("SubtopologyId", "string"), F("Partition", "int32"), F("Offset", "int64"))
+STREAMS_GROUP_DESCRIBE = Api(
+    89,
+    "StreamsGroupDescribe",
+    0,
+    0,
+    "0+",
+    request=(F("GroupIds", "[]string"), F("IncludeAuthorizedOperations", "bool")),
+    response=(
+        F("ThrottleTimeMs", "int32"),
+        F(
+            "Groups",
+            "[]DescribedGroup",
+            fields=(
+                F("ErrorCode", "int16"),
+                F("ErrorMessage", "string", nullable="0+"),
+                F("GroupId", "string"),
+                F("GroupState", "string"),
+                F("GroupEpoch", "int32"),
+                F("AssignmentEpoch", "int32"),
+                F(
+                    "Topology",
+                    "Topology",
+                    nullable="0+",
+                    fields=(
+                        F("Epoch", "int32"),
+                        F(
+                            "Subtopologies",
+                            "[]Subtopology",
+                            nullable="0+",
+                            fields=(
+                                F("SubtopologyId", "string"),
+                                F("SourceTopics", "[]string"),
+                                F("RepartitionSinkTopics", "[]string"),
+                                F("StateChangelogTopics", "[]TopicInfo", fields=_TOPIC_INFO),
+                                F("RepartitionSourceTopics", "[]TopicInfo", fields=_TOPIC_INFO),
+                            ),
+                        ),
+                    ),
+                ),
+                F(
+                    "Members",
+                    "[]Member",
+                    fields=(
+                        F("MemberId", "string"),
+                        F("MemberEpoch", "int32"),
+                        F("InstanceId", "string", nullable="0+"),
+                        F("RackId", "string", nullable="0+"),
+                        F("ClientId", "string"),
+                        F("ClientHost", "string"),
+                        F("TopologyEpoch", "int32"),
+                        F("ProcessId", "string"),
+                        F(
+                            "UserEndpoint",
+                            "Endpoint",
+                            nullable="0+",
+                            fields=(F("Host", "string"), F("Port", "uint16")),
+                        ),
+                        F("ClientTags", "[]KeyValue", fields=_KEY_VALUE),
+                        F("TaskOffsets", "[]TaskOffset", fields=_TASK_OFFSET),
+                        F("TaskEndOffsets", "[]TaskOffset", fields=_TASK_OFFSET),
+                        F("Assignment", "Assignment", fields=_STREAMS_ASSIGNMENT),
+                        F("TargetAssignment", "Assignment", fields=_STREAMS_ASSIGNMENT),
+                        F("IsClassic", "bool"),
+                    ),
+                ),
+                F("AuthorizedOperations", "int32"),
+            ),
+        ),
+    ),
+)
+
 # v8-9 only: the first versions with many groups in one request (KIP-709), and the last that name
 # topics. v10 names them by id, which would take a Metadata round trip to map back and loses the
 # offsets of a deleted topic (no id left to name it by), which librdkafka's call does return.
@@ -510,5 +598,6 @@ ALL_APIS = (
     LIST_GROUPS,
     SHARE_GROUP_DESCRIBE,
     DESCRIBE_SHARE_GROUP_OFFSETS,
+    STREAMS_GROUP_DESCRIBE,
     OFFSET_FETCH,
 )

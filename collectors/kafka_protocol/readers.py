@@ -27,8 +27,8 @@ from collectors.kafka_protocol.messages import Field
 
 Reader = Callable[[bytes, int], tuple[dict[str, Any], int]]
 
-_FIXED = {"int8": ">b", "int16": ">h", "int32": ">i", "int64": ">q", "bool": ">?"}
-_SIZE = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "bool": 1}
+_FIXED = {"int8": ">b", "int16": ">h", "uint16": ">H", "int32": ">i", "int64": ">q", "bool": ">?"}
+_SIZE = {"int8": 1, "int16": 2, "uint16": 2, "int32": 4, "int64": 8, "bool": 1}
 _STRUCTS = {t: struct.Struct(f) for t, f in _FIXED.items()}
 
 
@@ -201,9 +201,19 @@ class _Writer:
                 lines += [*self._value(item, version, flexible, "x", body), f"{body}{items}.append(x)"]
             lines += [f"{inner}{target} = {items}"]
             return lines
-        if f.fields:  # a struct (never null here: lengths above are for strings, bytes, arrays)
+        if f.fields:  # a struct (the lengths above are for strings, bytes, arrays: not read here)
             fn = self.struct_reader(f.fields, version, flexible, f.name)
-            return [f"{ind}{target}, pos = {fn}(buf, pos)"]
+            if not f.nullable_in(version):
+                return [f"{ind}{target}, pos = {fn}(buf, pos)"]
+            # a nullable struct is preceded by an int8: -1 null, 1 present (Kafka's generated code)
+            return [
+                *self._need("1", what, ind),
+                f"{ind}if _S_int8.unpack_from(buf, pos)[0] < 0:",
+                f"{ind}    {target} = None",
+                f"{ind}    pos += 1",
+                f"{ind}else:",
+                f"{ind}    {target}, pos = {fn}(buf, pos + 1)",
+            ]
         raise ProtocolDecodeError(f"{f.name}: unknown type {t}")
 
 

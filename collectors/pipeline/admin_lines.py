@@ -152,6 +152,49 @@ def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str,
     }
 
 
+def task_partitions(tasks: list[list[Any]], topology: dict[str, Any] | None) -> list[list[Any]]:
+    """The topic-partitions a streams member's tasks read: task (subtopology S, partition p) reads
+    partition p of each of S's source topics and repartition source topics (what the group commits
+    offsets for). Unknown while the topology is (null, or its subtopologies not ready yet)."""
+    subs = {st["id"]: st for st in ((topology or {}).get("subtopologies") or [])}
+    out = set()
+    for sub, parts in tasks:
+        st = subs.get(sub)
+        if st is None:
+            continue
+        for topic in (*st["source_topics"], *st["repartition_source_topics"]):
+            out.update((topic, p) for p in parts)
+    return [list(tp) for tp in sorted(out)]
+
+
+def streams_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str, Any]:
+    """A streams group's describe.jsonl line from its StreamsGroupDescribe "broker" block
+    (collectors.kafka_protocol `streams_broker_block`): type "streams", each member's assignment the
+    topic-partitions its active tasks read (`task_partitions`), its tasks themselves in the block."""
+    topology = block.get("topology")
+    return {
+        "ts": ts,
+        "group": group,
+        "type": "streams",
+        "state": block["state"],
+        "assignor": "",
+        "coordinator": None,
+        "simple": False,
+        "members": [
+            {
+                "member_id": m["member_id"],
+                "group_instance_id": m["instance_id"],
+                "client_id": m["client_id"],
+                "host": m["client_host"],
+                "assignment": task_partitions(m["active"], topology),
+                "target_assignment": task_partitions(m["target_active"], topology),
+            }
+            for m in block["members"]
+        ],
+        "broker": block,
+    }
+
+
 def share_offsets_line(
     group: str,
     offsets: list[tuple[str, int, int, int]],

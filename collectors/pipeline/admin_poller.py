@@ -73,6 +73,7 @@ from collectors.pipeline.admin_lines import (
     enum_name,
     share_describe_json,
     share_offsets_line,
+    streams_describe_json,
 )
 from collectors.pipeline.change_hints import ChangeHints
 from collectors.pipeline.loop import Loop
@@ -178,6 +179,8 @@ class AdminPoller(Loop):
         self._share_failing = False  # ShareGroupDescribe failed last time (warned once already)
         self._share_offsets_failing = False  # DescribeShareGroupOffsets failed last time (warned once)
         self._share_groups: set[str] = set()  # the groups ListGroups last gave as share groups
+        self._streams_groups: set[str] = set()  # and as KIP-1071 streams groups
+        self._streams_failing = False  # StreamsGroupDescribe failed last time (warned once already)
         self._types: dict[str, str] = {}  # group -> its type as ListGroups last gave it ("classic", ...)
         # Kept across polls (its connections too); made again when it failed or cfg.kafka changed.
         self._protocol: KafkaProtocolClient | None = None
@@ -366,9 +369,12 @@ class AdminPoller(Loop):
         self._learn_size()
         ts = _now_ms()
         due = self.hot.due(ts)
-        groups = [g for g in due if g not in self._share_groups]
+        groups = [g for g in due if g not in self._share_groups and g not in self._streams_groups]
         share_docs = self._describe_share(
             [g for g in due if g in self._share_groups], producer, ts, timeout_s
+        )
+        share_docs.update(
+            self._describe_streams([g for g in due if g in self._streams_groups], producer, ts, timeout_s)
         )
         for g, doc in share_docs.items():
             self._send_describe(producer, g, doc, ts)
@@ -612,8 +618,16 @@ class AdminPoller(Loop):
             g.group_id: enum_name(getattr(g, "type", None)).lower() for g in listing.valid if g.group_id
         }
         listed_states = {g.group_id: enum_name(g.state) for g in listing.valid if g.group_id}
-        # librdkafka (2.16) lists no share groups: ListGroups v5 with TypesFilter ["share"] does
-        share_states = self._list_share_groups(timeout_s)
+        # librdkafka (2.16) lists no share groups, nor streams groups as such: ListGroups v5 with
+        # TypesFilter ["share", "streams"] does
+        share_states, streams_states = self._list_typed_groups(timeout_s)
+        # a streams group is described by StreamsGroupDescribe (`_describe_streams`), not by
+        # DescribeGroups; its committed offsets are fetched as any group's
+        self._streams_groups = set(streams_states)
+        groups = sorted(set(groups) | self._streams_groups)
+        for g in self._streams_groups:
+            self._types[g] = "streams"
+        listed_states.update(streams_states)
         share_groups = sorted({g for g, share in is_share.items() if share} | set(share_states))
         self._share_groups = set(share_groups)
         listed_states.update(share_states)
@@ -666,7 +680,8 @@ class AdminPoller(Loop):
                 wanted.setdefault(g, set()).update(self._listed[g][2])
         for g in [g for g in self._listed if g not in listed_states]:
             del self._listed[g]
-        ordered = [g for g in groups if g in to_describe]
+        streams_due = [g for g in groups if g in to_describe and g in self._streams_groups]
+        ordered = [g for g in groups if g in to_describe and g not in self._streams_groups]
         # classic groups many a request (DescribeGroups); KIP-848 groups and what that could not
         # describe through librdkafka, one group a request
         lines, refused = self._describe_classic(ordered, timeout_s)
@@ -686,6 +701,8 @@ class AdminPoller(Loop):
         self._add_broker_blocks(kip848, timeout_s)
         for doc in kip848:
             send(("describe", doc["group"]), doc["group"], doc, DESCRIBE_HOT_MS)
+        for g, doc in self._describe_streams(streams_due, producer, ts, timeout_s).items():
+            take(g, doc)
         share_due = self._to_describe(share_groups, listed_states, ts)
         self.described_groups += len(share_due)
         for g in share_groups:
@@ -909,26 +926,69 @@ class AdminPoller(Loop):
             self._protocol = KafkaProtocolClient(self._protocol_conf, timeout_s)
         return self._protocol
 
-    def _list_share_groups(self, timeout_s: float) -> dict[str, str]:
-        """Each share group the cluster lists -> its state in ListGroups' spelling upper-cased, as
-        librdkafka's ("STABLE", "EMPTY"). A broker that did not answer: the share groups known from
-        the last poll stay listed, state unknown (so they are described, which says whether they are
-        still there). A failed call: the same for all of them (the describe warns). None at all when
-        the protocol client cannot use the settings (librdkafka lists no share groups)."""
+    def _list_typed_groups(self, timeout_s: float) -> tuple[dict[str, str], dict[str, str]]:
+        """(each share group, each streams group) the cluster lists -> its state in ListGroups'
+        spelling upper-cased, as librdkafka's ("STABLE", "EMPTY"). A broker that did not answer: the
+        groups known from the last poll stay listed, state unknown (so they are described, which
+        says whether they are still there). A failed call: the same for all of them (the describe
+        warns). None at all when the protocol client cannot use the settings (librdkafka lists
+        neither kind)."""
         from collectors.kafka_protocol.connection import Deadline
 
-        if self._protocol_unusable:  # settings it cannot use (SASL GSSAPI, ...): no share groups
-            return {}
+        if self._protocol_unusable:  # settings it cannot use (SASL GSSAPI, ...): neither kind
+            return {}, {}
         try:
-            listed, missing = self._protocol_client(timeout_s).list_share_groups(Deadline(timeout_s))
+            listed, missing = self._protocol_client(timeout_s).list_typed_groups(
+                ("share", "streams"), Deadline(timeout_s)
+            )
         except Exception as e:
-            log.debug("ListGroups (share) failed: %s", e)
+            log.debug("ListGroups (share, streams) failed: %s", e)
             self._close_protocol()
             listed, missing = {}, [-1]
-        out = {g: state.upper() for g, state in listed.items()}
+        share = {g: state.upper() for g, (kind, state) in listed.items() if kind == "share"}
+        streams = {g: state.upper() for g, (kind, state) in listed.items() if kind == "streams"}
         if missing:
-            for g in self._share_groups - set(out):
-                out[g] = ""
+            for known, out in ((self._share_groups, share), (self._streams_groups, streams)):
+                for g in known - set(listed):
+                    out[g] = ""
+        return share, streams
+
+    def _describe_streams(
+        self, groups: list[str], producer: Any, ts: int, timeout_s: float
+    ) -> dict[str, dict[str, Any]]:
+        """The describe lines of these streams groups (`streams_describe_json`), from one
+        StreamsGroupDescribe per coordinator over the kept protocol client, stamped when answered; a
+        refusal, a group gone and a failed call as `_describe_share` has them."""
+        if not groups:
+            return {}
+        from collectors.kafka_protocol.connection import Deadline
+
+        try:
+            blocks = self._protocol_client(timeout_s).describe_streams(groups, Deadline(timeout_s))
+        except Exception as e:
+            if not self._streams_failing:
+                log.warning("streams groups not described (StreamsGroupDescribe): %s", e)
+            else:
+                log.debug("StreamsGroupDescribe still failing: %s", e)
+            self._streams_failing = True
+            self._close_protocol()
+            return {}
+        self._streams_failing = False
+        answered = _now_ms()
+        out = {}
+        for g in groups:
+            block = blocks.get(g)
+            if block is None:
+                continue
+            if "error" in block:
+                log.debug("StreamsGroupDescribe %s: %s", g, block["error"])
+                if block.get("error_code") in AUTHORIZATION_FAILED:
+                    why = f"{block['error']}: {block.get('error_message') or 'not authorized'}"
+                    self._send(
+                        producer, ("denied", g, "describe"), g, denied_line(ts, g, "describe", why), ts
+                    )
+                continue
+            out[g] = streams_describe_json(g, block, answered)
         return out
 
     def _describe_share(

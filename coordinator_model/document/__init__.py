@@ -14,8 +14,11 @@ from coordinator_model.document.types import (
     MemberLag,
     OffsetDoc,
     PartitionLag,
+    SubtopologyDoc,
+    TasksDoc,
     TimelineSpan,
     TopicPartition,
+    TopologyDoc,
 )
 
 __all__ = [
@@ -30,6 +33,9 @@ __all__ = [
     "MemberLag",
     "OffsetDoc",
     "PartitionLag",
+    "SubtopologyDoc",
+    "TasksDoc",
     "TimelineSpan",
     "TopicPartition",
+    "TopologyDoc",
 ]

@@ -38,6 +38,82 @@ def _tp_lists(tps: Iterable[TopicPartition]) -> list[list[Any]]:
 
 
 @dataclass(slots=True)
+class TasksDoc:
+    """A KIP-1071 streams member's tasks, each named as Kafka names it: "<subtopology>_<partition>"."""
+
+    active: list[str] = field(default_factory=list)
+    standby: list[str] = field(default_factory=list)
+    warmup: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"active": list(self.active), "standby": list(self.standby), "warmup": list(self.warmup)}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> TasksDoc | None:
+        if d is None:
+            return None
+        return cls(
+            active=[str(x) for x in d.get("active") or ()],
+            standby=[str(x) for x in d.get("standby") or ()],
+            warmup=[str(x) for x in d.get("warmup") or ()],
+        )
+
+
+@dataclass(slots=True)
+class SubtopologyDoc:
+    """One subtopology of a streams group's topology: the topics it reads (its source topics and the
+    repartition topics it reads), writes for repartitioning, and its state stores' changelogs."""
+
+    id: str
+    source_topics: list[str] = field(default_factory=list)
+    repartition_source_topics: list[str] = field(default_factory=list)
+    repartition_sink_topics: list[str] = field(default_factory=list)
+    changelog_topics: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "source_topics": list(self.source_topics),
+            "repartition_source_topics": list(self.repartition_source_topics),
+            "repartition_sink_topics": list(self.repartition_sink_topics),
+            "changelog_topics": list(self.changelog_topics),
+        }
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> SubtopologyDoc:
+        return cls(
+            id=str(d["id"]),
+            source_topics=list(d.get("source_topics") or ()),
+            repartition_source_topics=list(d.get("repartition_source_topics") or ()),
+            repartition_sink_topics=list(d.get("repartition_sink_topics") or ()),
+            changelog_topics=list(d.get("changelog_topics") or ()),
+        )
+
+
+@dataclass(slots=True)
+class TopologyDoc:
+    """A streams group's topology as its coordinator holds it: `subtopologies` None while it is not
+    ready (NotReady: source topics missing or wrongly partitioned)."""
+
+    epoch: int | None = None
+    subtopologies: list[SubtopologyDoc] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        subs = self.subtopologies
+        return {"epoch": self.epoch, "subtopologies": None if subs is None else [x.to_json() for x in subs]}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> TopologyDoc | None:
+        if d is None:
+            return None
+        subs = d.get("subtopologies")
+        return cls(
+            epoch=d.get("epoch"),
+            subtopologies=None if subs is None else [SubtopologyDoc.from_json(x) for x in subs],
+        )
+
+
+@dataclass(slots=True)
 class MemberDoc:
     """A member of the group now. The last four fields are those of a KIP-848 or KIP-932 member:
     a classic group's members do not carry them in JSON."""
@@ -56,6 +132,11 @@ class MemberDoc:
     state: str | None = None  # its reconciliation state (Stable, UnrevokedPartitions, ...)
     pending_revocation: list[TopicPartition] = field(default_factory=list)
     target_assignment: list[TopicPartition] | None = None
+    # a streams group's member (KIP-1071): its tasks now and its target tasks, and its process (one
+    # Kafka Streams instance, whose stream threads may be several members); written when set
+    tasks: TasksDoc | None = None
+    target_tasks: TasksDoc | None = None
+    process_id: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -76,6 +157,10 @@ class MemberDoc:
             row["target_assignment"] = (
                 _tp_lists(self.target_assignment) if self.target_assignment is not None else None
             )
+        if self.tasks is not None:
+            row["tasks"] = self.tasks.to_json()
+            row["target_tasks"] = self.target_tasks.to_json() if self.target_tasks is not None else None
+            row["process_id"] = self.process_id
         return row
 
     @classmethod
@@ -96,6 +181,9 @@ class MemberDoc:
             state=d.get("state"),
             pending_revocation=_tps(d.get("pending_revocation")),
             target_assignment=_tps(target) if target is not None else None,
+            tasks=TasksDoc.from_json(d.get("tasks")),
+            target_tasks=TasksDoc.from_json(d.get("target_tasks")),
+            process_id=d.get("process_id"),
         )
 
 
@@ -402,6 +490,7 @@ class GroupDocument:
     conflicts: list[Conflict] = field(default_factory=list)
     denied: dict[str, Denied] = field(default_factory=dict)  # what -> since when and why
     as_of: int | None = None
+    topology: TopologyDoc | None = None  # a streams group's (KIP-1071); written when set
     # made from the Admin API's first answers while the pipeline starts (collectors/pipeline/
     # provisional_heads.py): state, members and committed offsets, no history; the pipeline's own
     # document always replaces it
@@ -461,6 +550,8 @@ class GroupDocument:
         if self.denied:
             d["denied"] = {k: v.to_json() for k, v in sorted(self.denied.items())}
         d["as_of"] = self.as_of
+        if self.topology is not None:
+            d["topology"] = self.topology.to_json()
         if self.provisional:
             d["provisional"] = True
         return d
@@ -494,6 +585,7 @@ class GroupDocument:
                 conflicts=[Conflict.from_json(c) for c in d.get("conflicts") or ()],
                 denied={k: Denied.from_json(v) for k, v in (d.get("denied") or {}).items()},
                 as_of=d.get("as_of"),
+                topology=TopologyDoc.from_json(d.get("topology")),
                 provisional=bool(d.get("provisional")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

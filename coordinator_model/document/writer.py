@@ -13,7 +13,10 @@ from coordinator_model.document.types import (
     GroupDocument,
     LagDoc,
     MemberDoc,
+    SubtopologyDoc,
+    TasksDoc,
     TimelineSpan,
+    TopologyDoc,
 )
 from coordinator_model.group_context import GroupContext
 from coordinator_model.group_metadata import coordinator_partition
@@ -36,7 +39,8 @@ class DocumentedGroup(GroupContext, Protocol):
 def group_document(engine: DocumentedGroup, now: int) -> GroupDocument:
     """One group's document as of `now`: what `groupscope model --json` prints (its `to_json`) and
     the sink stores (docs/redis-schema.md)."""
-    modern = engine.type in MODERN_TYPES  # KIP-848 consumer groups and KIP-932 share groups
+    modern = engine.type in MODERN_TYPES  # KIP-848 consumer, KIP-932 share and KIP-1071 streams groups
+    streams_tasks = getattr(engine.consumer, "tasks", None) if engine.type == "streams" else None
     members = []
     for m in sorted(engine.members.values(), key=lambda m: m.member_id):
         doc = MemberDoc(
@@ -56,6 +60,15 @@ def group_document(engine: DocumentedGroup, now: int) -> GroupDocument:
             doc.state = MEMBER_STATES.get(m.member_state) if m.member_state is not None else None
             doc.pending_revocation = list(engine.consumer.names(m.pending_ids))
             doc.target_assignment = list(m.target_assignment) if m.target_assignment is not None else None
+        tasks = streams_tasks.get(m.member_id) if streams_tasks is not None else None
+        if tasks is not None:
+            doc.tasks = TasksDoc(_task_ids(tasks.active), _task_ids(tasks.standby), _task_ids(tasks.warmup))
+            doc.target_tasks = TasksDoc(
+                _task_ids(tasks.target_active),
+                _task_ids(tasks.target_standby),
+                _task_ids(tasks.target_warmup),
+            )
+            doc.process_id = tasks.process_id or None
         members.append(doc)
     timeline = []
     for i, (state, start, inferred) in enumerate(engine.timeline):
@@ -131,6 +144,34 @@ def group_document(engine: DocumentedGroup, now: int) -> GroupDocument:
         conflicts=[Conflict(**c) for c in engine.conflicts.values()],
         denied={k: Denied(**v) for k, v in sorted(engine.denied.items())},
         as_of=now,
+        topology=_topology(engine.consumer) if engine.type == "streams" else None,
+    )
+
+
+def _task_ids(tasks: Any) -> list[str]:
+    """((subtopology, (partition, ...)), ...) -> Kafka's task names, "<subtopology>_<partition>"."""
+    return [f"{sub}_{p}" for sub, parts in tasks for p in parts]
+
+
+def _topology(model: Any) -> TopologyDoc | None:
+    """A streams group's topology as last described (None before any describe told it)."""
+    epoch, subs = getattr(model, "topology_epoch", None), getattr(model, "subtopologies", None)
+    if epoch is None and subs is None:
+        return None
+    return TopologyDoc(
+        epoch=epoch,
+        subtopologies=None
+        if subs is None
+        else [
+            SubtopologyDoc(
+                id=st.id,
+                source_topics=list(st.source_topics),
+                repartition_source_topics=list(st.repartition_source_topics),
+                repartition_sink_topics=list(st.repartition_sink_topics),
+                changelog_topics=list(st.changelog_topics),
+            )
+            for st in subs
+        ],
     )
 
 
@@ -160,6 +201,12 @@ def inferred_notes(engine: DocumentedGroup) -> list[str]:
             )
         else:
             notes.append("lag: a share group commits no offsets (share-partition start offsets not read)")
+    if engine.type == "streams":
+        notes.append(
+            "streams group: state, epochs, members and tasks as of the last StreamsGroupDescribe (its "
+            "records in __consumer_offsets are not read yet); offsets and lag from its commits"
+        )
+        return notes
     if engine.type in MODERN_TYPES:
         if not {"offsets", "describe", "broker_log"} & s:
             notes.append("state: Empty/Stable from client events only; epochs and reconciliation unknown")

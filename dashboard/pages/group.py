@@ -91,6 +91,17 @@ KIP848_COLUMNS = [
         "tooltipField": "target",
     },
 ]
+STREAMS_COLUMNS = [
+    {"field": "tasks", "headerName": "Tasks", "flex": 2, "minWidth": 200, "tooltipField": "tasks"},
+    {
+        "field": "target_tasks",
+        "headerName": "Target tasks",
+        "flex": 2,
+        "minWidth": 200,
+        "tooltipField": "target_tasks",
+    },
+    {"field": "process_id", "headerName": "Process", "width": 150, "tooltipField": "process_id"},
+]
 GEN_COLUMNS = [
     {"field": "generation", "headerName": "Gen / epoch", "width": 115, "sort": "desc"},
     {"field": "start", "headerName": "Started (UTC)", "width": 200},
@@ -329,8 +340,12 @@ def kip848_card(doc: GroupDocument) -> tuple[list[Any], dict[str, str]]:
         m for m in ms if m.target_assignment is not None and set(m.target_assignment) != set(m.assignment)
     ]
     pending = sum(len(m.pending_revocation) for m in ms)
+    title = {
+        "share": "KIP-932 share group: epochs",
+        "streams": "KIP-1071 streams group: epochs and topology",
+    }.get(doc.type, "KIP-848 reconciliation")
     body = [
-        html.H3("KIP-932 share group: epochs" if doc.type == "share" else "KIP-848 reconciliation"),
+        html.H3(title),
         _kv(
             [
                 ("Group epoch", doc.group_epoch),
@@ -346,7 +361,40 @@ def kip848_card(doc: GroupDocument) -> tuple[list[Any], dict[str, str]]:
             className="muted",
         ),
     ]
+    if doc.type == "streams":
+        body += topology_rows(doc)
     return body, {}
+
+
+def topology_rows(doc: GroupDocument) -> list[Any]:
+    """A streams group's topology: each subtopology's topics (what it reads, writes for
+    repartitioning, and its state stores' changelogs)."""
+    topo = doc.topology
+    if topo is None:
+        return [html.P("No topology yet: no member has brought one.", className="muted")]
+    if topo.subtopologies is None:
+        return [
+            html.P(
+                f"Topology epoch {topo.epoch}: not ready (source topics missing or wrongly partitioned).",
+                className="muted",
+            )
+        ]
+    rows = [
+        html.Tr(
+            [
+                html.Td(st.id),
+                html.Td(", ".join(st.source_topics + st.repartition_source_topics) or "-"),
+                html.Td(", ".join(st.repartition_sink_topics) or "-"),
+                html.Td(", ".join(st.changelog_topics) or "-"),
+            ]
+        )
+        for st in topo.subtopologies
+    ]
+    head = html.Tr([html.Th(x) for x in ("Subtopology", "Reads", "Repartitions to", "Changelogs")])
+    return [
+        html.H4(f"Topology (epoch {topo.epoch})"),
+        html.Table([html.Thead(head), html.Tbody(rows)], className="kv", id="group-topology"),
+    ]
 
 
 def heatmap(doc: GroupDocument) -> Any:
@@ -558,7 +606,11 @@ def group_outputs(
     if since is not None:
         gens = [g for g in gens if g.start is None or (g.end or g.start) >= since]
     kip_body, kip_style = kip848_card(doc)
-    columns = MEMBER_COLUMNS + (KIP848_COLUMNS if doc.modern else [])
+    columns = (
+        MEMBER_COLUMNS
+        + (KIP848_COLUMNS if doc.modern else [])
+        + (STREAMS_COLUMNS if doc.type == "streams" else [])
+    )
     try:
         statuses: GroupStatuses | None = data.group_statuses(doc, cluster, now)
     except (Unavailable, DocumentError):

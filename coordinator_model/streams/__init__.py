@@ -1,0 +1,5 @@
+"""KIP-1071 streams groups (Kafka Streams on `group.protocol=streams`, Kafka 4.2+)."""
+
+from coordinator_model.streams.group import StreamsGroupModel
+
+__all__ = ["StreamsGroupModel"]
