@@ -24,7 +24,7 @@ def render_group(doc: GroupDocument) -> str:
     out = []
     kind = doc.type
     head = f"group {doc.group}  type={kind}  state={doc.state}  protocol={doc.protocol}"
-    if kind == "consumer":
+    if doc.modern:  # KIP-848 consumer, KIP-932 share and KIP-1071 streams groups: epochs
         head += f"  group_epoch={doc.group_epoch}  assignment_epoch={doc.assignment_epoch}"
     else:
         head += f"  generation={doc.generation}  leader={doc.leader}"
@@ -35,8 +35,28 @@ def render_group(doc: GroupDocument) -> str:
     out.append(f"  members ({len(doc.members)}):")
     for m in doc.members:
         extra = f" epoch={m.member_epoch} {m.state}" if kind == "consumer" else ""
+        if m.tasks is not None:  # a streams member: its tasks, then the partitions they read
+            t = m.tasks
+            tasks = " ".join(
+                f"{name}[{','.join(ids)}]"
+                for name, ids in (("active", t.active), ("standby", t.standby), ("warmup", t.warmup))
+                if ids
+            )
+            extra = f" epoch={m.member_epoch} process={m.process_id} tasks {tasks or '-'}"
         inst = f" instance={m.group_instance_id}" if m.group_instance_id else ""
         out.append(f"    {m.member_id} client={m.client_id}{inst}{extra}: {_parts(m.assignment)}")
+    if doc.topology is not None:
+        subs = doc.topology.subtopologies
+        out.append(f"  topology (epoch {doc.topology.epoch}){'' if subs is not None else ': not ready'}")
+        for st in subs or ():
+            reads = ", ".join(st.source_topics + st.repartition_source_topics) or "-"
+            sinks, changelogs = (
+                ", ".join(st.repartition_sink_topics) or "-",
+                ", ".join(st.changelog_topics) or "-",
+            )
+            out.append(
+                f"    subtopology {st.id}: reads {reads}; repartitions to {sinks}; changelogs {changelogs}"
+            )
     out.append("  generations:")
     for g in doc.generations:
         dur = f"{g.duration_ms} ms" if g.duration_ms is not None else "in progress"

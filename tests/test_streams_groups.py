@@ -17,6 +17,7 @@ from collectors.pipeline.admin_lines import streams_describe_json, task_partitio
 from coordinator_model.document import GroupDocument
 from coordinator_model.engine import GroupEngine
 from coordinator_model.evidence import CommittedSnapshot, EvidenceError, from_describe_json
+from coordinator_model.render import render_group
 
 APP = "wordcount"
 
@@ -117,6 +118,13 @@ def test_a_streams_group_is_its_own_kind_with_kafkas_states_tasks_and_topology()
     assert list(doc.member_by_id()) == ["a"]
     assert doc.generations[-1].generation == 5 and "b" in doc.generations[-1].members_left
     assert [(o.topic, o.partition, o.offset) for o in doc.offsets] == [("lines", 0, 10), ("lines", 1, 12)]
+    text = render_group(doc)  # what `groupscope group NAME` prints
+    assert "type=streams  state=Stable" in text and "group_epoch=5" in text
+    assert "process=process-a tasks active[0_0,0_1,1_0,1_1] standby[1_9]" in text
+    assert (
+        f"subtopology 1: reads {APP}-words-repartition; repartitions to -; changelogs {APP}-counts-changelog"
+        in text
+    )
     back = GroupDocument.from_json(json.loads(json.dumps(doc.to_json())))
     assert back.to_json() == doc.to_json()
     # an Admin answer of another kind is not about a streams group
