@@ -118,7 +118,9 @@ def _store(redis_url: str | None, cluster: str | None = None) -> RedisStore:
 @click.option("--desc", is_flag=True, help="Sort descending.")
 @click.option("--state", default=None, help="Only groups in this state (e.g. Stable).")
 @click.option("--name", "name_contains", default=None, help="Only groups whose name contains this.")
-@click.option("--type", "type_", default=None, help="Only groups of this type (classic, consumer, share, streams).")
+@click.option(
+    "--type", "type_", default=None, help="Only groups of this type (classic, consumer, share, streams)."
+)
 @click.option("--limit", type=click.IntRange(0), default=1000, show_default=True)
 @click.option("--offset", type=click.IntRange(0), default=0)
 def groups(
