@@ -9,7 +9,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 APT_PACKAGES := redis-server chromium chromium-driver maven openssl prometheus prometheus-alertmanager
-JAVA_PACKAGE := openjdk-17-jre-headless
+# the JDK, not only the JRE: javac compiles the Streams test application at first use
+JAVA_PACKAGE := openjdk-17-jdk-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
@@ -35,10 +36,10 @@ bench: venv system-deps kafka-jars
 	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
 # Debian packages: installed only when missing. Java 17 (or 21) runs Spark and the Kafka broker: a
-# Java already on the PATH is used, else Debian's openjdk-17-jre-headless is installed.
+# Java already on the PATH (with javac) is used, else Debian's openjdk-17-jdk-headless is installed.
 system-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
-	java -version 2>&1 | grep -Eq 'version "(17|21)' || missing="$$missing $(JAVA_PACKAGE)"; \
+	{ java -version 2>&1 | grep -Eq 'version "(17|21)' && command -v javac >/dev/null; } || missing="$$missing $(JAVA_PACKAGE)"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
@@ -48,7 +49,8 @@ system-deps:
 
 venv: $(STAMP)
 
-# Apache Kafka's jars (the embedded broker and kafka-dump-log), once per version (GROUPSCOPE_KAFKA_VERSION).
+# Apache Kafka's jars (the embedded broker and kafka-dump-log; kafka-streams for the Streams test
+# application, collectors/demo/streams_app), once per version (GROUPSCOPE_KAFKA_VERSION).
 kafka-jars: venv
 	@$(BIN)/python -m collectors.demo.servers.kafka >/dev/null
 

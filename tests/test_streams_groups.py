@@ -6,6 +6,7 @@ end of this file."""
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import pytest
@@ -173,3 +174,125 @@ def test_a_malformed_streams_block_is_an_evidence_error(bad: dict[str, Any]) -> 
     good["broker"]["members"][0].update(bad)
     with pytest.raises(EvidenceError):
         from_describe_json(good)
+
+
+# ---- live: a real Kafka Streams application on the embedded broker ---------------------------------
+class _Sink:
+    """The poller's producer, kept in memory: the lines it would write to its topic."""
+
+    def __init__(self) -> None:
+        self.lines: list[dict[str, Any]] = []
+
+    def produce(self, topic: str, value: bytes, key: bytes | None = None, **_: Any) -> None:
+        self.lines.append(json.loads(value))
+
+    def poll(self, _timeout: float = 0) -> int:
+        return 0
+
+
+@pytest.mark.servers
+def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafka_broker, tmp_path) -> None:
+    """Two instances of the word count (collectors/demo/streams_app) on `group.protocol=streams`: the
+    Admin poller lists the group as a streams group and describes it; the model's document has the
+    broker's state, both members with the tasks kafka-streams-groups.sh shows, the topology with the
+    repartition and changelog topics, and the committed offsets; one instance killed, the document
+    follows the broker to one member holding every task."""
+    import uuid
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+    from test_streams_app import PARTITIONS, SESSION_MS, group_members, produce, until
+
+    from collectors.demo.streams_app import StreamsApp, changelog_topic, repartition_topic, set_group_config
+    from collectors.pipeline.admin_poller import AdminPoller
+    from collectors.pipeline.job import PipelineConfig
+
+    bs = kafka_broker.bootstrap_servers
+    group = f"gs-streams-doc-{uuid.uuid4().hex[:8]}"
+    source, sink = f"{group}-lines", f"{group}-counts"
+    admin = AdminClient({"bootstrap.servers": bs})
+    for f in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in (source, sink)]).values():
+        f.result(30)
+    set_group_config(
+        bs,
+        group,
+        {
+            "streams.session.timeout.ms": str(SESSION_MS),
+            "streams.heartbeat.interval.ms": "1000",
+            "streams.initial.rebalance.delay.ms": "0",
+        },
+    )
+    apps = [StreamsApp(bs, group, source, sink, f"{group}-{n}", tmp_path / f"app-{n}") for n in (1, 2)]
+    poller = AdminPoller(
+        PipelineConfig(redis_url="redis://unused", checkpoint_dir="/tmp", kafka={"bootstrap.servers": bs}),
+        store=None,
+    )
+    eng = GroupEngine(group)
+
+    def document() -> GroupDocument:
+        """The poller's typed listing and describe of the group, through the model."""
+        _, streams = poller._list_typed_groups(10)
+        assert group in streams, streams  # listed as a streams group
+        out = _Sink()
+        lines = poller._describe_streams([group], out, int(time.time() * 1000), 10)
+        assert not out.lines, out.lines  # no refusal
+        eng.apply(from_describe_json(lines[group]))
+        return eng.document(lines[group]["ts"])
+
+    try:
+        for app in apps:
+            app.start()
+        for app in apps:
+            app.wait_running(60)
+        broker = until(
+            lambda: group_members(bs, group),
+            45,
+            "two members holding the four tasks",
+            lambda m: (
+                len(m) == 2
+                and sorted(t for x in m.values() for t in x["active"]) == ["0_0", "0_1", "1_0", "1_1"]
+            ),
+        )
+        doc = until(document, 30, "a Stable document", lambda d: d.state == "Stable" and len(d.members) == 2)
+        assert doc.type == "streams" and doc.group_epoch == doc.assignment_epoch
+        got = {m.member_id: m for m in doc.members}
+        assert set(got) == set(broker)
+        for mid, b in broker.items():
+            assert sorted(got[mid].tasks.active) == b["active"], (mid, got[mid].tasks, b)
+            assert got[mid].member_epoch == b["epoch"] and got[mid].process_id == b["process"]
+        subs = doc.topology.subtopologies
+        assert [s.id for s in subs] == ["0", "1"]
+        assert subs[0].source_topics == [source] and subs[0].repartition_sink_topics == [
+            repartition_topic(group)
+        ]
+        assert subs[1].repartition_source_topics == [repartition_topic(group)]
+        assert subs[1].changelog_topics == [changelog_topic(group)]
+        # the partitions each member's active tasks read
+        reads = sorted(tp for m in doc.members for tp in m.assignment)
+        want = sorted(
+            [(source, p) for p in range(PARTITIONS)]
+            + [(repartition_topic(group), p) for p in range(PARTITIONS)]
+        )
+        assert reads == want
+        produce(bs, source, ["alpha beta"] * 10)
+        committed = until(
+            lambda: poller._fetch_committed(admin, [group], 10)[0].get(group) or [],
+            30,
+            "the application's commits",
+            lambda c: {t for t, _, _ in c} == {source, repartition_topic(group)},
+        )
+        eng.apply(CommittedSnapshot(int(time.time() * 1000), group, tuple(committed)))
+        apps[1].kill()
+        survivor = next(mid for mid, b in broker.items() if b["client_id"].startswith(apps[0].client_id))
+        doc = until(
+            document,
+            SESSION_MS / 1000 + 30,
+            "one member holding every task",
+            lambda d: [m.member_id for m in d.members] == [survivor] and d.state == "Stable",
+        )
+        assert sorted(doc.members[0].tasks.active) == ["0_0", "0_1", "1_0", "1_1"]
+        assert any(survivor not in g.members_left and g.members_left for g in doc.generations)
+        assert {(o.topic, o.partition) for o in doc.offsets} >= {(source, p) for p in range(PARTITIONS)}
+    finally:
+        poller._close_protocol()
+        for app in apps:
+            app.close()

@@ -198,6 +198,15 @@ class KafkaBroker(_Proc):
                 "group.share.min.session.timeout.ms": "1000",
                 "group.share.min.heartbeat.interval.ms": "500",
             }
+        if v >= (4, 2):
+            # KIP-1071 streams groups (production-ready in 4.2, on by default: no protocol or feature
+            # setting is needed). Only the minimums are lowered, as for the other group types, so that a
+            # group's `streams.session.timeout.ms` (a group config; the client cannot set it) may be
+            # seconds: the broker's 45 s floor would keep a killed Streams instance in its group that long.
+            props |= {
+                "group.streams.min.session.timeout.ms": "1000",
+                "group.streams.min.heartbeat.interval.ms": "500",
+            }
         props |= self.config
         return props
 
