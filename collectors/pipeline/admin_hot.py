@@ -12,7 +12,9 @@ the poller's cost follows the number of groups that change, not the size of the 
 
 from __future__ import annotations
 
-STEADY = frozenset({"Stable", "Empty", "Dead"})
+# not in motion: a streams group NotReady waits for its source topics, not for a rebalance, and may
+# wait for days (described fast, it would be every tenth of a second all that time)
+STEADY = frozenset({"Stable", "Empty", "Dead", "NotReady"})
 HOLD_MS = 60_000  # in motion: described fast for up to this long after the last describe in motion
 TAIL_MS = 5_000  # and for this long after it is steady again, or after a describe that changed
 

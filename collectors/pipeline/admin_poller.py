@@ -819,8 +819,9 @@ class AdminPoller(Loop):
 
     def _to_describe(self, groups: list[str], listed: dict[str, str], now_ms: int) -> set[str]:
         """The groups to describe this poll: those first seen, whose state in ListGroups changed or
-        is not a steady one (Stable, Empty), whose last describe changed within DESCRIBE_HOT_MS, and
-        the rest once per `admin_resend_s` (at the phase of their state bucket). The poll's cost then
+        is not a steady one (Stable, Empty, a streams group NotReady), whose last describe changed
+        within DESCRIBE_HOT_MS, and the rest once per `admin_resend_s` (at the phase of their state
+        bucket). The poll's cost then
         follows the number of groups that change, not the size of the fleet: ListGroups answers for
         every group in one request per broker, a describe of 10,000 steady groups every 5 s took 3-5 s
         of CPU."""
@@ -831,7 +832,7 @@ class AdminPoller(Loop):
             if (
                 last is None
                 or last[0] != state
-                or state not in ("STABLE", "EMPTY")
+                or state not in ("STABLE", "EMPTY", "NOTREADY")
                 or self.changes.changed_within(("describe", g), now_ms, DESCRIBE_HOT_MS)
                 or self.changes.resend_due(("describe", g), last[1], now_ms)
             ):
