@@ -28,6 +28,13 @@ def test_a_group_in_motion_is_hot_until_a_little_after_it_is_steady() -> None:
     assert hot.due(T + 2_600) == []
 
 
+def test_a_streams_group_waiting_for_its_topics_is_not_in_motion() -> None:
+    hot = HotGroups(hold_ms=60_000, tail_ms=2_000)
+    hot.saw("waiting", "NotReady", changed=False, now_ms=T)
+    hot.saw("assigning", "Assigning", changed=False, now_ms=T)
+    assert hot.due(T + 1) == ["assigning"]
+
+
 def test_a_long_rebalance_stays_hot_and_a_changed_steady_group_briefly() -> None:
     hot = HotGroups(hold_ms=60_000, tail_ms=2_000)
     for t in range(0, 50_000, 300):
