@@ -135,6 +135,24 @@ def produce_backlog(bootstrap: str, records: int, groups: int, in_flight: int = 
     t0 = time.monotonic()
     pending: list = []
     n = 0
+
+    def send(req: Any, tries: int = 0) -> None:
+        fut = admin.alter_consumer_group_offsets([req], request_timeout=60)[req.group_id]
+        pending.append((req, tries, fut))
+
+    def settle(item: tuple) -> None:
+        # A commit the broker answered with a partition error (its coordinator still loading, just
+        # after the broker started) resolves without raising: it is sent again, or the backlog would
+        # silently lack that group and the catch-up would wait for it until its timeout.
+        req, tries, fut = item
+        done = fut.result(120)
+        failed = [tp for tp in done.topic_partitions if tp.error is not None]
+        if failed:
+            if tries >= 10:
+                raise RuntimeError(f"commit of {req.group_id} failed: {failed[0].error}")
+            time.sleep(0.5)
+            send(req, tries + 1)
+
     for round_ in range(-(-per_group // 100)):
         for i in range(groups):
             width = min(100, per_group - round_ * 100, records - n)
@@ -142,13 +160,12 @@ def produce_backlog(bootstrap: str, records: int, groups: int, in_flight: int = 
                 break
             g = f"bench-group-{i:05d}"
             tps = [TopicPartition(topics[i % 10], p, 10 * (round_ + 1) + p) for p in range(width)]
-            req = ConsumerGroupTopicPartitions(g, tps)
-            pending.append(admin.alter_consumer_group_offsets([req], request_timeout=60)[g])
+            send(ConsumerGroupTopicPartitions(g, tps))
             n += width
             if len(pending) >= in_flight:
-                pending.pop(0).result(120)
-    for f in pending:
-        f.result(120)
+                settle(pending.pop(0))
+    while pending:
+        settle(pending.pop(0))
     return time.monotonic() - t0
 
 

@@ -28,6 +28,14 @@ def test_a_group_in_motion_is_hot_until_a_little_after_it_is_steady() -> None:
     assert hot.due(T + 2_600) == []
 
 
+def test_many_groups_in_motion_are_described_less_often_each() -> None:
+    from collectors.pipeline.admin_poller import hot_interval
+
+    assert hot_interval(0.1, 1) == 0.1 and hot_interval(0.1, 100) == 0.1
+    assert hot_interval(0.1, 1_000) == 1.0  # about a thousand group describes a second at most
+    assert hot_interval(0.5, 200) == 0.5  # a longer interval asked for stays
+
+
 def test_a_streams_group_waiting_for_its_topics_is_not_in_motion() -> None:
     hot = HotGroups(hold_ms=60_000, tail_ms=2_000)
     hot.saw("waiting", "NotReady", changed=False, now_ms=T)

@@ -124,6 +124,18 @@ def _kind(line: dict[str, Any]) -> str:
     return "committed offsets" if "committed" in line else "other"
 
 
+HOT_S_PER_GROUP = 0.001  # at least this much of the hot interval per hot group (see hot_interval)
+
+
+def hot_interval(configured_s: float, hot_groups: int) -> float:
+    """How often the hot groups are described: `admin_hot_interval_s`, stretched by a millisecond a
+    hot group beyond a hundred, so the poller describes at most about a thousand groups a second.
+    A few groups in motion are what the short interval is for (a rebalance's phases timed within
+    50 ms); when thousands are (a storm across the fleet, the hints of a catch-up), describing each
+    every tenth of a second took the CPU the catch-up needed (benchmarks/RESULTS.md)."""
+    return max(configured_s, hot_groups * HOT_S_PER_GROUP)
+
+
 def _bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
     """A change-filter key's resend phase: its group's state bucket's place in the interval, so the
     resends of one bucket's groups come in the same poll. Keys are (kind, group, ...)."""
@@ -344,11 +356,12 @@ class AdminPoller(Loop):
                 self._stop_evt.wait(min(left, hot_s) if hot_s > 0 else left)
                 continue
             t0 = time.monotonic()
+            every = hot_interval(hot_s, len(self.hot))
             try:
                 self.poll_hot(admin, self._fit_producer(watch))
             except Exception as e:  # the next full poll says what is wrong, and retries
                 log.debug("hot describe failed: %s", e)
-            self._stop_evt.wait(max(0.0, min(next_poll - time.monotonic(), hot_s - (time.monotonic() - t0))))
+            self._stop_evt.wait(max(0.0, min(next_poll - time.monotonic(), every - (time.monotonic() - t0))))
 
     def take_change_hints(self) -> int:
         """Describe fast the groups whose records the pipeline just read showed moving (a new
