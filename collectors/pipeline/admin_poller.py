@@ -55,7 +55,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from collectors.kafka_clients import ErrorWatch, client_config, failure_log
 
@@ -188,11 +188,12 @@ class AdminPoller(Loop):
         self.polls = 0
         self.failures = 0
         self._kip848_failing = False  # ConsumerGroupDescribe failed last time (warned once already)
-        self._share_failing = False  # ShareGroupDescribe failed last time (warned once already)
+        # the kinds whose describe (ShareGroupDescribe, StreamsGroupDescribe) failed last time (warned
+        # once already)
+        self._modern_failing: set[str] = set()
         self._share_offsets_failing = False  # DescribeShareGroupOffsets failed last time (warned once)
         self._share_groups: set[str] = set()  # the groups ListGroups last gave as share groups
         self._streams_groups: set[str] = set()  # and as KIP-1071 streams groups
-        self._streams_failing = False  # StreamsGroupDescribe failed last time (warned once already)
         self._types: dict[str, str] = {}  # group -> its type as ListGroups last gave it ("classic", ...)
         # Kept across polls (its connections too); made again when it failed or cfg.kafka changed.
         self._protocol: KafkaProtocolClient | None = None
@@ -971,63 +972,47 @@ class AdminPoller(Loop):
         self, groups: list[str], producer: Any, ts: int, timeout_s: float
     ) -> dict[str, dict[str, Any]]:
         """The describe lines of these streams groups (`streams_describe_json`), from one
-        StreamsGroupDescribe per coordinator over the kept protocol client, stamped when answered; a
-        refusal, a group gone and a failed call as `_describe_share` has them."""
-        if not groups:
-            return {}
-        from collectors.kafka_protocol.connection import Deadline
-
-        try:
-            blocks = self._protocol_client(timeout_s).describe_streams(groups, Deadline(timeout_s))
-        except Exception as e:
-            if not self._streams_failing:
-                log.warning("streams groups not described (StreamsGroupDescribe): %s", e)
-            else:
-                log.debug("StreamsGroupDescribe still failing: %s", e)
-            self._streams_failing = True
-            self._close_protocol()
-            return {}
-        self._streams_failing = False
-        answered = _now_ms()
-        out = {}
-        for g in groups:
-            block = blocks.get(g)
-            if block is None:
-                continue
-            if "error" in block:
-                log.debug("StreamsGroupDescribe %s: %s", g, block["error"])
-                if block.get("error_code") in AUTHORIZATION_FAILED:
-                    why = f"{block['error']}: {block.get('error_message') or 'not authorized'}"
-                    self._send(
-                        producer, ("denied", g, "describe"), g, denied_line(ts, g, "describe", why), ts
-                    )
-                continue
-            out[g] = streams_describe_json(g, block, answered)
-        return out
+        StreamsGroupDescribe per coordinator: see `_describe_modern`."""
+        return self._describe_modern(groups, producer, ts, timeout_s, "streams")
 
     def _describe_share(
         self, groups: list[str], producer: Any, ts: int, timeout_s: float
     ) -> dict[str, dict[str, Any]]:
         """The describe lines of these share groups (`share_describe_json`), from one
-        ShareGroupDescribe per coordinator over the kept protocol client, stamped when answered. A
-        group the broker refused (an ACL) gets its denied line sent here; one that went away since it
-        was listed is left out; a failed call leaves them all out (warned once, until a call succeeds
-        again; settings the protocol client cannot use, such as SASL GSSAPI, fail every time)."""
+        ShareGroupDescribe per coordinator: see `_describe_modern`."""
+        return self._describe_modern(groups, producer, ts, timeout_s, "share")
+
+    # the kinds of group described through the protocol client alone: its call, the line it makes,
+    # the API's name for the warnings
+    _MODERN_KINDS: ClassVar[dict[str, tuple[str, Any, str]]] = {
+        "share": ("describe_share", share_describe_json, "ShareGroupDescribe"),
+        "streams": ("describe_streams", streams_describe_json, "StreamsGroupDescribe"),
+    }
+
+    def _describe_modern(
+        self, groups: list[str], producer: Any, ts: int, timeout_s: float, kind: str
+    ) -> dict[str, dict[str, Any]]:
+        """The describe lines of these share or streams groups (`kind`), from one describe per
+        coordinator over the kept protocol client, stamped when answered. A group the broker refused
+        (an ACL) gets its denied line sent here; one that went away since it was listed is left out;
+        a failed call leaves them all out (warned once per kind, until a call succeeds again;
+        settings the protocol client cannot use, such as SASL GSSAPI, fail every time)."""
         if not groups:
             return {}
         from collectors.kafka_protocol.connection import Deadline
 
+        call, to_line, api = self._MODERN_KINDS[kind]
         try:
-            blocks = self._protocol_client(timeout_s).describe_share(groups, Deadline(timeout_s))
+            blocks = getattr(self._protocol_client(timeout_s), call)(groups, Deadline(timeout_s))
         except Exception as e:
-            if not self._share_failing:
-                log.warning("share groups not described (ShareGroupDescribe): %s", e)
+            if kind not in self._modern_failing:
+                log.warning("%s groups not described (%s): %s", kind, api, e)
             else:
-                log.debug("ShareGroupDescribe still failing: %s", e)
-            self._share_failing = True
+                log.debug("%s still failing: %s", api, e)
+            self._modern_failing.add(kind)
             self._close_protocol()
             return {}
-        self._share_failing = False
+        self._modern_failing.discard(kind)
         answered = _now_ms()
         out = {}
         for g in groups:
@@ -1035,14 +1020,14 @@ class AdminPoller(Loop):
             if block is None:
                 continue
             if "error" in block:
-                log.debug("ShareGroupDescribe %s: %s", g, block["error"])
+                log.debug("%s %s: %s", api, g, block["error"])
                 if block.get("error_code") in AUTHORIZATION_FAILED:
                     why = f"{block['error']}: {block.get('error_message') or 'not authorized'}"
                     self._send(
                         producer, ("denied", g, "describe"), g, denied_line(ts, g, "describe", why), ts
                     )
                 continue
-            out[g] = share_describe_json(g, block, answered)
+            out[g] = to_line(g, block, answered)
         return out
 
     def _share_start_offsets(

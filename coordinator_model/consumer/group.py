@@ -262,24 +262,8 @@ class ConsumerGroupModel:
             self.describe_state = (ev.ts, ev.broker_state)
         elif ev.state in ("Empty", "Stable", "Dead"):
             self.describe_state = (ev.ts, ev.state)
-        prev = set(self.engine.members)
         if "offsets" not in self.engine.sources:
-            keep = dict(self.engine.members)
-            self.engine.members = {}
-            for dm in ev.members:
-                m = keep.get(dm.member_id) or Member(dm.member_id, joined_at=ev.ts)
-                m.group_instance_id = dm.group_instance_id
-                m.client_id, m.client_host = dm.client_id, dm.host
-                m.assignment = dm.assignment
-                m.target_assignment = dm.target_assignment
-                m.member_epoch = dm.member_epoch if dm.member_epoch is not None else m.member_epoch
-                m.subscription = dm.subscription or m.subscription
-                self.engine.members[dm.member_id] = m
-            for mid in set(self.engine.members) - prev:
-                self.epoch_note(joined=mid)
-            for mid in prev - set(self.engine.members):
-                self.engine.departed[mid] = ev.ts
-                self.epoch_note(left=mid)
+            self.take_described_members(ev)
         else:
             # records own membership; the snapshot still knows topic names for partitions
             for dm in ev.members:
@@ -288,6 +272,29 @@ class ConsumerGroupModel:
                     self.learn_topic_names(m.assigned_ids, dm.assignment)
             self.rename_partitions()
         self.update_state(ev.ts)
+
+    def take_described_members(self, ev: DescribeSnapshot) -> list[str]:
+        """Membership as the snapshot has it (each member's ids, assignment, target and epoch), who
+        joined and left noted for the next epoch; the ids of the members that left."""
+        prev = set(self.engine.members)
+        keep = dict(self.engine.members)
+        self.engine.members = {}
+        for dm in ev.members:
+            m = keep.get(dm.member_id) or Member(dm.member_id, joined_at=ev.ts)
+            m.group_instance_id = dm.group_instance_id
+            m.client_id, m.client_host = dm.client_id, dm.host
+            m.assignment = dm.assignment
+            m.target_assignment = dm.target_assignment
+            m.member_epoch = dm.member_epoch if dm.member_epoch is not None else m.member_epoch
+            m.subscription = dm.subscription or m.subscription
+            self.engine.members[dm.member_id] = m
+        for mid in set(self.engine.members) - prev:
+            self.epoch_note(joined=mid)
+        left = sorted(prev - set(self.engine.members))
+        for mid in left:
+            self.engine.departed[mid] = ev.ts
+            self.epoch_note(left=mid)
+        return left
 
     def learn_topic_id(self, topic_id: str, name: str) -> None:
         """A topic id's name from the cluster itself (a commit's topicId, the broker's describe):

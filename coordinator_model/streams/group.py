@@ -55,23 +55,8 @@ class StreamsGroupModel(ConsumerGroupModel):
             self.subtopologies = ev.streams.subtopologies
             self.tasks = {t.member_id: t for t in ev.streams.members}
         # membership is the describe's (the group's own records are not read yet)
-        prev = set(self.engine.members)
-        keep = dict(self.engine.members)
-        self.engine.members = {}
-        for dm in ev.members:
-            m = keep.get(dm.member_id) or Member(dm.member_id, joined_at=ev.ts)
-            m.group_instance_id = dm.group_instance_id
-            m.client_id, m.client_host = dm.client_id, dm.host
-            m.assignment = dm.assignment
-            m.target_assignment = dm.target_assignment
-            m.member_epoch = dm.member_epoch if dm.member_epoch is not None else m.member_epoch
-            self.engine.members[dm.member_id] = m
-        for mid in set(self.engine.members) - prev:
-            self.epoch_note(joined=mid)
-        for mid in prev - set(self.engine.members):
-            self.engine.departed[mid] = ev.ts
+        for mid in self.take_described_members(ev):
             self.tasks.pop(mid, None)
-            self.epoch_note(left=mid)
         # after the members: who joined and left is what the new epoch is about
         if ev.group_epoch is not None:
             if self.group_epoch is None or ev.group_epoch > self.group_epoch:
