@@ -216,21 +216,22 @@ class CountsReader:
 
 
 # -- the live test -----------------------------------------------------------------------------------
-@pytest.mark.servers
-@pytest.mark.slow
-def test_streams_group_two_instances_kill_and_restart(kafka_broker, tmp_path: Path) -> None:
+def streams_group(
+    bootstrap: str, prefix: str, workdir: Path, instances: int = 2
+) -> tuple[str, str, str, list[StreamsApp]]:
+    """A new group's input and output topics and its group configs, and its (unstarted) instances:
+    (group, input topic, output topic, apps). The configs come before the first member: a killed
+    member expires in seconds, and the first assignment is not held back by the broker's initial
+    rebalance delay (3 s by default)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    bs = kafka_broker.bootstrap_servers  # PLAINTEXT: a super user under the harness's authorizer
-    group = f"gs-streams-{uuid.uuid4().hex[:8]}"
+    group = f"{prefix}-{uuid.uuid4().hex[:8]}"
     source, sink = f"{group}-lines", f"{group}-counts"
-    admin = AdminClient({"bootstrap.servers": bs})
+    admin = AdminClient({"bootstrap.servers": bootstrap})
     for f in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in (source, sink)]).values():
         f.result(30)
-    # Group configs before the first member: a killed member expires in seconds, and the first
-    # assignment is not held back by the broker's initial rebalance delay (3 s by default).
     set_group_config(
-        bs,
+        bootstrap,
         group,
         {
             "streams.session.timeout.ms": str(SESSION_MS),
@@ -238,8 +239,21 @@ def test_streams_group_two_instances_kill_and_restart(kafka_broker, tmp_path: Pa
             "streams.initial.rebalance.delay.ms": "0",
         },
     )
+    apps = [
+        StreamsApp(bootstrap, group, source, sink, f"{group}-{n}", workdir / f"app-{n}")
+        for n in range(1, instances + 1)
+    ]
+    return group, source, sink, apps
 
-    apps = [StreamsApp(bs, group, source, sink, f"{group}-{n}", tmp_path / f"app-{n}") for n in (1, 2)]
+
+@pytest.mark.servers
+@pytest.mark.slow
+def test_streams_group_two_instances_kill_and_restart(kafka_broker, tmp_path: Path) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    bs = kafka_broker.bootstrap_servers  # PLAINTEXT: a super user under the harness's authorizer
+    group, source, sink, apps = streams_group(bs, "gs-streams", tmp_path)
+    admin = AdminClient({"bootstrap.servers": bs})
     reader = CountsReader(bs, sink)
     try:
         for app in apps:

@@ -197,31 +197,16 @@ def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafk
     broker's state, both members with the tasks kafka-streams-groups.sh shows, the topology with the
     repartition and changelog topics, and the committed offsets; one instance killed, the document
     follows the broker to one member holding every task."""
-    import uuid
+    from confluent_kafka.admin import AdminClient
+    from test_streams_app import PARTITIONS, SESSION_MS, group_members, produce, streams_group, until
 
-    from confluent_kafka.admin import AdminClient, NewTopic
-    from test_streams_app import PARTITIONS, SESSION_MS, group_members, produce, until
-
-    from collectors.demo.streams_app import StreamsApp, changelog_topic, repartition_topic, set_group_config
+    from collectors.demo.streams_app import changelog_topic, repartition_topic
     from collectors.pipeline.admin_poller import AdminPoller
     from collectors.pipeline.job import PipelineConfig
 
     bs = kafka_broker.bootstrap_servers
-    group = f"gs-streams-doc-{uuid.uuid4().hex[:8]}"
-    source, sink = f"{group}-lines", f"{group}-counts"
+    group, source, _, apps = streams_group(bs, "gs-streams-doc", tmp_path)
     admin = AdminClient({"bootstrap.servers": bs})
-    for f in admin.create_topics([NewTopic(t, PARTITIONS, 1) for t in (source, sink)]).values():
-        f.result(30)
-    set_group_config(
-        bs,
-        group,
-        {
-            "streams.session.timeout.ms": str(SESSION_MS),
-            "streams.heartbeat.interval.ms": "1000",
-            "streams.initial.rebalance.delay.ms": "0",
-        },
-    )
-    apps = [StreamsApp(bs, group, source, sink, f"{group}-{n}", tmp_path / f"app-{n}") for n in (1, 2)]
     poller = AdminPoller(
         PipelineConfig(redis_url="redis://unused", checkpoint_dir="/tmp", kafka={"bootstrap.servers": bs}),
         store=None,
