@@ -326,24 +326,22 @@ class GroupEngine:
     def as_share(self, source: str = "records") -> None:
         """A share group (KIP-932): its modern-protocol part becomes a ShareGroupModel (what a record
         of the consumer kind had set up is kept: topic names, epochs)."""
-        if self.type != "share" or outweighs(source, self.type_source):
-            self.type_source = source
-        self.type = "share"
-        self.protocol_type = SHARE_PROTOCOL_TYPE
-        if not isinstance(self.consumer, ShareGroupModel):
-            model = ShareGroupModel(self)
-            model.__dict__.update({k: v for k, v in self.consumer.__dict__.items() if k != "engine"})
-            self.consumer = model
+        self._become("share", SHARE_PROTOCOL_TYPE, ShareGroupModel, source)
 
     def as_streams(self, source: str = "records") -> None:
         """A streams group (KIP-1071): its modern-protocol part becomes a StreamsGroupModel (epochs and
         topic names a model of another kind had set up are kept)."""
-        if self.type != "streams" or outweighs(source, self.type_source):
+        self._become("streams", STREAMS_PROTOCOL_TYPE, StreamsGroupModel, source)
+
+    def _become(self, kind: str, protocol_type: str, model_class: type, source: str) -> None:
+        """The group is of modern `kind`: its modern-protocol part becomes a `model_class`, keeping
+        what the model before it had set up (topic names, epochs)."""
+        if self.type != kind or outweighs(source, self.type_source):
             self.type_source = source
-        self.type = "streams"
-        self.protocol_type = STREAMS_PROTOCOL_TYPE
-        if not isinstance(self.consumer, StreamsGroupModel):
-            model = StreamsGroupModel(self)
+        self.type = kind
+        self.protocol_type = protocol_type
+        if not isinstance(self.consumer, model_class):
+            model = model_class(self)
             model.__dict__.update({k: v for k, v in self.consumer.__dict__.items() if k != "engine"})
             self.consumer = model
 

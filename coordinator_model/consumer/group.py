@@ -251,13 +251,7 @@ class ConsumerGroupModel:
         if doubt is not None:
             self.engine.conflict("members", ev.ts, doubt)  # as for classic groups: members are kept
             return
-        if ev.group_epoch is not None:
-            if self.group_epoch is None or ev.group_epoch > self.group_epoch:
-                self.epoch_bump(ev.group_epoch, ev.ts, inferred=True)
-            self.group_epoch = ev.group_epoch
-            self.epoch_source_ts["describe"] = ev.ts
-        if ev.assignment_epoch is not None:
-            self.assignment_epoch = ev.assignment_epoch
+        self.take_described_epochs(ev)
         if ev.broker_state:
             self.describe_state = (ev.ts, ev.broker_state)
         elif ev.state in ("Empty", "Stable", "Dead"):
@@ -272,6 +266,17 @@ class ConsumerGroupModel:
                     self.learn_topic_names(m.assigned_ids, dm.assignment)
             self.rename_partitions()
         self.update_state(ev.ts)
+
+    def take_described_epochs(self, ev: DescribeSnapshot) -> None:
+        """The group and assignment epochs a describe gives (a higher group epoch: a new epoch, with
+        the membership changes noted so far)."""
+        if ev.group_epoch is not None:
+            if self.group_epoch is None or ev.group_epoch > self.group_epoch:
+                self.epoch_bump(ev.group_epoch, ev.ts, inferred=True)
+            self.group_epoch = ev.group_epoch
+            self.epoch_source_ts["describe"] = ev.ts
+        if ev.assignment_epoch is not None:
+            self.assignment_epoch = ev.assignment_epoch
 
     def take_described_members(self, ev: DescribeSnapshot) -> list[str]:
         """Membership as the snapshot has it (each member's ids, assignment, target and epoch), who

@@ -58,13 +58,7 @@ class StreamsGroupModel(ConsumerGroupModel):
         for mid in self.take_described_members(ev):
             self.tasks.pop(mid, None)
         # after the members: who joined and left is what the new epoch is about
-        if ev.group_epoch is not None:
-            if self.group_epoch is None or ev.group_epoch > self.group_epoch:
-                self.epoch_bump(ev.group_epoch, ev.ts, inferred=True)
-            self.group_epoch = ev.group_epoch
-            self.epoch_source_ts["describe"] = ev.ts
-        if ev.assignment_epoch is not None:
-            self.assignment_epoch = ev.assignment_epoch
+        self.take_described_epochs(ev)
         self.update_state(ev.ts)
 
     def counted_members(self) -> list[Member]:
