@@ -87,6 +87,24 @@ def test_merging_is_idempotent_and_a_worker_reloads_only_topics_that_moved(redis
     assert reads == [["audit"], ["orders"]]
 
 
+def test_within_once_a_worker_asks_each_topics_version_once(redis_client) -> None:
+    ends = LogEnds(redis_client, "gs-once")
+    ends.merge({("orders", 0): [(T0, 10)]})
+    cache = LogEndsCache(ends)
+    asked = []
+    real_versions = ends.versions
+    ends.versions = lambda topics: asked.append(sorted(topics)) or real_versions(topics)  # type: ignore[method-assign]
+    with cache.once():
+        for _ in range(50):  # a bucket's groups, one after another
+            assert cache.histories({"orders"})[("orders", 0)].latest == 10
+            assert cache.view({("orders", 0)})[("orders", 0)].latest == 10
+        ends.merge({("orders", 0): [(T0 + 5000, 20)]})
+        assert cache.histories({"orders", "audit"})[("orders", 0)].latest == 10  # merged meanwhile
+    assert asked == [["orders"], ["audit"]]
+    assert cache.histories({"orders"})[("orders", 0)].latest == 20  # outside: asked again
+    assert asked == [["orders"], ["audit"], ["orders"]]
+
+
 def _engine_with_commits(ends_as_evidence: bool, observations: list[tuple[int, int, int]]) -> GroupEngine:
     e = GroupEngine("g")
     evs: list = []

@@ -32,6 +32,10 @@ class LogEndsReader:
         cache = self.cache()
         return with_retry(lambda: cache.view(tps), "log ends", self.sink.redis_retry_s)
 
+    def once(self) -> Any:
+        """A context within which each topic's version is asked of Redis once (LogEndsCache.once)."""
+        return self.cache().once()
+
     def cache(self) -> Any:
         from collectors.pipeline.sink import model_store
         from collectors.storage.log_ends import LogEnds, LogEndsCache

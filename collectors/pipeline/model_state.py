@@ -78,6 +78,7 @@ commits and documents say.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import pickle
 import time
@@ -170,6 +171,11 @@ def make_update(
     ends_of = LogEndsReader(sink) if shared_ends and sink is not None else None
 
     def update(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
+        # a bucket asks each topic's log-end version once, not once per group (LogEndsCache.once)
+        with ends_of.once() if ends_of is not None else contextlib.nullcontext():
+            yield from _update(key, pdfs, state)
+
+    def _update(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
         out: dict[str, list[Any]] = {c: [] for c in OUTPUT_COLUMNS}
 
         def emit(group: str, kind: str, ts: int, refreshed: int, payload: str) -> None:

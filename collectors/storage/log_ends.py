@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from coordinator_model.offsets.lag import EndOffsetHistory
@@ -153,6 +154,19 @@ class LogEndsCache:
     def __init__(self, ends: LogEnds) -> None:
         self.ends = ends
         self._topics: dict[str, tuple[int, dict[int, EndOffsetHistory]]] = {}
+        self._asked: set[str] | None = None  # within `once()`: the topics whose version was asked
+
+    @contextmanager
+    def once(self) -> Iterator[None]:
+        """Within it, each topic's version is asked of Redis once. A catch-up's bucket asked it twice
+        per group (the ends lent to the engine, then its members' topics): 20,000 round trips for
+        10,000 groups, a tenth of the model stage. Ends merged meanwhile are as if merged just after
+        the bucket ran, an order Spark's tasks already allow."""
+        outer, self._asked = self._asked, set() if self._asked is None else self._asked
+        try:
+            yield
+        finally:
+            self._asked = outer
 
     def histories(self, topics: Iterable[str], copy: bool = True) -> dict[TP, EndOffsetHistory]:
         """Every partition history of these topics: copies, or (`copy` False, for a reader that only
@@ -184,6 +198,9 @@ class LogEndsCache:
 
     def _refresh(self, wanted: list[str]) -> None:
         """Reload the topics whose version in Redis moved since this cache read them."""
+        if self._asked is not None:
+            wanted = [t for t in wanted if t not in self._asked]
+            self._asked.update(wanted)
         if not wanted:
             return
         versions = self.ends.versions(wanted)
