@@ -1245,6 +1245,73 @@ def test_out_of_the_box_each_scenario_holds_the_thresholds(live: LiveRun, report
     assert not missed, f"thresholds {THRESHOLDS} not held:\n{scenario_table(live)}\n{missed}"
 
 
+# ---- live equals replay -------------------------------------------------------------------------------
+# What a live document and `groupscope model` over the same evidence may differ in: when each was
+# taken (`as_of` is the replay's --at) and `sources`, which also names the log ends' source live.
+NOT_COMPARED = {"as_of", "sources"}
+
+
+def model_documents(folder: Path, at_ms: int) -> dict[str, dict[str, Any]]:
+    """`groupscope model FOLDER --json --at AT_MS`: every group of a capture folder, by name."""
+    out = subprocess.run(
+        [str(GROUPSCOPE), "model", str(folder), "--json", "--at", str(at_ms)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, f"groupscope model {folder} failed: {out.stderr[-2000:]}"
+    return {d["group"]: d for d in json.loads(out.stdout)["groups"]}
+
+
+def json_diffs(live: Any, replay: Any, path: str = "") -> list[str]:
+    """Where two JSON values differ, as `path: live != replay` lines."""
+    if isinstance(live, dict) and isinstance(replay, dict):
+        out = []
+        for k in sorted(set(live) | set(replay), key=str):
+            if not path and k in NOT_COMPARED:
+                continue
+            out += json_diffs(live.get(k), replay.get(k), f"{path}.{k}" if path else str(k))
+        return out
+    if isinstance(live, list) and isinstance(replay, list) and len(live) == len(replay):
+        return [
+            d
+            for i, (a, b) in enumerate(zip(live, replay, strict=True))
+            for d in json_diffs(a, b, f"{path}[{i}]")
+        ]
+    return [] if live == replay else [f"{path}: {json.dumps(live)[:300]} != {json.dumps(replay)[:300]}"]
+
+
+def replay_diffs(folder: Path, docs: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """group -> how the document a live collector wrote differs from `groupscope model` over the
+    evidence that collector read (save_artifacts' capture folder), rebuilt as of the document's own
+    `as_of`."""
+    by_at: dict[int, list[str]] = {}
+    for group, doc in docs.items():
+        by_at.setdefault(int(doc["as_of"]), []).append(group)
+    out: dict[str, list[str]] = {}
+    for at, groups in sorted(by_at.items()):
+        replayed = model_documents(folder, at)
+        for group in groups:
+            if group not in replayed:
+                out[group] = ["missing from the replay"]
+            elif diffs := json_diffs(docs[group], replayed[group]):
+                out[group] = diffs
+    return out
+
+
+@pytest.mark.parametrize("collector", ["log", "nolog"])
+def test_live_documents_equal_groupscope_model_over_the_same_evidence(
+    live: LiveRun, artifacts_dir: Path, collector: str
+):
+    """Live equals replay: each document the collector wrote equals what `groupscope model` rebuilds
+    from the records it read (the offsets topic, its Admin API answers and, for `log`, the
+    coordinator's lines, saved by the fixture as a capture folder), as of the same moment."""
+    problems = replay_diffs(artifacts_dir / "live-kafka" / collector, live.docs[collector])
+    assert not problems, f"collector {collector!r}: live differs from replay:\n" + "\n".join(
+        f"  {g}:\n" + "\n".join(f"    {d}" for d in ds[:15]) for g, ds in problems.items()
+    )
+
+
 @pytest.mark.parametrize("collector", ["log", "nolog"])
 def test_kip848_first_epoch_is_group_created(live: LiveRun, collector: str):
     """The KIP-848 group's first group epoch is its creation, as a classic group's first generation is
