@@ -193,6 +193,7 @@ def test_log_ends_go_one_line_per_topic_and_a_reader_always_has_the_latest(polls
     the groups' denied lines are the very ones the poller sent when it sent a line per group."""
     from collectors.pipeline.admin_poller import AdminPoller
     from collectors.pipeline.job import PipelineConfig
+    from collectors.pipeline.wanted_ends import Wanted
 
     cfg = PipelineConfig(redis_url="redis://unused", checkpoint_dir="/tmp", admin_resend_s=60.0)
     poller, reference = AdminPoller(cfg, store=None), AdminPoller(cfg, store=None)
@@ -213,7 +214,10 @@ def test_log_ends_go_one_line_per_topic_and_a_reader_always_has_the_latest(polls
             if is_reference:
                 _reference_denied(p, mine, refused, ts, send)
             else:
-                p._send_ends(mine, dict(ends), refused, ts, send)
+                kept = Wanted()
+                for g, tps in mine.items():
+                    kept.add(g, tps)
+                p._send_ends(kept, dict(ends), refused, ts, send)
             p.changes.forget(polled)
             denied.append([x for x in out.lines if "denied" in x])
             if not is_reference:

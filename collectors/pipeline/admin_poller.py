@@ -78,6 +78,7 @@ from collectors.pipeline.admin_lines import (
 from collectors.pipeline.change_hints import ChangeHints
 from collectors.pipeline.loop import Loop
 from collectors.pipeline.topic_check import connect_failure
+from collectors.pipeline.wanted_ends import Wanted
 
 log = logging.getLogger("groupscope.admin")
 # A group's describe is sent at every poll for this long after it changed (admin_changes.py: "hot").
@@ -172,7 +173,7 @@ class AdminPoller(Loop):
         self.offsets_readable = offsets_readable
         # group -> the partitions it has committed offsets on (when they are not sent, they are only
         # fetched to know where log-end offsets are wanted, and not at every poll: see poll_once)
-        self._committed_tps: dict[str, set[tuple[str, int]]] = {}
+        self._committed_tps: dict[str, frozenset[tuple[str, int]]] = {}
         self._committed_at: dict[str, int] = {}  # group -> when they were last fetched (ms)
         # each group's committed partitions fetched again at least this often; spread over the
         # interval by the first fetches' times
@@ -569,7 +570,7 @@ class AdminPoller(Loop):
 
     def _send_ends(
         self,
-        wanted: dict[str, set[tuple[str, int]]],
+        wanted: Wanted,
         ends: dict[tuple[str, int], int],
         refused: dict[str, str],
         ts: int,
@@ -582,8 +583,8 @@ class AdminPoller(Loop):
             send(("log_ends", t), "", line)
         if not refused and not self._ends_refused:
             return
-        for g, tps in wanted.items():
-            hidden = sorted({t for t, _ in tps if t in refused}) if refused else []
+        for g in wanted.groups():
+            hidden = sorted({t for t, _ in wanted.of(g) if t in refused}) if refused else []
             if hidden:
                 why = f"{refused[hidden[0]]} (topics: {', '.join(hidden)})"
                 send(("denied", g, "end_offsets"), g, denied_line(ts, g, "end_offsets", why))
@@ -647,7 +648,7 @@ class AdminPoller(Loop):
         listed_states.update(share_states)
         ts = _now_ms()
         topic = self.cfg.admin_topic
-        wanted: dict[str, set[tuple[str, int]]] = {}
+        wanted = Wanted()
         polled: set[Any] = set()
 
         sent_describe: set[str] = set()
@@ -668,7 +669,7 @@ class AdminPoller(Loop):
             else:
                 send(("describe", g), g, doc, DESCRIBE_HOT_MS)
             assigned = frozenset((t, p) for m in doc["members"] for t, p in m["assignment"])
-            wanted.setdefault(g, set()).update(assigned)
+            wanted.add(g, assigned)
             self._listed[g] = (listed_states.get(g, ""), ts, assigned)
 
         def described(futs: dict[str, Any]) -> None:
@@ -691,7 +692,7 @@ class AdminPoller(Loop):
         for g in groups:
             if g not in to_describe:  # not described now: its last answer stands (and is kept)
                 polled.add(("describe", g))
-                wanted.setdefault(g, set()).update(self._listed[g][2])
+                wanted.add(g, self._listed[g][2])
         for g in [g for g in self._listed if g not in listed_states]:
             del self._listed[g]
         streams_due = [g for g in groups if g in to_describe and g in self._streams_groups]
@@ -722,18 +723,18 @@ class AdminPoller(Loop):
         for g in share_groups:
             if g not in share_due:
                 polled.add(("describe", g))
-                wanted.setdefault(g, set()).update(self._listed[g][2])
+                wanted.add(g, self._listed[g][2])
         polled.update(("denied", g, "describe") for g in share_due)  # a refusal is sent from there
         for g, doc in self._describe_share(sorted(share_due), producer, ts, timeout_s).items():
             send(("describe", g), g, doc, DESCRIBE_HOT_MS)
             assigned = frozenset((t, p) for m in doc["members"] for t, p in m["assignment"])
-            wanted.setdefault(g, set()).update(assigned)
+            wanted.add(g, assigned)
             self._listed[g] = (listed_states.get(g, ""), ts, assigned)
         # a share group's progress (__consumer_offsets has none of it): every share group, every poll
         polled.update(("denied", g, "offsets") for g in share_groups)  # a refusal is sent from there
         share_offsets = self._share_start_offsets(share_groups, producer, ts, timeout_s)
         for g, offsets in share_offsets.items():  # sent with the log-end offsets, below
-            wanted.setdefault(g, set()).update((t, p) for t, p, _, _ in offsets)
+            wanted.add(g, [(t, p) for t, p, _, _ in offsets])
         producer.poll(0)
         if first_describes is not None:
             self.provisional.describes(first_describes)
@@ -765,7 +766,7 @@ class AdminPoller(Loop):
             fetched = self._fetch_committed(admin, need, timeout_s)[0]
             self._committed_retry |= retry - fetched.keys()  # not fetched now: the next poll
             for g, committed in fetched.items():
-                self._committed_tps[g] = {(t, p) for t, p, _ in committed}
+                self._committed_tps[g] = frozenset((t, p) for t, p, _ in committed)
                 self._committed_at[g] = ts
                 if refill or g in retry:  # the offsets topic's commits are in the model's past
                     send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
@@ -775,19 +776,19 @@ class AdminPoller(Loop):
                 del self._committed_tps[g]
                 self._committed_at.pop(g, None)
             for g in groups:
-                wanted.setdefault(g, set()).update(self._committed_tps.get(g, ()))
+                wanted.add(g, self._committed_tps.get(g, ()))
         else:
             fetched, refused_groups = self._fetch_committed(admin, groups, timeout_s)
             for g, committed in fetched.items():
                 send(("committed", g), g, {"ts": ts, "group": g, "committed": committed})
-                wanted.setdefault(g, set()).update((t, p) for t, p, _ in committed)
+                wanted.add(g, [(t, p) for t, p, _ in committed])
                 producer.poll(0)
             for g, why in refused_groups.items():
                 send(("denied", g, "offsets"), g, denied_line(ts, g, "offsets", why))
         if first_describes is not None:
             self.provisional.committed(fetched)
             self.provisional.done()
-        all_tps = sorted(set().union(*wanted.values()))
+        all_tps = wanted.partitions()
         ends: dict[tuple[str, int], int] = {}
         refused: dict[str, str] = {}  # topic -> why its end offsets were refused
         if all_tps:
