@@ -14,7 +14,7 @@ JAVA_PACKAGE := openjdk-17-jdk-headless
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint format bench system-deps venv kafka-jars clean check-fixtures
+.PHONY: demo test lint format bench docs system-deps venv kafka-jars clean check-fixtures
 
 demo: system-deps venv kafka-jars
 	$(BIN)/groupscope demo $(DEMO_ARGS)
@@ -31,6 +31,11 @@ lint: venv
 format: venv
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
+
+# docs/configuration.md is generated from the settings (collectors/config.py); a test checks it is current
+docs: venv
+	$(BIN)/python -m collectors.config_reference > docs/configuration.md.tmp
+	mv docs/configuration.md.tmp docs/configuration.md
 
 bench: venv system-deps kafka-jars
 	for b in benchmarks/*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

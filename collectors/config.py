@@ -17,6 +17,7 @@ import os
 import re
 from pathlib import Path
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -62,6 +63,18 @@ def check_cluster_name(name: str) -> str:
     return name
 
 
+def check_timezone(name: str) -> ZoneInfo:
+    """The time zone of an IANA name (UTC, Europe/Paris); ValueError naming the setting's form when
+    there is no such zone, so an unknown one stops the dashboard at start, not at its first page."""
+    try:
+        return ZoneInfo(name)
+    except Exception as e:  # ZoneInfoNotFoundError, ValueError (a path), OSError (a directory)
+        raise ValueError(
+            f"unknown time zone {name!r}: use an IANA time zone name such as UTC, Europe/Paris "
+            "or America/New_York"
+        ) from e
+
+
 def one_cluster(names: list[str], wanted: str | None = None) -> str | None:
     """The cluster a single-cluster read or command means among `names`: `wanted`, else the only
     one, else `default` when it is there; None when that leaves a choice to make."""
@@ -79,78 +92,221 @@ class ClusterSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    bootstrap_servers: str
-    kafka: dict[str, str] = Field(default_factory=dict)
-    offsets_topic: str | None = None
-    heartbeat_topic: str | None = None
-    broker_log_topic: str | None = None
-    broker_log_files: list[str] = Field(default_factory=list)
+    bootstrap_servers: str = Field(description="This cluster's Kafka bootstrap servers, `host:port,...`.")
+    kafka: dict[str, str] = Field(
+        default_factory=dict,
+        description="This cluster's librdkafka settings (SASL, SSL, ...). Never inherited from the "
+        "top-level `kafka`.",
+    )
+    offsets_topic: str | None = Field(None, description="As the top-level setting; unset: the top-level one.")
+    heartbeat_topic: str | None = Field(
+        None, description="As the top-level setting; unset: the top-level one."
+    )
+    broker_log_topic: str | None = Field(None, description="As the top-level setting, for this cluster.")
+    broker_log_files: list[str] = Field(
+        default_factory=list, description="As the top-level setting, for this cluster's brokers."
+    )
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="GROUPSCOPE_", env_nested_delimiter="__", extra="ignore")
 
+    # Every field's `description` is its help text, and `json_schema_extra={"flags": ...}` names the
+    # command-line flags that set it ("COMMAND --flag", "*" for every command that has the flag).
+    # docs/configuration.md is generated from them (collectors/config_reference.py): edit them here.
+
     # Kafka: bootstrap servers plus any librdkafka setting (security.protocol, sasl.*, ssl.*, ...).
-    bootstrap_servers: str | None = None
-    kafka: dict[str, str] = Field(default_factory=dict)
-    offsets_topic: str = "__consumer_offsets"
-    heartbeat_topic: str = "groupscope.heartbeats"
-    broker_log_topic: str | None = None
-    broker_log_files: list[str] = Field(default_factory=list)
-    admin_poll_interval_s: float = 5.0
-    admin_hot_interval_s: float = 0.1  # groups in motion are described this often (0: off)
-    admin_resend_s: float = 60.0  # an unchanged Admin answer is sent on to the model again after this
+    bootstrap_servers: str | None = Field(
+        None,
+        description="Kafka bootstrap servers, `host:port,...`: the cluster named `default`. "
+        "`groupscope collect` needs it, or `clusters:`.",
+        json_schema_extra={"flags": ["collect --bootstrap-servers", "demo --bootstrap-servers"]},
+    )
+    kafka: dict[str, str] = Field(
+        default_factory=dict,
+        description="Any librdkafka client setting, passed through untouched (`security.protocol`, "
+        "`sasl.mechanism`, `sasl.username`, `sasl.password`, `ssl.ca.location`, ...). From the "
+        "environment: `GROUPSCOPE_KAFKA__<name>` per setting, or `GROUPSCOPE_KAFKA` as JSON.",
+    )
+    offsets_topic: str = Field(
+        "__consumer_offsets",
+        description="The group coordinator's offsets topic, read from its earliest offset.",
+    )
+    heartbeat_topic: str = Field(
+        "groupscope.heartbeats",
+        description="The topic the heartbeat probe in your applications writes. Created (3 partitions) "
+        "when missing and its name starts with `groupscope.`.",
+    )
+    broker_log_topic: str | None = Field(
+        None,
+        description="A topic you fill with the brokers' group-coordinator log lines. Unset with "
+        "`broker_log_files` set: the collector ships those files to `groupscope.broker-log` itself.",
+    )
+    broker_log_files: list[str] = Field(
+        default_factory=list,
+        description="Broker log files the collector tails and ships, so each rebalance shows the reason "
+        "the broker logged. The files must be readable where the collector runs.",
+    )
+    admin_poll_interval_s: float = Field(
+        5.0,
+        description="Seconds between two full polls of the Admin API (ListGroups, describes, log-end "
+        "offsets). Also the longest a group's timers wait when nothing else happens.",
+    )
+    admin_hot_interval_s: float = Field(
+        0.1,
+        description="A group in motion (rebalancing, or just changed) is described this often between "
+        "full polls; a millisecond more per group beyond a hundred in motion. `0`: off.",
+    )
+    admin_resend_s: float = Field(
+        60.0,
+        description="An unchanged Admin API answer is sent to the model again about this often; a "
+        "changed one at once.",
+    )
     # every group's state, members and committed offsets from the Admin poller's first answers while
     # Spark starts, marked provisional until the pipeline's own (collectors/pipeline/provisional_heads.py)
-    provisional_documents: bool = True
+    provisional_documents: bool = Field(
+        True,
+        description="While Spark starts, show every group from the Admin poller's first answers (state, "
+        "members, committed offsets), marked provisional until the pipeline's own document replaces it.",
+    )
 
     # Several clusters: name -> its settings (YAML `clusters:`, GROUPSCOPE_CLUSTERS__PROD__BOOTSTRAP_SERVERS).
     # The top-level Kafka settings above, when bootstrap_servers is set, are the cluster `default`.
-    clusters: dict[str, ClusterSettings] = Field(default_factory=dict)
+    clusters: dict[str, ClusterSettings] = Field(
+        default_factory=dict,
+        description="Several Kafka clusters: name -> that cluster's settings (below). Names: lower-case "
+        "letters, digits, `_`, `.`, `-`.",
+    )
     # The cluster a command works on when it needs one (`--cluster`); None: the only one, or `default`.
-    cluster: str | None = None
+    cluster: str | None = Field(
+        None,
+        description="The cluster a single-cluster command works on. Unset: the only configured one, "
+        "else `default`.",
+        json_schema_extra={"flags": ["collect --cluster"]},
+    )
 
     # Redis: any redis-py URL, e.g. rediss://:password@host:6380/0 for TLS with a password.
-    redis_url: str = DEFAULT_REDIS_URL
+    redis_url: str = Field(
+        DEFAULT_REDIS_URL,
+        description="Where the collector writes and every reader reads: any redis-py URL. "
+        "`rediss://:password@host:6380/0` for TLS with a password.",
+        json_schema_extra={"flags": ["* --redis"]},
+    )
 
     # Spark
-    spark_master: str = "local[*]"
-    checkpoint_dir: str = str(Path.home() / ".groupscope" / "checkpoints")
-    trigger_interval_s: float = 1.0
+    spark_master: str = Field(
+        "local[*]",
+        description="The Spark master: `local[*]` (every core of this machine), `spark://host:7077`, "
+        "`yarn`, `k8s://https://...`.",
+        json_schema_extra={"flags": ["collect --master", "replay --master"]},
+    )
+    checkpoint_dir: str = Field(
+        str(Path.home() / ".groupscope" / "checkpoints"),
+        description="Where the collector keeps its Spark checkpoints (`collect`, `collect@CLUSTER`): the "
+        "Kafka offsets read and each group's model state. Must persist across restarts. "
+        "`collect --checkpoint DIR` names the folder itself instead.",
+    )
+    trigger_interval_s: float = Field(
+        1.0, description="Seconds between two micro-batches of the collector (at least 0.1)."
+    )
     # the share of a core the collector's lag refresher may spend (collectors/pipeline/lag_refresh.py)
-    lag_refresh_cpu_share: float = Field(0.2, gt=0, le=1)
-    max_records_per_batch: int = 1_000_000
+    lag_refresh_cpu_share: float = Field(
+        0.2,
+        gt=0,
+        le=1,
+        description="The share of a core the collector spends bringing lagging groups' fleet rows, "
+        "alerts and lag history up to the log ends, each once a minute. A fleet too large for it is "
+        "refreshed less often; `gs:collector:lag_refresh` says how far behind.",
+    )
+    max_records_per_batch: int = Field(
+        1_000_000,
+        description="The most records one micro-batch reads, so a large backlog reaches Redis in parts. "
+        "Lower it when executors are short of memory.",
+    )
     # how far behind the newest evidence the model's timers run, so heartbeat events still in
     # transit are not taken for a member's silence (docs/running-on-a-cluster.md, timers)
-    allowed_lateness_ms: int = 5000
+    allowed_lateness_ms: int = Field(
+        5000,
+        description="How far behind the newest evidence the model's timers run, so heartbeat events "
+        "still in transit are not taken for a member's silence.",
+    )
 
     # History
-    retention_s: int = 7 * 24 * 3600
+    retention_s: int = Field(
+        7 * 24 * 3600,
+        description="History kept in Redis (timelines, generations, lag history, resolved alerts), in "
+        "seconds. Empty or Dead groups not refreshed within it are dropped.",
+    )
 
     # Dashboard
-    dashboard_host: str = "127.0.0.1"
-    dashboard_port: int = 8050
-    dashboard_refresh_s: float = 5.0
+    dashboard_host: str = Field(
+        "127.0.0.1",
+        description="Address the dashboard listens on. Any non-loopback address needs "
+        "`dashboard_user` and `dashboard_password`, or `allow_open_bind`.",
+        json_schema_extra={"flags": ["dashboard --host"]},
+    )
+    dashboard_port: int = Field(
+        8050, description="Port the dashboard listens on.", json_schema_extra={"flags": ["dashboard --port"]}
+    )
+    dashboard_refresh_s: float = Field(5.0, description="The dashboard pages' default refresh interval.")
+    dashboard_timezone: str = Field(
+        "UTC",
+        description="The time zone of every time the dashboard shows (tables, chart axes, hovers): an "
+        "IANA name such as `UTC`, `Europe/Paris` or `America/New_York`. An unknown name stops the "
+        "dashboard at start.",
+    )
     # HTTP basic authentication of the dashboard and of the worker's /metrics: both or neither.
-    dashboard_user: str | None = None
-    dashboard_password: str | None = None
+    dashboard_user: str | None = Field(
+        None,
+        description="User of the HTTP basic authentication that guards the dashboard, its API and the "
+        "worker's `/metrics`. Set both user and password, or neither.",
+    )
+    dashboard_password: str | None = Field(
+        None, description="Password of that basic authentication. Set both user and password, or neither."
+    )
 
     # HTTP endpoints (the dashboard, the worker's /metrics) listen on loopback unless told otherwise;
     # any other address needs the basic authentication above, or this set to say the endpoint is
     # open to anyone who can reach it (collectors/endpoints.py).
-    allow_open_bind: bool = False
+    allow_open_bind: bool = Field(
+        False,
+        description="Serve the dashboard or `/metrics` on a non-loopback address without "
+        "authentication: open to anyone who can reach it.",
+        json_schema_extra={"flags": ["dashboard --allow-open-bind", "worker --allow-open-bind"]},
+    )
 
     # Alerting
-    alerts_file: str | None = None
-    alerts_interval_s: float = 5.0
-    metrics_per_partition: bool = False
-    metrics_host: str = "127.0.0.1"  # where `groupscope worker --metrics-port` serves /metrics
+    alerts_file: str | None = Field(
+        None,
+        description="A YAML file of alert rules and notifiers (docs/alerts.md). Unset: the `alerts:` "
+        "section of the config file, else the built-in rules.",
+    )
+    alerts_interval_s: float = Field(
+        5.0,
+        description="Seconds between two alert evaluation cycles of `groupscope worker`.",
+        json_schema_extra={"flags": ["worker --interval"]},
+    )
+    metrics_per_partition: bool = Field(
+        False, description="Also export lag per partition on `/metrics` (many more series)."
+    )
+    metrics_host: str = Field(
+        "127.0.0.1",
+        description="Address `groupscope worker --metrics-port` serves `/metrics` on. Any non-loopback "
+        "address needs the basic authentication, or `allow_open_bind`.",
+        json_schema_extra={"flags": ["worker --metrics-host"]},
+    )
 
     @field_validator("dashboard_port")
     @classmethod
     def _port(cls, v: int) -> int:
         if not 0 < v < 65536:
             raise ValueError("must be between 1 and 65535")
+        return v
+
+    @field_validator("dashboard_timezone")
+    @classmethod
+    def _timezone(cls, v: str) -> str:
+        check_timezone(v)
         return v
 
     @model_validator(mode="after")
