@@ -10,7 +10,11 @@ pages routed by URL, so any view can be shared as a link:
 
 and the same under /clusters/<cluster> for one Kafka cluster (/clusters/<cluster> is its fleet); the
 URLs without a cluster are every cluster's lists, and a group or topic of the cluster `default` (or
-of the only cluster). A header dropdown switches cluster.
+of the only cluster). A header dropdown switches cluster. A page's filters, sort and time range
+are in its URL's query string (dashboard/urls.py, QUERY), so a copied URL opens the page as it was.
+
+Every time is shown in one zone, the `dashboard_timezone` setting (UTC by default), said once in the
+header ("times in UTC") and on every chart's time axis (dashboard/timefmt.py).
 
 The same server answers the read-only JSON API (/api/v1/...) and Burrow's consumer endpoints
 (/v3/kafka/...), dashboard/api.py and docs/api.md, behind the same authentication.
@@ -23,21 +27,22 @@ from __future__ import annotations
 
 from typing import Any
 
-from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
+from dash import ClientsideFunction, Dash, Input, Output, State, ctx, dcc, html, no_update
 from flask import Response, request
 
 from collectors.config import Settings, load_settings
 from collectors.endpoints import CHALLENGE, basic_auth_ok
 from dashboard import api, background
-from dashboard.components import empty_state, fmt_age, fmt_ms
+from dashboard.components import QUERY_STORE, empty_state, fmt_age
 from dashboard.data import DashboardData, Health, Unavailable
 from dashboard.pages import alerts, fleet, group, topic, topics, whatif
+from dashboard.timefmt import fmt_time, set_display_zone, zone_name
 from dashboard.urls import (
     Route,
     alerts_url,
     fleet_url,
     parse_path,
-    switch_cluster_url,
+    switch_cluster_href,
     topics_url,
 )
 
@@ -46,11 +51,13 @@ OFFSETS_TOPIC = "__consumer_offsets"  # its source status is kept under the topi
 ALL_CLUSTERS = "*"  # the switcher's "All clusters" (no cluster name can be "*")
 
 
-def shell(refresh_s: float) -> html.Div:
+def shell(refresh_s: float, zone: str | None = None) -> html.Div:
+    """The page around every view; `zone`: the display time zone's name, said in the header."""
     choices = sorted({*REFRESH_CHOICES, int(refresh_s)})
     return html.Div(
         [
             dcc.Location(id="url", refresh=False),
+            dcc.Store(id="nav-to"),  # where the cluster switcher goes (app.py, switcher)
             dcc.Interval(id="tick", interval=int(refresh_s * 1000)),
             html.Header(
                 [
@@ -69,6 +76,12 @@ def shell(refresh_s: float) -> html.Div:
                         style={"display": "none"},
                     ),
                     html.Span(className="spacer"),
+                    html.Span(
+                        f"times in {zone or zone_name()}",
+                        id="time-zone",
+                        className="freshness",
+                        title="Every time on these pages is in this zone (the dashboard_timezone setting)",
+                    ),
                     html.Span(id="freshness", className="freshness"),
                     html.Span("refresh", className="freshness"),
                     dcc.Dropdown(
@@ -128,7 +141,7 @@ def _freshness(h: Health, named: bool) -> str:
     else:
         text = f"data from {fmt_age(h.collector_age_s)}"
         if h.event_ms and not named:
-            text += f" · evidence up to {fmt_ms(h.event_ms)}"
+            text += f" · evidence up to {fmt_time(h.event_ms)}"
     return f"{h.cluster}: {text}" if named else text
 
 
@@ -186,6 +199,8 @@ def create_app(
     """Build the app. ``background_mode``: "celery" (what-if jobs on Celery workers), "diskcache"
     (local subprocesses, for a single machine without a worker) or "auto" (Celery, the default)."""
     settings = settings or load_settings()
+    # the zone of every time shown, chosen once (Settings refuses an unknown one)
+    set_display_zone(settings.dashboard_timezone)
     if data is None:
         from collectors.alerts.config import load_alert_config
 
@@ -204,12 +219,14 @@ def create_app(
         background_callback_manager=manager,
         update_title=None,
     )
-    app.layout = shell(settings.dashboard_refresh_s)
+    app.layout = shell(settings.dashboard_refresh_s, settings.dashboard_timezone)
     app.groupscope_data = data  # type: ignore[attr-defined] - for tests and the benchmark
     behind_s = behind_after_s(settings)
 
-    @app.callback(Output("page", "children"), Input("url", "pathname"))
-    def route(pathname: str | None) -> Any:
+    @app.callback(Output("page", "children"), Input("url", "pathname"), State("url", "search"))
+    def route(pathname: str | None, search: str | None = None) -> Any:
+        """The page of `pathname`, opened with the filters, sort and time range of `search` (its
+        query string; the pages keep it in step afterwards)."""
         r = parse_path(pathname)
         try:
             known = data.cluster_names()
@@ -223,17 +240,17 @@ def create_app(
             )
         multi = len(known) > 1
         if r.page == "fleet":
-            return fleet.layout(r.cluster, multi)
+            return fleet.layout(r.cluster, multi, search, known)
         if r.page == "group":
-            return group.layout(r.group or "", _resolved(r), multi)
+            return group.layout(r.group or "", _resolved(r), multi, search)
         if r.page == "whatif":
             return whatif.layout(r.group or "", _resolved(r), multi)
         if r.page == "alerts":
             return alerts.layout(r.cluster, multi)
         if r.page == "topics":
-            return topics.layout(r.cluster, multi)
+            return topics.layout(r.cluster, multi, search)
         if r.page == "topic":
-            return topic.layout(r.topic or "", _resolved(r), multi)
+            return topic.layout(r.topic or "", _resolved(r), multi, search)
         return empty_state(
             "Page not found",
             html.Span(["Nothing at ", html.Code(pathname or ""), "."]),
@@ -270,7 +287,7 @@ def create_app(
         return health_outputs(healths, behind_s, multi)
 
     @app.callback(
-        Output("url", "pathname"),
+        Output("nav-to", "data"),
         Output("cluster-switch", "value"),
         Output("cluster-switch", "options"),
         Output("cluster-switch", "style"),
@@ -282,13 +299,20 @@ def create_app(
         Input("tick", "n_intervals"),
         State("cluster-switch", "options"),
         State("cluster-switch", "style"),
+        State("url", "search"),
     )
     def switcher(
-        path: str | None, chosen: str | None, _n: int | None, shown: Any, shown_style: Any
+        path: str | None,
+        chosen: str | None,
+        _n: int | None,
+        shown: Any,
+        shown_style: Any,
+        search: str | None = None,
     ) -> tuple[Any, ...]:
         """The header's cluster switcher: shows the URL's cluster, and choosing one goes to that
-        cluster's URL (one callback, as Dash wants a loop between two properties). The live tick
-        only adds a new cluster: unchanged options are not sent again, so an open menu stays open."""
+        cluster's URL, with the query the list it goes to can take (switch_cluster_href; the browser
+        goes there as a link does, `navigate`). The live tick only adds a new cluster: unchanged
+        options are not sent again, so an open menu stays open."""
         r = parse_path(path)
         try:
             names = data.cluster_names()
@@ -305,12 +329,28 @@ def create_app(
         if ctx.triggered_id == "cluster-switch" and chosen and chosen != value:
             target = None if chosen == ALL_CLUSTERS else chosen
             nav = (fleet_url(target), topics_url(target), alerts_url(target))
-            return switch_cluster_url(r, target), chosen, opts, look, *nav
+            return {"href": switch_cluster_href(r, target, search)}, chosen, opts, look, *nav
         if ctx.triggered_id == "tick":
             nav = (no_update,) * 3
         else:
             nav = (fleet_url(current), topics_url(current), alerts_url(current))
         return no_update, (no_update if chosen == value else value), opts, look, *nav
+
+    app.clientside_callback(
+        ClientsideFunction(namespace="groupscope", function_name="navigate"),
+        Output("nav-to", "id"),
+        Input("nav-to", "data"),
+        prevent_initial_call=True,
+    )
+
+    # A page's filters, sort and time range into its URL (the pages put them in their query store):
+    # in the browser, and only while the page they are for is shown.
+    app.clientside_callback(
+        ClientsideFunction(namespace="groupscope", function_name="toUrl"),
+        Output("url", "search"),
+        Input(QUERY_STORE, "data"),
+        prevent_initial_call=True,
+    )
 
     @app.callback(
         Output("tick", "disabled"),

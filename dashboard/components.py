@@ -2,19 +2,43 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from dash import dcc, html
 
 from dashboard.figures import STATE_COLORS
+from dashboard.timefmt import time_header
 
 
-def fmt_ms(ms: int | float | None) -> str:
-    if not ms:
-        return "-"
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+def zoned_columns(columns: Iterable[dict[str, Any]], *fields: str) -> list[dict[str, Any]]:
+    """Grid columns with the display zone in the header of each column of times (`fields`):
+    "Started" becomes "Started (Europe/Paris)". Made when a page's layout is, after create_app has
+    chosen the zone."""
+    return [
+        {**c, "headerName": time_header(c["headerName"])} if c.get("field") in fields else c for c in columns
+    ]
+
+
+QUERY_STORE = "page-query"
+
+
+def query_store() -> dcc.Store:
+    """Where a page puts the query string its controls want in the URL, with the path it is for
+    ({"path": ..., "search": ...}); the app copies it to the URL only while that path is shown, so
+    an answer that comes back after the user went to another page changes nothing (app.py)."""
+    return dcc.Store(id=QUERY_STORE)
+
+
+def url_note(problems: list[str]) -> html.Div | None:
+    """What a page left out of its URL's query string (bad values are ignored, never fatal)."""
+    if not problems:
+        return None
+    return html.Div(
+        ["Ignored in this page's URL: ", "; ".join(problems), "."],
+        className="banner warn",
+        id="url-note",
+    )
 
 
 def fmt_age(seconds: float | None) -> str:

@@ -4,13 +4,13 @@ out, so tests and the benchmark can call them without a server."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 import plotly.graph_objects as go
 import plotly.io as pio
 
 from coordinator_model.document.types import GenerationDoc, MemberDoc, PartitionLag, TimelineSpan
+from dashboard.timefmt import fmt_time, time_axis_title, zone_name
 
 # A small template of our own: plotly's stock ones are big, and validating one costs ~0.1 s per figure.
 _AXIS = {"gridcolor": "#e8edf3", "zerolinecolor": "#e8edf3", "linecolor": "#cfd8dc", "automargin": True}
@@ -50,9 +50,9 @@ CAUSE_COLORS = {
 
 
 def iso(ms: int | float | None) -> str | None:
-    if ms is None:
-        return None
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+    """A time as a chart takes it: in the display zone (dashboard/timefmt.py), to the millisecond;
+    the chart's time axis is titled with the zone."""
+    return fmt_time(ms, millis=True) if ms else None
 
 
 def _layout(fig: go.Figure, title: str, height: int = 320, **kw: Any) -> go.Figure:
@@ -117,7 +117,7 @@ def timeline_figure(
                 "<br>%{customdata[2]}%{customdata[3]}<extra></extra>",
             )
         )
-    fig.update_xaxes(type="date")
+    fig.update_xaxes(type="date", title=time_axis_title())
     if view is not None:
         fig.update_xaxes(range=[iso(view[0]), iso(view[1])])
     fig.update_yaxes(categoryorder="array", categoryarray=list(reversed(states)))
@@ -179,6 +179,7 @@ def generations_figure(
                     for g in rows
                 ],
                 hovertemplate=f"<b>{word} %{{x}}</b> (" + cause + ")<br>started %{customdata[0]}"
+                f" ({zone_name()})"
                 "<br>rebalance took %{customdata[1]}<br>joined: %{customdata[2]}"
                 "<br>left: %{customdata[3]}<br>protocol: %{customdata[4]}"
                 "<br>reason: %{customdata[5]}<br>inferred: %{customdata[6]}<extra></extra>",
@@ -200,15 +201,32 @@ def _short(member_id: str, n: int = 28) -> str:
     return member_id if len(member_id) <= n else member_id[: n - 1] + "…"
 
 
+# A lag heatmap writes each cell's lag in it up to this many cells; past that the numbers would not
+# fit in their cells, and the colour scale and the hover tell the lag.
+MAX_LABELLED_CELLS = 400
+# Each cell's lag as it is written in the cell: d3's SI format to 3 digits, trailing zeros trimmed
+# (950, 1.2k, 12.3k, 4.56M).
+CELL_TEXT = "%{z:.3~s}"
+LAG_COLORBAR_TITLE = "lag (offsets)"
+
+
 def _lag_heatmap(z: list[list[float | None]], hovertemplate: str) -> go.Heatmap:
     """A lag heatmap's trace (its arrays set after validation, by the caller): blue when caught up,
-    red at the worst lag shown, empty where nothing is owned or known."""
-    small = len(z) * max((len(row) for row in z), default=0) <= 5_000  # cell gaps slow big ones down
+    red at the worst lag shown, empty where nothing is owned or known; each cell's lag written in
+    it while there are few enough cells to read (MAX_LABELLED_CELLS), the hover always."""
+    cells = len(z) * max((len(row) for row in z), default=0)
+    small = cells <= 5_000  # cell gaps slow big ones down
+    zmax = max([v for row in z for v in row if v is not None] + [1.0])
+    colorbar: dict[str, Any] = {"title": {"text": LAG_COLORBAR_TITLE, "side": "right"}}
+    if zmax <= 5:
+        colorbar["dtick"] = 1  # whole offsets: no tick at half an offset
     return go.Heatmap(
         colorscale=[[0, "#90caf9"], [0.35, "#ffe082"], [1, "#c62828"]],
         zmin=0,
-        zmax=max([v for row in z for v in row if v is not None] + [1.0]),
-        colorbar={"title": "lag"},
+        zmax=zmax,
+        colorbar=colorbar,
+        texttemplate=CELL_TEXT if cells <= MAX_LABELLED_CELLS else "",
+        textfont={"size": 11},
         hoverongaps=False,
         xgap=1 if small else 0,
         ygap=1 if small else 0,
@@ -246,9 +264,12 @@ def assignment_heatmap(
             if tp in col:
                 z[i][col[tp]] = float(lag_by.get(tp) or 0)
     fig = go.Figure(_lag_heatmap(z, "member %{y}<br>partition %{x}<br>lag %{z}<extra></extra>"))
-    fig.update_xaxes(showticklabels=len(tps) <= 60, tickangle=-45, type="category")
+    fig.update_xaxes(
+        title="partition (topic-partition)", showticklabels=len(tps) <= 60, tickangle=-45, type="category"
+    )
     # Full member ids on the axis (truncated ones could collide and merge rows), short tick labels.
     fig.update_yaxes(
+        title="member",
         showticklabels=len(ids) <= 60,
         autorange="reversed",
         type="category",
@@ -280,6 +301,7 @@ def lag_over_time_figure(
                 hovertemplate=f"{name}<br>%{{x}}<br>{label} %{{y}}<extra></extra>",
             )
         )
+    fig.update_xaxes(type="date", title=time_axis_title())
     fig.update_yaxes(title=label, rangemode="tozero")
     return _layout(fig, title, 340, showlegend=len(series) <= 20)
 
@@ -386,6 +408,7 @@ def topic_lag_heatmap(
     fig = go.Figure(_lag_heatmap(z, "group %{y}<br>partition %{x}<br>%{text}<extra></extra>"))
     fig.update_xaxes(title="partition", type="category", showticklabels=len(parts) <= 120)
     fig.update_yaxes(
+        title="group",
         autorange="reversed",
         type="category",
         showticklabels=len(groups) <= 60,

@@ -30,6 +30,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.servers]
 
 ODD_NAME = "team/α b?#%&=+"  # every character a URL treats specially, and a non-ASCII one
 DB = 3  # a database of its own: other tests flush database 0 while ours is served
+ZONE = "Europe/Paris"  # the dashboard's display time zone (dashboard_timezone)
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +61,8 @@ def served(redis_server: RedisServer) -> Iterator[dict[str, Any]]:
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
-        env={**os.environ, "GROUPSCOPE_DASHBOARD_REFRESH_S": "5"},
+        # a zone other than UTC, so the pages show that every time follows the setting
+        env={**os.environ, "GROUPSCOPE_DASHBOARD_REFRESH_S": "5", "GROUPSCOPE_DASHBOARD_TIMEZONE": ZONE},
     )
     try:
         wait_for_port("127.0.0.1", port, 30, proc)
@@ -388,6 +390,99 @@ def test_topic_page_groups_heatmap_history_and_links(served, browser, artifacts_
     assert [t["name"] for t in lines] == ["lag-060433j"] and len(lines[0]["x"]) > 3
     assert lines[0]["y"][-1] == lag_doc["lag"]["total"]
     shoot(browser, artifacts_dir, "topic-lag-ramp")
+
+
+def plot_layout(driver: Any, graph_id: str, path: str) -> Any:
+    """One value of the layout plotly drew in a dcc.Graph, by its dotted path ("xaxis.title.text")."""
+    return driver.execute_script(
+        "const el = document.querySelector(arguments[0] + ' .js-plotly-plot');"
+        "return el && el._fullLayout ? arguments[1].split('.').reduce((o, k) => o && o[k], el._fullLayout)"
+        " : null;",
+        f"#{graph_id}",
+        path,
+    )
+
+
+def header_name(driver: Any, grid_id: str, field: str) -> str:
+    """A grid column's header, through AG Grid's API (the DOM holds only the columns in view)."""
+    return driver.execute_script(
+        "return dash_ag_grid.getApi(arguments[0]).getColumnDef(arguments[1]).headerName;", grid_id, field
+    )
+
+
+def test_a_shared_url_restores_the_filters_sort_and_time_range(served, browser, artifacts_dir) -> None:
+    """A fleet URL with filters, a sort and one bad parameter opens filtered and sorted, says what it
+    ignored and keeps the URL in step when a filter changes; a group URL opens over its time range;
+    every time is in the zone the dashboard is set to, named once in the header and on the axes."""
+    from urllib.parse import quote
+
+    from selenium.webdriver.common.keys import Keys
+
+    docs = served["docs"]
+    k848 = sorted(
+        (d for d in docs.values() if "k848" in d["group"]), key=lambda d: (-len(d["members"]), d["group"])
+    )
+    browser.get(served["base"] + "/?type=consumer&name=k848&sort=-members&color=red")
+    wait_for(lambda: text(browser, "#fleet-count") == f"{len(k848)} matching groups", what="filtered count")
+    names = wait_for(lambda: (c := grid_cells(browser, "fleet-grid", "name")) and len(c) == len(k848) and c)
+    members = grid_cells(browser, "fleet-grid", "members")
+    assert members == sorted(members, reverse=True) and sorted(names) == sorted(d["group"] for d in k848)
+    assert set(grid_cells(browser, "fleet-grid", "type")) == {"consumer"}
+    # the boxes above the grid show the URL's filter, the note what was left out
+    assert browser.find_element("id", "fleet-filter-name").get_attribute("value") == "k848"
+    assert "consumer (KIP-848)" in text(browser, "#fleet-filter-type")
+    assert "unknown parameter 'color'" in text(browser, "#url-note")
+    # the grid sorts by members, descending (its header's arrow), as the URL says
+    sorted_by = browser.execute_script(
+        "return dash_ag_grid.getApi('fleet-grid').getColumnState().filter(c => c.sort)"
+        ".map(c => [c.colId, c.sort]);"
+    )
+    assert sorted_by == [["members", "desc"]]
+    # and the sort did not show the cluster column (one cluster here)
+    hidden = browser.execute_script(
+        "return dash_ag_grid.getApi('fleet-grid').getColumnState().filter(c => c.hide).map(c => c.colId);"
+    )
+    assert hidden == ["cluster"]
+    # the URL now says the filter the grid has, without the bad parameter
+    wait_for(
+        lambda: browser.current_url.endswith("/?type=consumer&name=k848&sort=-members"), what="clean URL"
+    )
+    assert text(browser, "#time-zone") == f"times in {ZONE}"
+    last = grid_cells(browser, "fleet-grid", "last_change")
+    assert all(len(v) == 19 for v in last)  # "YYYY-MM-DD HH:MM:SS", written in the zone on the server
+    assert header_name(browser, "fleet-grid", "last_change") == "Last change (Europe/Paris)"
+    shoot(browser, artifacts_dir, "fleet-from-url")
+    # a filter changed on the page goes to the URL
+    search = browser.find_element("id", "fleet-filter-name")
+    search.send_keys(Keys.CONTROL, "a")
+    search.send_keys("uniform", Keys.ENTER)
+    wait_for(lambda: "name=uniform" in browser.current_url, what="URL follows the filter")
+    wait_for(lambda: grid_cells(browser, "fleet-grid", "name") == ["k848-uniform-060433h"], what="refiltered")
+    # the group page over the URL's range, its lag lines per member; the time axis names the zone
+    doc = docs["lag-060433j"]
+    browser.get(served["base"] + group_url(doc["group"]) + "?range=6h&by=member&metric=bogus")
+    wait_for(lambda: "6 hours" in text(browser, "#group-range"), what="range from the URL")
+    assert "per member" in text(browser, "#group-lag-by")
+    assert "metric='bogus'" in text(browser, "#url-note")
+    wait_for(lambda: plot_layout(browser, "group-lag", "xaxis.title.text") == f"time ({ZONE})", what="axis")
+    lines = wait_for(lambda: plot_data(browser, "group-lag"), what="lag per member")
+    assert [t["name"] for t in lines] == [
+        m["member_id"][:39] + "…" if len(m["member_id"]) > 40 else m["member_id"] for m in doc["members"]
+    ]
+    assert plot_layout(browser, "group-timeline", "xaxis.title.text") == f"time ({ZONE})"
+    assert header_name(browser, "group-generations-table", "start") == "Started (Europe/Paris)"
+    # the topic page: the lag history's span from the URL, a heatmap with its numbers and its scale
+    topic = "k848-data-060433h"
+    browser.get(served["base"] + topic_url(topic) + "?range=6h")
+    wait_for(lambda: "last 6 hours" in text(browser, "#topic-lag-range"), what="topic range")
+    wait_for(lambda: plot_layout(browser, "topic-heatmap", "yaxis.title.text") == "group", what="heatmap")
+    heat = browser.execute_script(
+        "const t = document.querySelector('#topic-heatmap .js-plotly-plot')._fullData[0];"
+        "return [t.texttemplate, t.colorbar.title.text];"
+    )
+    assert heat == ["%{z:.3~s}", "lag (offsets)"]
+    shoot(browser, artifacts_dir, "topic-from-url")
+    assert quote(topic) in browser.current_url and browser.current_url.endswith("?range=6h")
 
 
 def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir) -> None:

@@ -207,8 +207,16 @@ def _two_clusters(redis_client, k848: list[dict[str, Any]]) -> dict[str, dict[st
     return {"prod": prod_doc, "staging": staging_doc}
 
 
-def dash_callback(app: Any, outputs: list[tuple[str, str]], inputs: list[tuple[str, str, Any]]) -> dict:
-    """POST one callback to Dash's endpoint, as the browser does; {output id: {property: value}}."""
+def dash_callback(
+    app: Any,
+    outputs: list[tuple[str, str]],
+    inputs: list[tuple[str, str, Any]],
+    state: list[tuple[str, str, Any]] | None = None,
+) -> dict:
+    """POST one callback to Dash's endpoint, as the browser does; {output id: {property: value}}.
+    The route callback (`page.children`) is given the URL's query string as its state."""
+    if state is None and outputs == [("page", "children")]:
+        state = [("url", "search", "")]
     names = [f"{i}.{p}" for i, p in outputs]
     body = {
         "output": ".." + "...".join(names) + ".." if len(outputs) > 1 else names[0],
@@ -217,7 +225,7 @@ def dash_callback(app: Any, outputs: list[tuple[str, str]], inputs: list[tuple[s
         else {"id": outputs[0][0], "property": outputs[0][1]},
         "inputs": [{"id": i, "property": p, "value": v} for i, p, v in inputs],
         "changedPropIds": [f"{inputs[0][0]}.{inputs[0][1]}"],
-        "state": [],
+        "state": [{"id": i, "property": p, "value": v} for i, p, v in state or []],
     }
     resp = app.server.test_client().post("/_dash-update-component", json=body)
     assert resp.status_code == 200, resp.data[:800]

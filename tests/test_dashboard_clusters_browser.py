@@ -163,6 +163,15 @@ def test_the_switcher_takes_you_to_one_cluster(two_clusters, browser, artifacts_
     # a legacy URL of the all-clusters list shows every cluster again
     browser.get(two_clusters["base"] + "/topics")
     wait_for(lambda: "All clusters" in text(browser, "#cluster-switch"), what="all clusters")
+    # a filtered fleet URL: the switch keeps its name filter and sort, not its cluster filter
+    browser.get(two_clusters["base"] + "/?cluster=staging&name=ord&sort=-lag")
+    wait_for(lambda: text(browser, "#fleet-count") == "1 matching groups", what="staging's orders")
+    browser.find_element(By.ID, "cluster-switch").click()
+    wait_for(lambda: _option(browser, "prod"), what="switcher option").click()
+    wait_for(lambda: browser.current_url.endswith("/clusters/prod?name=ord&sort=-lag"), what="kept query")
+    wait_for(lambda: rows(browser, 1) == [("prod", "orders")], what="prod's orders")
+    assert browser.find_element(By.ID, "fleet-filter-name").get_attribute("value") == "ord"
+    assert not browser.find_elements(By.ID, "url-note")
 
 
 def test_a_group_url_per_cluster_shows_that_clusters_members(two_clusters, browser, artifacts_dir) -> None:

@@ -1,9 +1,3 @@
-/* Value formatters for the AG Grids (dash-ag-grid calls these by name from "function" strings). */
+/* Value formatters for the AG Grids (dash-ag-grid calls these by name from "function" strings).
+   Times are not formatted here: the server writes them in the display zone (dashboard/timefmt.py). */
 var dagfuncs = (window.dashAgGridFunctions = window.dashAgGridFunctions || {});
-
-dagfuncs.groupscopeTime = function (ms) {
-  if (!ms) {
-    return '';
-  }
-  return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
-};

@@ -9,8 +9,9 @@ from typing import Any
 import dash_ag_grid as dag
 from dash import Dash, Input, Output, html
 
-from dashboard.components import empty_state, fmt_ms
+from dashboard.components import empty_state, zoned_columns
 from dashboard.data import DashboardData, Unavailable
+from dashboard.timefmt import fmt_time
 from dashboard.urls import parse_path
 
 COLUMNS = [
@@ -19,15 +20,16 @@ COLUMNS = [
     {"field": "rule", "headerName": "Rule", "width": 170},
     {"field": "severity", "headerName": "Severity", "width": 105},
     {"field": "state", "headerName": "State", "width": 100},
-    {"field": "since", "headerName": "Since (UTC)", "width": 215},
-    {"field": "until", "headerName": "Resolved (UTC)", "width": 215},
+    {"field": "since", "headerName": "Since", "width": 215},
+    {"field": "until", "headerName": "Resolved", "width": 215},
     {"field": "message", "headerName": "Summary", "flex": 2, "minWidth": 260, "tooltipField": "message"},
 ]
 
 
 def columns(multi: bool) -> list[dict[str, Any]]:
-    """The cluster column shows when there are several clusters."""
-    return [{**c, "hide": not multi} if c["field"] == "cluster" else c for c in COLUMNS]
+    """The cluster column shows when there are several clusters; the times' headers name the zone."""
+    cols = [{**c, "hide": not multi} if c["field"] == "cluster" else c for c in COLUMNS]
+    return zoned_columns(cols, "since", "until")
 
 
 def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
@@ -66,7 +68,7 @@ def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
 
 def _row(a: dict[str, Any]) -> dict[str, Any]:
     def when(v: Any) -> Any:
-        return fmt_ms(v) if isinstance(v, int | float) else v
+        return fmt_time(v) if isinstance(v, int | float) else v
 
     return {
         "group": a.get("group"),

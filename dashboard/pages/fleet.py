@@ -10,19 +10,52 @@ clusters' pages are merged on the server in the sort's order (collectors/storage
 
 The cluster is one more filter of the grid (its `cluster` column): the URL's cluster sets it when the
 grid is made (AG Grid's initialState, so the very first block is asked for that cluster only) and
-locks it; on the all-clusters page the cluster box above the grid sets it."""
+locks it; on the all-clusters page the cluster box above the grid sets it.
+
+The filters and the sort are in the page's URL (`/?state=Stable&type=consumer&name=orders&sort=-lag`,
+dashboard/urls.py): a copied URL opens the grid filtered and sorted as it was, and the boxes above it
+show that filter."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
-from dashboard.components import cluster_chips, empty_state, fmt_age, graph, stat, state_badge
+from dashboard.components import (
+    cluster_chips,
+    empty_state,
+    fmt_age,
+    graph,
+    query_store,
+    stat,
+    state_badge,
+    url_note,
+    zoned_columns,
+)
 from dashboard.data import DashboardData, Unavailable, cluster_filter, fleet_page, now_ms
 from dashboard.figures import STATE_ORDER, fleet_state_figure
-from dashboard.server_grid import register_server_grid, server_grid
-from dashboard.urls import fleet_url, group_url, parse_path
+from dashboard.server_grid import (
+    filter_words,
+    grid_sort,
+    initial_state,
+    register_grid_url,
+    register_server_grid,
+    server_grid,
+    text_filter,
+    url_store,
+)
+from dashboard.timefmt import fmt_time
+from dashboard.urls import (
+    FLEET_SORTS,
+    FLEET_STATES,
+    FLEET_TYPES,
+    fleet_url,
+    group_url,
+    parse_path,
+    parse_query,
+)
 
 TEXT_FILTER = {"filterOptions": ["contains"], "maxNumConditions": 1, "buttons": ["reset"]}
 EQUALS_FILTER = {"filterOptions": ["equals"], "maxNumConditions": 4, "buttons": ["reset"]}
@@ -84,13 +117,15 @@ COLUMNS: list[dict[str, Any]] = [
     },
     {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 105},
     {"field": "rebalances_1h", "headerName": "Rebalances 1 h", "type": "numericColumn", "width": 135},
-    {
-        "field": "last_change",
-        "headerName": "Last change (UTC)",
-        "width": 175,
-        "valueFormatter": {"function": "groupscopeTime(params.value)"},
-    },
+    # written on the server in the display zone (dashboard/timefmt.py), named in the header
+    {"field": "last_change", "headerName": "Last change", "width": 200},
 ]
+TYPE_LABELS = {
+    "classic": "classic",
+    "consumer": "consumer (KIP-848)",
+    "share": "share (KIP-932)",
+    "streams": "streams (KIP-1071)",
+}
 
 
 def columns(cluster: str | None, multi: bool) -> list[dict[str, Any]]:
@@ -99,17 +134,65 @@ def columns(cluster: str | None, multi: bool) -> list[dict[str, Any]]:
     col = {**CLUSTER_COLUMN, "hide": not multi}
     if cluster is not None:
         col.update(suppressHeaderMenuButton=True, suppressHeaderFilterButton=True)
-    return [COLUMNS[0], col, *COLUMNS[1:]]
+    return zoned_columns([COLUMNS[0], col, *COLUMNS[1:]], "last_change")
 
 
-def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
-    options: dict[str, Any] = {}
-    if cluster is not None:
-        options["initialState"] = {"filter": {"filterModel": {"cluster": cluster_filter([cluster])}}}
-    grid = server_grid("fleet-grid", columns(cluster, multi), "row_id", **options)
+def filter_model(
+    states: list[str] | None, type_: str | None, name: str | None, clusters: list[str] | None
+) -> dict[str, Any]:
+    """The grid's filter model for the boxes above it (and the URL's cluster, as `clusters`)."""
+    fm: dict[str, Any] = {}
+    if clusters:
+        fm["cluster"] = cluster_filter(clusters)
+    if states:
+        fm["state"] = text_filter(states)
+    if type_:
+        fm["type"] = text_filter([type_])
+    if name:
+        fm["name"] = text_filter([name], "contains")
+    return fm
+
+
+def query_values(fm: Mapping[str, Any], sort_model: Any, path: str | None) -> dict[str, Any]:
+    """The URL's query values (dashboard/urls.py, QUERY["fleet"]) for the grid's filter and sort,
+    whichever control set them: the inverse of filter_model. One cluster's page has its cluster in
+    its path, not in its query."""
+    types = filter_words(fm, "type")
+    names = filter_words(fm, "name", "contains")
+    sort = grid_sort(sort_model)
+    return {
+        "state": [s for s in filter_words(fm, "state") if s in FLEET_STATES],
+        "type": types[0] if len(types) == 1 and types[0] in FLEET_TYPES else None,
+        "cluster": filter_words(fm, "cluster") if parse_path(path).cluster is None else [],
+        "name": names[0] if len(names) == 1 else None,
+        "sort": sort if sort is not None and sort[0] in FLEET_SORTS else None,
+    }
+
+
+def layout(
+    cluster: str | None = None, multi: bool = False, search: str | None = None, known: list[str] | None = None
+) -> html.Div:
+    """`search`: the URL's query string, whose filters and sort the page opens with (a bad value is
+    left out and said); `known`: the clusters a `cluster=` of the query may name."""
+    q = parse_query("fleet", search)
+    problems = list(q.problems)
+    clusters: list[str] = q.get("cluster") or []
+    if clusters and cluster is not None:
+        problems.append(f"cluster= is for the all-clusters page (this page is cluster {cluster}'s)")
+        clusters = []
+    elif clusters and known:
+        unknown = [c for c in clusters if c not in known]
+        if unknown:
+            problems.append(f"cluster={','.join(unknown)} is not a known cluster (known: {', '.join(known)})")
+            clusters = [c for c in clusters if c in known]
+    states, type_, name = q.get("state"), q.get("type"), q.get("name")
+    fm = filter_model(states, type_, name, [cluster] if cluster is not None else clusters)
+    cols = columns(cluster, multi)
+    grid = server_grid("fleet-grid", cols, "row_id", **initial_state(fm, q.get("sort"), cols))
     return html.Div(
         [
             html.H2(["Fleet", *([" · cluster ", html.Code(cluster, id="fleet-cluster")] if cluster else [])]),
+            url_note(problems),
             html.Div(id="fleet-summary", className="card"),
             html.Div(
                 [
@@ -125,22 +208,22 @@ def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
                         [
                             dcc.Dropdown(
                                 id="fleet-filter-state",
-                                options=[*STATE_ORDER, "Unknown"],
+                                options=list(FLEET_STATES),
+                                value=states,
                                 multi=True,
                                 placeholder="Filter by state",
                             ),
                             dcc.Dropdown(
                                 id="fleet-filter-type",
-                                options=[
-                                    {"label": "classic", "value": "classic"},
-                                    {"label": "consumer (KIP-848)", "value": "consumer"},
-                                    {"label": "share (KIP-932)", "value": "share"},
-                                ],
+                                options=[{"label": lbl, "value": v} for v, lbl in TYPE_LABELS.items()],
+                                value=type_,
                                 placeholder="Any type",
                             ),
                             dcc.Dropdown(
                                 id="fleet-filter-cluster",
-                                options=[],
+                                # the URL's clusters shown at once (the live tick brings the rest)
+                                options=list(clusters),
+                                value=clusters or None,
                                 multi=True,
                                 placeholder="Any cluster",
                                 # the all-clusters page of several clusters only
@@ -150,6 +233,7 @@ def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
                                 id="fleet-filter-name",
                                 type="search",
                                 placeholder="Group name contains…",
+                                value=name,
                                 debounce=True,
                                 style={"width": "300px", "minWidth": "0"},
                             ),
@@ -160,6 +244,8 @@ def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
                     # keyed by the cluster: another cluster's page makes a new grid (initialState
                     # applies when a grid is made), not the old one with its rows
                     html.Div(grid, id={"fleet-grid-scope": cluster or ""}),
+                    url_store("fleet-grid"),
+                    query_store(),
                 ],
                 className="card",
             ),
@@ -273,7 +359,10 @@ def register(app: Dash, data: DashboardData) -> None:
         )
         return cards, fleet_state_figure(by_state), storm_box, lag_box
 
-    register_server_grid(app, "fleet-grid", "fleet-count", lambda req: fleet_page(data, req), "groups")
+    register_server_grid(
+        app, "fleet-grid", "fleet-count", lambda req: zoned_rows(fleet_page(data, req)), "groups"
+    )
+    register_grid_url(app, "fleet-grid", "fleet", query_values)
 
     @app.callback(
         Output("fleet-filter-cluster", "options"),
@@ -305,22 +394,17 @@ def register(app: Dash, data: DashboardData) -> None:
         clusters: list[str] | None,
         path: str | None,
     ) -> dict[str, Any]:
-        fm: dict[str, Any] = {}
         # one cluster's page keeps its cluster whatever else is filtered
         url_cluster = parse_path(path).cluster
-        chosen = [url_cluster] if url_cluster is not None else clusters
-        if chosen:
-            fm["cluster"] = cluster_filter(chosen)
-        if states:
-            conds = [{"filterType": "text", "type": "equals", "filter": s} for s in states]
-            fm["state"] = (
-                conds[0] if len(conds) == 1 else {"filterType": "text", "operator": "OR", "conditions": conds}
-            )
-        if type_:
-            fm["type"] = {"filterType": "text", "type": "equals", "filter": type_}
-        if name:
-            fm["name"] = {"filterType": "text", "type": "contains", "filter": name}
-        return fm
+        return filter_model(states, type_, name, [url_cluster] if url_cluster is not None else clusters)
+
+
+def zoned_rows(resp: dict[str, Any]) -> dict[str, Any]:
+    """A block of the grid with each group's last change written in the display zone (the grid
+    sorts on the server, so the cell can be text)."""
+    for row in resp.get("rowData") or []:
+        row["last_change"] = fmt_time(row.get("last_change"), missing="")
+    return resp
 
 
 def freshness_text(age_s: float | None) -> str:

@@ -1,6 +1,9 @@
 """The group page (`/clusters/<c>/groups/<name>`, or `/groups/<name>` for the cluster `default` or
 the only one): what the group is doing now and what it has been doing. A group is (cluster, name):
-the same name in another cluster is another group."""
+the same name in another cluster is another group.
+
+The time range and the lag chart's choices are in the page's URL (`?range=6h&metric=seconds&by=member`,
+dashboard/urls.py), so a copied link opens the group over the same span."""
 
 from __future__ import annotations
 
@@ -8,20 +11,23 @@ from collections.abc import Mapping
 from typing import Any
 
 import dash_ag_grid as dag
-from dash import Dash, Input, Output, dcc, html
+from dash import Dash, Input, Output, State, dcc, html
 
 from coordinator_model.document.types import DocumentError, GenerationDoc, GroupDocument, TimelineSpan
 from coordinator_model.statuses import LABELS, GroupStatuses
 from dashboard import group_doc as gd
 from dashboard.components import (
     LAG_METRICS,
+    QUERY_STORE,
     choice,
     cluster_label,
     empty_state,
     fmt_age,
-    fmt_ms,
     graph,
+    query_store,
     state_badge,
+    url_note,
+    zoned_columns,
 )
 from dashboard.data import DashboardData, Unavailable, now_ms
 from dashboard.figures import (
@@ -32,9 +38,11 @@ from dashboard.figures import (
     lag_over_time_figure,
     timeline_figure,
 )
-from dashboard.urls import fleet_url, parse_path, whatif_url
+from dashboard.timefmt import fmt_time
+from dashboard.urls import ACTIVITY, build_query, fleet_url, parse_path, parse_query, whatif_url
 
-ACTIVITY = -1  # the default range: from the first event to a little after the last state change
+# ACTIVITY, the default range: from the first event to a little after the last state change. Each
+# range has its word in the URL (dashboard/urls.py, GROUP_RANGES).
 RANGES = [
     ("around the last changes", ACTIVITY),
     ("15 min", 15 * 60_000),
@@ -104,7 +112,7 @@ STREAMS_COLUMNS = [
 ]
 GEN_COLUMNS = [
     {"field": "generation", "headerName": "Gen / epoch", "width": 115, "sort": "desc"},
-    {"field": "start", "headerName": "Started (UTC)", "width": 200},
+    {"field": "start", "headerName": "Started", "width": 200},
     {"field": "duration", "headerName": "Rebalance took", "width": 130},
     {"field": "cause", "headerName": "Cause", "width": 210},
     {"field": "joined", "headerName": "Joined", "flex": 1, "minWidth": 150, "tooltipField": "joined"},
@@ -128,7 +136,7 @@ PARTITION_COLUMNS = [
     {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 95},
     {"field": "status", "headerName": "Status", "width": 100},
     {"field": "member", "headerName": "Owner", "flex": 1, "minWidth": 200},
-    {"field": "commit_time", "headerName": "Last commit (UTC)", "width": 200},
+    {"field": "commit_time", "headerName": "Last commit", "width": 220},
 ]
 
 
@@ -144,9 +152,11 @@ def _grid(id_: str, columns: list[dict[str, Any]], height: int = 300) -> dag.AgG
     )
 
 
-def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.Div:
+def layout(name: str, cluster: str | None = None, multi: bool = False, search: str | None = None) -> html.Div:
     """`cluster`: the group's (resolved for a legacy URL), carried by every link; shown beside the
-    name when there are several clusters."""
+    name when there are several clusters. `search`: the URL's query string, whose time range and lag
+    chart choices the page opens with (a bad value is left out and said)."""
+    q = parse_query("group", search)
     return html.Div(
         [
             html.Div(
@@ -165,6 +175,8 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                     ),
                 ]
             ),
+            url_note(q.problems),
+            query_store(),
             html.Div(id="group-header", className="card"),
             html.Div(
                 [
@@ -172,7 +184,7 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                     dcc.Dropdown(
                         id="group-range",
                         options=[{"label": lbl, "value": v} for lbl, v in RANGES],
-                        value=ACTIVITY,
+                        value=q.get("range", ACTIVITY),
                         clearable=False,
                         style={"width": "250px", "display": "inline-block", "verticalAlign": "middle"},
                     ),
@@ -182,7 +194,10 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
             ),
             html.Div(graph("group-timeline"), className="card"),
             html.Div(
-                [graph("group-generations"), _grid("group-generations-table", GEN_COLUMNS, 260)],
+                [
+                    graph("group-generations"),
+                    _grid("group-generations-table", zoned_columns(GEN_COLUMNS, "start"), 260),
+                ],
                 className="card",
             ),
             html.Div(id="group-kip848", className="card", style={"display": "none"}),
@@ -192,11 +207,11 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                 [
                     html.Div(
                         [
-                            choice("group-lag-metric", LAG_METRICS, "lag"),
+                            choice("group-lag-metric", LAG_METRICS, q.get("metric", "lag")),
                             choice(
                                 "group-lag-by",
                                 [("per partition", "partition"), ("per member", "member")],
-                                "partition",
+                                q.get("by", "partition"),
                             ),
                         ],
                         className="filters",
@@ -208,7 +223,7 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
             html.Div(
                 [
                     html.H3("Committed offsets and lag per partition"),
-                    _grid("group-partitions", PARTITION_COLUMNS, 300),
+                    _grid("group-partitions", zoned_columns(PARTITION_COLUMNS, "commit_time"), 300),
                 ],
                 className="card",
             ),
@@ -227,7 +242,7 @@ def window(range_ms: int | None, doc: GroupDocument | None, now: int) -> tuple[i
             latest - range_ms,
             latest,
             f"Nothing happened in the last {_dur(range_ms)}; showing the {_dur(range_ms)} "
-            f"up to the last activity at {fmt_ms(latest)}.",
+            f"up to the last activity at {fmt_time(latest)}.",
         )
     return now - range_ms, now, ""
 
@@ -287,7 +302,7 @@ def header(
     refreshed = (row or {}).get("last_refreshed")
     notes: list[Any] = [
         html.Div(
-            f"Refreshed {fmt_age((now - refreshed) / 1000)} ({fmt_ms(refreshed)})" if refreshed else "",
+            f"Refreshed {fmt_age((now - refreshed) / 1000)} ({fmt_time(refreshed)})" if refreshed else "",
             className="muted",
         )
     ]
@@ -414,7 +429,7 @@ def generation_rows(gens: list[GenerationDoc]) -> list[dict[str, Any]]:
     return [
         {
             "generation": g.generation,
-            "start": fmt_ms(g.start),
+            "start": fmt_time(g.start),
             "duration": _dur(g.duration_ms) if g.duration_ms is not None else "unknown",
             # a cause no source stated is marked (the broker's log states it; else it is inferred)
             "cause": (g.cause or "unknown") + (" (inferred)" if "cause" in g.inferred else ""),
@@ -431,7 +446,7 @@ def generation_rows(gens: list[GenerationDoc]) -> list[dict[str, Any]]:
 def partition_rows(doc: GroupDocument) -> list[dict[str, Any]]:
     out = gd.partition_rows(doc)
     for d in out:
-        d["commit_time"] = fmt_ms(d["commit_time"]) if d["commit_time"] else None
+        d["commit_time"] = fmt_time(d["commit_time"]) if d["commit_time"] else None
         if d["committed"] is None:
             d["committed"] = "no commit"
     return out
@@ -536,6 +551,18 @@ def register(app: Dash, data: DashboardData, behind_s: float | None = None) -> N
         except (Unavailable, DocumentError) as e:
             return empty_figure("Lag over time", str(e))
         return lag_over_time_figure(top_series(lag_series(points, metric, by), by), metric, by)
+
+    @app.callback(
+        Output(QUERY_STORE, "data", allow_duplicate=True),
+        Input("group-range", "value"),
+        Input("group-lag-metric", "value"),
+        Input("group-lag-by", "value"),
+        State("url", "pathname"),
+        prevent_initial_call=True,
+    )
+    def to_url(range_ms: int | None, metric: str | None, by: str | None, path: str | None) -> Any:
+        """The time range and the lag chart's choices into the URL, so a copied link keeps them."""
+        return {"path": path, "search": build_query("group", {"range": range_ms, "metric": metric, "by": by})}
 
 
 def stale_note(data: DashboardData, cluster: str, behind_s: float | None) -> html.Div | None:

@@ -1,20 +1,31 @@
 """The topic page (`/clusters/<c>/topics/<name>`, or `/topics/<name>` for the cluster `default` or
 the only one): every group of that cluster that reads the topic, its state, the members that
 own the topic's partitions and its lag, as a table (with links to the group's page and what-if), a
-partition x group heatmap of lag and each group's lag over time."""
+partition x group heatmap of lag and each group's lag over time. The lag history's span and metric
+are in the page's URL (`?range=6h&metric=seconds`, dashboard/urls.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import dash_ag_grid as dag
-from dash import Dash, Input, Output, dcc, html
+from dash import Dash, Input, Output, State, dcc, html
 
 from collectors.storage.topics import owners
-from dashboard.components import LAG_METRICS, choice, cluster_label, empty_state, graph, stat
+from dashboard.components import (
+    LAG_METRICS,
+    QUERY_STORE,
+    choice,
+    cluster_label,
+    empty_state,
+    graph,
+    query_store,
+    stat,
+    url_note,
+)
 from dashboard.data import DashboardData, Unavailable
 from dashboard.figures import empty_figure, lag_over_time_figure, topic_lag_heatmap
-from dashboard.urls import parse_path, topics_url
+from dashboard.urls import build_query, parse_path, parse_query, topics_url
 
 HEATMAP_GROUPS = 60  # the worst groups drawn in the heatmap (the table lists all of them)
 HISTORY_GROUPS = 10  # the worst groups drawn in the lag history
@@ -50,7 +61,9 @@ GROUP_COLUMNS: list[dict[str, Any]] = [
 ]
 
 
-def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.Div:
+def layout(name: str, cluster: str | None = None, multi: bool = False, search: str | None = None) -> html.Div:
+    """`search`: the URL's query string, whose lag history span and metric the page opens with."""
+    q = parse_query("topic", search)
     return html.Div(
         [
             html.Div(
@@ -62,6 +75,8 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                     ),
                 ]
             ),
+            url_note(q.problems),
+            query_store(),
             html.Div(id="topic-header", className="card"),
             html.Div(
                 [
@@ -88,8 +103,8 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                 [
                     html.Div(
                         [
-                            choice("topic-lag-metric", LAG_METRICS, "lag"),
-                            choice("topic-lag-range", HISTORY_RANGES, 3_600_000, width=160),
+                            choice("topic-lag-metric", LAG_METRICS, q.get("metric", "lag")),
+                            choice("topic-lag-range", HISTORY_RANGES, q.get("range", 3_600_000), width=160),
                         ],
                         className="filters",
                     ),
@@ -187,3 +202,14 @@ def register(app: Dash, data: DashboardData) -> None:
         )
         # as tall as its rows, up to ten of them (then it scrolls)
         return (*out, {"height": f"{60 + 42 * min(max(len(out[1]), 1), 10)}px"})
+
+    @app.callback(
+        Output(QUERY_STORE, "data", allow_duplicate=True),
+        Input("topic-lag-metric", "value"),
+        Input("topic-lag-range", "value"),
+        State("url", "pathname"),
+        prevent_initial_call=True,
+    )
+    def to_url(metric: str | None, range_ms: int | None, path: str | None) -> Any:
+        """The lag history's metric and span into the URL, so a copied link keeps them."""
+        return {"path": path, "search": build_query("topic", {"metric": metric, "range": range_ms})}

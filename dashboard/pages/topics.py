@@ -5,18 +5,30 @@ rows, merged in the sort's order like the fleet grid (collectors/storage/cluster
 
 Like the fleet grid, AG Grid's infinite row model asks for one block at a time and the server answers
 from the topic index in Redis (collectors/storage/topics.py: a ZRANGE on the sort key's index and an
-HMGET of the rows), so 10,000 topics page like 10."""
+HMGET of the rows), so 10,000 topics page like 10.
+
+The name filter and the sort are in the page's URL (`/topics?name=orders&sort=-lag`, dashboard/urls.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dash import Dash, Input, Output, State, dcc, html
 
-from dashboard.components import cluster_chips, empty_state, stat
+from dashboard.components import cluster_chips, empty_state, query_store, stat, url_note
 from dashboard.data import DashboardData, Unavailable, cluster_filter, topics_page
-from dashboard.server_grid import register_server_grid, server_grid
-from dashboard.urls import parse_path, topics_url
+from dashboard.server_grid import (
+    filter_words,
+    grid_sort,
+    initial_state,
+    register_grid_url,
+    register_server_grid,
+    server_grid,
+    text_filter,
+    url_store,
+)
+from dashboard.urls import TOPICS_SORTS, parse_path, parse_query, topics_url
 
 NUMBER = {"function": "params.value == null ? '' : Number(params.value).toLocaleString('en-US')"}
 
@@ -86,17 +98,43 @@ def columns(cluster: str | None, multi: bool) -> list[dict[str, Any]]:
     return out
 
 
-def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
-    options: dict[str, Any] = {"tooltipShowDelay": 300}
+def filter_model(name: str | None, cluster: str | None) -> dict[str, Any]:
+    """The grid's filter model: the name box's, and one cluster's page's cluster."""
+    fm: dict[str, Any] = {}
     if cluster is not None:
-        # the URL's cluster is the grid's filter from its first block on (see pages/fleet.py)
-        options["initialState"] = {"filter": {"filterModel": {"cluster": cluster_filter([cluster])}}}
-    grid = server_grid("topics-grid", columns(cluster, multi), "row_id", **options)
+        fm["cluster"] = cluster_filter([cluster])
+    if name:
+        fm["name"] = text_filter([name], "contains")
+    return fm
+
+
+def query_values(fm: Mapping[str, Any], sort_model: Any, _path: str | None) -> dict[str, Any]:
+    """The URL's query values (QUERY["topics"]) for the grid's filter and sort."""
+    names = filter_words(fm, "name", "contains")
+    sort = grid_sort(sort_model)
+    return {
+        "name": names[0] if len(names) == 1 else None,
+        "sort": sort if sort is not None and sort[0] in TOPICS_SORTS else None,
+    }
+
+
+def layout(cluster: str | None = None, multi: bool = False, search: str | None = None) -> html.Div:
+    """`search`: the URL's query string, whose name filter and sort the page opens with."""
+    q = parse_query("topics", search)
+    name = q.get("name")
+    # the URL's cluster and name are the grid's filter from its first block on (see pages/fleet.py)
+    cols = columns(cluster, multi)
+    options: dict[str, Any] = {
+        "tooltipShowDelay": 300,
+        **initial_state(filter_model(name, cluster), q.get("sort"), cols),
+    }
+    grid = server_grid("topics-grid", cols, "row_id", **options)
     return html.Div(
         [
             html.H2(
                 ["Topics", *([" · cluster ", html.Code(cluster, id="topics-cluster")] if cluster else [])]
             ),
+            url_note(q.problems),
             html.Div(id="topics-summary", className="card"),
             html.Div(
                 [
@@ -106,6 +144,7 @@ def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
                                 id="topics-filter-name",
                                 type="search",
                                 placeholder="Topic name contains…",
+                                value=name,
                                 debounce=True,
                                 style={"width": "300px", "minWidth": "0"},
                             ),
@@ -114,6 +153,8 @@ def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
                         className="filters",
                     ),
                     html.Div(grid, id={"topics-grid-scope": cluster or ""}),
+                    url_store("topics-grid"),
+                    query_store(),
                 ],
                 className="card",
             ),
@@ -157,6 +198,7 @@ def register(app: Dash, data: DashboardData) -> None:
         )
 
     register_server_grid(app, "topics-grid", "topics-count", lambda req: topics_page(data, req), "topics")
+    register_grid_url(app, "topics-grid", "topics", query_values)
 
     @app.callback(
         Output("topics-grid", "filterModel"),
@@ -165,10 +207,4 @@ def register(app: Dash, data: DashboardData) -> None:
         prevent_initial_call=True,
     )
     def filters(name: str | None, path: str | None) -> dict[str, Any]:
-        fm: dict[str, Any] = {}
-        cluster = parse_path(path).cluster  # one cluster's page keeps its cluster
-        if cluster is not None:
-            fm["cluster"] = cluster_filter([cluster])
-        if name:
-            fm["name"] = {"filterType": "text", "type": "contains", "filter": name}
-        return fm
+        return filter_model(name, parse_path(path).cluster)  # one cluster's page keeps its cluster
