@@ -14,7 +14,7 @@ from coordinator_model.alert_rules import (
     parse_alert_config,
 )
 from coordinator_model.alert_rules import rules as R
-from coordinator_model.document.types import DocumentError, MemberDoc
+from coordinator_model.document.types import DocumentError, GroupDocument, MemberDoc, TimelineSpan
 
 
 def P(rule: str, **kw) -> dict:
@@ -412,3 +412,32 @@ def test_lag_of_one_never_alerts_whatever_the_status(seconds) -> None:
         for st_ in ["WARN", "ERR", "STOP", "STALL"]
     ]
     assert rules_fired(doc("tx", lag=rows), T0) == set()
+
+
+# --- streams_not_ready ---------------------------------------------------------------------------
+def _streams_doc(spans: list[tuple[str, int, int | None]]) -> GroupDocument:
+    return GroupDocument(
+        group="app",
+        type="streams",
+        state=spans[-1][0],
+        timeline=[TimelineSpan(state, start, end) for state, start, end in spans],
+    )
+
+
+def test_a_streams_group_notready_past_for_s_alerts_and_not_before() -> None:
+    p = dict(DEFAULT_RULES["streams_not_ready"])
+    doc = _streams_doc([("Empty", T0, T0 + 5 * S), ("NotReady", T0 + 5 * S, None)])
+    early = R.RULES["streams_not_ready"](doc, T0 + 30 * S, p)
+    assert early.finding is None and early.recheck_at == T0 + 5 * S + 60 * S
+    late = R.RULES["streams_not_ready"](doc, T0 + 70 * S, p)
+    assert late.finding is not None and late.finding.since == T0 + 65 * S
+    assert late.finding.evidence["not_ready_since"] == T0 + 5 * S
+    assert "NotReady for 65 s" in late.finding.summary
+
+
+def test_a_streams_group_ready_again_does_not_alert() -> None:
+    p = dict(DEFAULT_RULES["streams_not_ready"])
+    doc = _streams_doc([("NotReady", T0, T0 + 90 * S), ("Stable", T0 + 90 * S, None)])
+    assert R.RULES["streams_not_ready"](doc, T0 + 200 * S, p).finding is None
+    # while it was NotReady, past for_s, it did
+    assert R.RULES["streams_not_ready"](doc, T0 + 80 * S, p).finding is not None

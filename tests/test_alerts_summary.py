@@ -52,7 +52,16 @@ from coordinator_model.statuses import group_statuses
 # --- documents, configurations and moments ---------------------------------------------------------
 
 CAUSES = ["group_created", "member_joined", "member_left", "session_timeout", "poll_timeout", "leader_rejoin"]
-STATES = ["Empty", "PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Reconciling", "Assigning"]
+STATES = [
+    "Empty",
+    "PreparingRebalance",
+    "CompletingRebalance",
+    "Stable",
+    "Dead",
+    "Reconciling",
+    "Assigning",
+    "NotReady",
+]
 STATUSES = [None, "OK", "WARN", "ERR", "STOP", "STALL", "REWIND", "NO_COMMIT"]
 CLIENTS = ["a", "b", "c"]
 
@@ -189,6 +198,8 @@ def configs(draw) -> AlertConfig:
         }
     if draw(st.booleans()):
         rules["rebalance_stuck"] = {"after_s": draw(st.sampled_from([1, 30]))}
+    if draw(st.booleans()):
+        rules["streams_not_ready"] = {"for_s": draw(st.sampled_from([0, 1, 30]))}
     if draw(st.booleans()):
         rules["member_flapping"] = {
             "joins": draw(st.integers(2, 3)),

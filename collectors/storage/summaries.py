@@ -61,6 +61,7 @@ from coordinator_model.alert_rules.docview import (
     StateSpan,
     state_at,
 )
+from coordinator_model.alert_rules.rules import NOT_READY
 from coordinator_model.document import GroupDocument, PartitionLag
 from coordinator_model.statuses import STATUS_RULES, STATUSES, judge
 
@@ -512,6 +513,10 @@ class Silence:
         """`rebalance_stuck`: the state at now is not a rebalancing one."""
         return REBALANCING_STATES.isdisjoint(self._state(f, now))
 
+    def not_ready(self, f: Facts, now: int) -> bool:
+        """`streams_not_ready`: the state at now is not NotReady."""
+        return NOT_READY not in self._state(f, now)
+
     @staticmethod
     def generations(f: Facts, since: int) -> bool:
         """`rebalance_storm`, `member_flapping`, `member_lost`: no generation after the look-back."""
@@ -523,7 +528,7 @@ _GENERATION_RULES = ("rebalance_storm", "member_flapping", "member_lost")
 _NO_HISTORY = [RULES_VERSION, None, [], []]
 # What each rule reads of a PackedView: the head alone (generations, timeline, state), or lag rows
 # too, which it has only when none could count. Any other rule (added later) reads the document.
-_HEAD_RULES = frozenset({*_GENERATION_RULES, "rebalance_stuck"})
+_HEAD_RULES = frozenset({*_GENERATION_RULES, "rebalance_stuck", "streams_not_ready"})
 _ROW_RULES = frozenset({"lag", "lag_retention", "group_empty"})
 
 
@@ -573,6 +578,8 @@ class PackedEvaluator:
             silent.add("group_empty")
         if s.stuck(facts, now_ms):
             silent.add("rebalance_stuck")
+        if s.not_ready(facts, now_ms):
+            silent.add("streams_not_ready")
         if s.generations(facts, since):
             silent.update(_GENERATION_RULES)
         todo = [(name, p) for name, p in rules.items() if name not in silent]

@@ -36,6 +36,11 @@ DEFAULT_RULES: dict[str, dict[str, Any]] = {
         "severity": "critical",
         "after_s": 300,  # not Stable for longer than this (Kafka's default rebalance timeout is 300 s)
     },
+    "streams_not_ready": {
+        "enabled": True,
+        "severity": "critical",
+        "for_s": 60,  # a streams group (KIP-1071) NotReady this long: its application runs nothing
+    },
     "member_flapping": {
         "enabled": True,
         "severity": "warning",

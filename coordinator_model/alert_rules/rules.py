@@ -273,6 +273,38 @@ def member_lost(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
     return RuleResult(finding, lost[-1].start + window + 1)
 
 
+# --- streams group not ready ------------------------------------------------------------------
+# KIP-1071: a streams group whose topology the coordinator cannot configure (a source topic missing,
+# an internal topic missing or of the wrong partition count) is NotReady: its members are there but
+# get no tasks, so nothing of the application runs, and Kafka says so nowhere else.
+NOT_READY = "NotReady"
+
+
+def streams_not_ready(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    v = view_of(doc)
+    state, idx = state_at(v, now_ms)
+    if state != NOT_READY or idx < 0:
+        return RuleResult()
+    begin = v.timeline[idx].start
+    if begin is None:
+        return RuleResult()
+    for_ms = int(p["for_s"] * 1000)
+    if now_ms - begin < for_ms:
+        return RuleResult(None, begin + for_ms)
+    finding = Finding(
+        group=v.group,
+        rule="streams_not_ready",
+        severity=p["severity"],
+        summary=(
+            f"streams group NotReady for {(now_ms - begin) / 1000:.0f} s: its topology cannot be "
+            "configured (a source or internal topic is missing or has the wrong partition count)"
+        ),
+        since=begin + for_ms,
+        evidence={"state": state, "not_ready_since": begin, "for_s": p["for_s"]},
+    )
+    return RuleResult(finding, None)
+
+
 # --- group became Empty or Dead ----------------------------------------------------------------
 
 
@@ -397,6 +429,7 @@ def lag_retention(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
 RULES: dict[str, Callable[[Doc, int, dict[str, Any]], RuleResult]] = {
     "rebalance_storm": rebalance_storm,
     "rebalance_stuck": rebalance_stuck,
+    "streams_not_ready": streams_not_ready,
     "member_flapping": member_flapping,
     "member_lost": member_lost,
     "group_empty": group_empty,
