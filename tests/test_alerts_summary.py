@@ -417,6 +417,11 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
             g = GaugeMetricFamily
             data, alerts = RedisStore(client), AlertStore(client)
             groups = g("groupscope_groups", "Consumer groups per state", labels=["state"])
+            by_type = g(
+                "groupscope_groups_by_type",
+                "Groups per type (classic, consumer, share, streams) and state",
+                labels=["state", "type"],
+            )
             state = g("groupscope_group_state", "1 for the group's current state", labels=["group", "state"])
             members = g("groupscope_group_members", "Members of the group", labels=["group"])
             generation = g(
@@ -441,8 +446,9 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
             )
             firing = g("groupscope_alert_firing", "1 per firing alert", labels=["group", "rule", "severity"])
             active_rule = g("groupscope_alerts_active", "Firing alerts per rule", labels=["rule"])
-            out = [groups, state, members, generation, rebalances, lag, lag_s, tlag, tlag_s]
+            out = [groups, by_type, state, members, generation, rebalances, lag, lag_s, tlag, tlag_s]
             per_state: dict[str, int] = {}
+            per_type: dict[tuple[str, str], int] = {}
             names = []
             for raw_name, raw in client.hgetall(data.k("fleet")).items():
                 name = raw_name.decode()
@@ -450,6 +456,8 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
                 names.append(name)
                 st_ = str(row.get("state") or "Unknown")
                 per_state[st_] = per_state.get(st_, 0) + 1
+                kind = (str(row.get("type") or "classic"), st_)
+                per_type[kind] = per_type.get(kind, 0) + 1
                 state.add_metric([name, st_], 1)
                 members.add_metric([name], float(row.get("members") or 0))
                 gen = row.get("generation") if row.get("generation") is not None else row.get("group_epoch")
@@ -460,6 +468,8 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
                 lag_s.add_metric([name], float(row.get("lag_seconds") or 0))
             for st_, n in sorted(per_state.items()):
                 groups.add_metric([st_], n)
+            for (ty_, st_), n in sorted(per_type.items()):
+                by_type.add_metric([st_, ty_], n)
             # The statuses (storm, flapping, lagging): the alert rules on each document at the scrape.
             in_status = g(
                 "groupscope_groups_in_status",

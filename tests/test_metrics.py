@@ -61,6 +61,7 @@ def test_metrics_per_group_topic_and_alerts(redis_client, redis_server) -> None:
     _fill(redis_client)
     m = _scrape(make_wsgi_app(redis_server.url))
     assert m["groupscope_groups"][(("state", "Stable"),)] == 2
+    assert m["groupscope_groups_by_type"] == {(("state", "Stable"), ("type", "classic")): 2}
     assert m["groupscope_group_state"][(("group", "m-storm"), ("state", "Stable"))] == 1
     assert m["groupscope_group_generation"][(("group", "m-storm"),)] == 43
     assert m["groupscope_group_rebalances_1h"][(("group", "m-storm"),)] == 43

@@ -3,6 +3,8 @@
 Series (all gauges; labels in braces, and on every series `cluster`, the Kafka cluster: one scrape
 covers every cluster of the Redis, those of its registry and the configured ones):
 - groupscope_groups{state}                              groups per state
+- groupscope_groups_by_type{type,state}                 groups per kind (classic, consumer, share,
+                                                        streams) and state, in Kafka's own words
 - groupscope_group_state{group,state}                   1 for the group's current state
 - groupscope_group_members{group}                       members
 - groupscope_group_generation{group}                    classic generation (or KIP-848 group epoch)
@@ -88,6 +90,7 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 # name -> help, in the order a scrape lists them.
 FAMILIES: dict[str, str] = {
     "groupscope_groups": "Consumer groups per state",
+    "groupscope_groups_by_type": "Groups per type (classic, consumer, share, streams) and state",
     "groupscope_group_state": "1 for the group's current state",
     "groupscope_group_members": "Members of the group",
     "groupscope_group_generation": "Classic generation, or KIP-848 group epoch",
@@ -187,6 +190,7 @@ class Scrape:
         }
     )
     per_state: dict[str, int] = field(default_factory=dict)
+    per_type_state: dict[tuple[str, str], int] = field(default_factory=dict)
     alerts: list[dict[str, Any]] = field(default_factory=list)
     statuses: FleetStatuses | None = None  # the groups in each status at the scrape
     cycle: dict[str, Any] | None = None
@@ -255,17 +259,21 @@ class MetricsSource:
         pipe = self.r.pipeline(transaction=False)
         pipe.hkeys(data.k("fleet"))
         pipe.hgetall(data.k("fleet", "state"))
+        pipe.hgetall(data.k("fleet", "type"))
         if families:
             pipe.hkeys(data.sk(f"metrics:{families[0]}"))
             for family in families:
                 pipe.hlen(data.sk(f"metrics:{family}"))
                 pipe.hvals(data.sk(f"metrics:{family}"))
-        names, states, *found = pipe.execute()
+        names, states, types, *found = pipe.execute()
         fleet = set(names)
         for raw_name in names:
             st = states.get(raw_name)
             state = st.decode() if st else "Unknown"
             scrape.per_state[state] = scrape.per_state.get(state, 0) + 1
+            ty = types.get(raw_name)
+            key = ((ty.decode() if ty else "") or "classic", state)  # a row written before types: classic
+            scrape.per_type_state[key] = scrape.per_type_state.get(key, 0) + 1
         complete: set[bytes] = set()
         if families:
             first, counts, values = set(found[0]), found[1::2], found[2::2]
@@ -380,6 +388,10 @@ class MetricsSource:
         small["groupscope_groups"] += [
             f'groupscope_groups{{{c},state="{esc(st)}"}} {num(n)}\n'
             for st, n in sorted(scrape.per_state.items())
+        ]
+        small["groupscope_groups_by_type"] += [
+            f'groupscope_groups_by_type{{{c},state="{esc(st)}",type="{esc(ty)}"}} {num(n)}\n'
+            for (ty, st), n in sorted(scrape.per_type_state.items())
         ]
         if scrape.statuses is not None:
             st = scrape.statuses
