@@ -1,8 +1,10 @@
-"""Burrow's consumer endpoints on the dashboard's server (dashboard/api_burrow.py), against the
+"""Burrow's read-only v3 endpoints on the dashboard's server (dashboard/api_burrow.py), against the
 harness's real Redis: the shapes held against Burrow's documented answers (its wiki's HTTP endpoint
-pages, and the JSON names of its Go structs, core/protocol/evaluator.go and storage.go, which the
-wiki's examples predate), and the status of a group with real lag windows mapped from groupscope's
-own evaluation of Burrow's rules."""
+pages, and the JSON names of its Go structs, core/protocol/evaluator.go and storage.go and
+core/internal/httpserver/structs.go, which the wiki's examples predate), the messages its handlers
+answer (core/internal/httpserver/kafka.go), the status of a group with real lag windows mapped from
+groupscope's own evaluation of Burrow's rules, and the cluster, topic and consumer detail answers
+against what was written to Redis."""
 
 from __future__ import annotations
 
@@ -22,10 +24,11 @@ from test_api import (
 )
 
 from collectors.config import Settings
-from collectors.storage.clusters import ClusterRegistry
+from collectors.storage.clusters import ClusterRegistry, cluster_prefix
+from collectors.storage.redis_store import RedisStore
 from coordinator_model.document.types import GroupDocument, LagDoc, MemberDoc, PartitionLag
 from coordinator_model.offsets import OffsetStore
-from dashboard.api_burrow import group_status
+from dashboard.api_burrow import WINDOW, group_status
 from dashboard.app import create_app
 
 pytestmark = pytest.mark.servers
@@ -75,6 +78,76 @@ DOC_STATUS = {
         "host": "responding.host.example.com",
     },
 }
+# Burrow's wiki, "Get Topic Detail" (its message there, "broker topic offsets returned", is older than
+# the one its server answers, "topic offsets returned", core/internal/httpserver/kafka.go)
+DOC_TOPIC_DETAIL = {
+    "error": False,
+    "message": "topic offsets returned",
+    "offsets": [2290903, 2898892, 3902933, 2328823],
+    "request": {"url": "/v3/kafka/clustername/topic/topicname", "host": "responding.host.example.com"},
+}
+DOC_TOPIC_LIST = {
+    "error": False,
+    "message": "topic list returned",
+    "topics": ["topicA", "topicB"],
+    "request": {"url": "/v3/kafka/clustername/topic", "host": "responding.host.example.com"},
+}
+DOC_TOPIC_CONSUMERS = {
+    "error": False,
+    "message": "consumers of topic returned",
+    "consumers": ["group1", "group2"],
+    "request": {
+        "url": "/v3/kafka/clustername/topic/topicname/consumers",
+        "host": "responding.host.example.com",
+    },
+}
+# httpResponseConfigModuleDetail with Burrow's kafka cluster module (structs.go), as its test of
+# handleClusterDetail configures one (kafka_test.go)
+DOC_CLUSTER_DETAIL = {
+    "error": False,
+    "message": "cluster module detail returned",
+    "module": {
+        "class-name": "kafka",
+        "servers": ["kafka01.example.com:10251"],
+        "client-profile": {
+            "name": "test",
+            "client-id": "testid",
+            "kafka-version": "2.8.0",
+            "tls": None,
+            "sasl": None,
+        },
+        "topic-refresh": 60,
+        "offset-refresh": 10,
+    },
+    "request": {"url": "/v3/kafka/clustername", "host": "responding.host.example.com"},
+}
+CLUSTER_MODULE_FIELDS = {"class-name", "servers", "client-profile", "topic-refresh", "offset-refresh"}
+CLIENT_PROFILE_FIELDS = {"name", "client-id", "kafka-version", "tls", "sasl"}
+# Burrow's consumer detail: ConsumerTopics (core/protocol/storage.go), per topic its partitions by
+# number, each with its ring of offsets (null where a slot is not filled yet); the values of a Burrow
+# answer published with mageddo/dockerized-database-servers (burrow.md), whose Burrow predates
+# `observedAt` and `client_id`
+DOC_CONSUMER_DETAIL = {
+    "error": False,
+    "message": "consumer detail returned",
+    "topics": {
+        "COFFEE_REQUEST": [
+            {
+                "offsets": [
+                    {"offset": 4464, "timestamp": 1545510706476, "observedAt": 1545510706476, "lag": 4430}
+                ],
+                "owner": "/172.17.0.1",
+                "client_id": "consumer-1",
+                "current-lag": 4430,
+            }
+        ]
+    },
+    "request": {"url": "/v3/kafka/local/consumer/spring-kafka", "host": "typer-pc"},
+}
+CONSUMER_PARTITION_FIELDS = {"offsets", "owner", "client_id", "current-lag"}
+# its topics map's keys are topic names: the shape is the map's (any topic) and each topic's list
+DOC_DETAIL_PARTITIONS = DOC_CONSUMER_DETAIL["topics"]["COFFEE_REQUEST"]
+DOC_DETAIL = {**DOC_CONSUMER_DETAIL, "topics": {}}
 # Burrow's structs as its server marshals them today (core/protocol): the wiki's example predates
 # partition_count, totallag, client_id and observedAt
 STATUS_FIELDS = {
@@ -122,7 +195,8 @@ def same_shape(got: Any, documented: Any, where: str = "") -> None:
     elif isinstance(documented, list):
         assert isinstance(got, list), where
         for item in got:
-            same_shape(item, documented[0], f"{where}[]")
+            if item is not None:  # a Go pointer: a ring slot not filled, a partition with no offset
+                same_shape(item, documented[0], f"{where}[]")
     else:
         assert kind(got) == kind(documented), f"{where}: {got!r} vs documented {documented!r}"
 
@@ -295,6 +369,201 @@ def test_a_document_stored_whole_knows_one_commit_per_partition(burrow) -> None:
         0.0,
     )
     assert st["totallag"] == 5 and st["maxlag"] == p1
+
+
+# ---- cluster, topic and consumer detail ---------------------------------------------------------------
+SPARSE = "sparse-reader"
+
+
+def write_sparse_group(client: Any) -> None:
+    """Cluster `gaps` (two bootstrap servers registered): a group reading partitions 0, 2 and 3 of
+    topic `sparse` and not 1; it owns 2 without a commit, and the log end of 3 is not known."""
+    ClusterRegistry(client).register("gaps", "kafka-a:9092, kafka-b:9093", NOW)
+    doc = GroupDocument(
+        SPARSE,
+        state="Stable",
+        protocol_type="consumer",
+        members=[MemberDoc("s-1", client_id="sparse-1", client_host="/10.2.0.1", assignment=[("sparse", 2)])],
+        lag=LagDoc(
+            partitions=[
+                PartitionLag("sparse", 0, 5, True, 9, 4, 0.5, "OK", None),
+                PartitionLag("sparse", 2, None, False, 30, None, None, "NO_COMMIT", "s-1"),
+                PartitionLag("sparse", 3, 7, True, None, None, None, "UNKNOWN", None),
+            ]
+        ),
+        as_of=NOW,
+    )
+    RedisStore(client, prefix=cluster_prefix("gaps")).write_groups([doc], NOW)
+
+
+def check_answer(r: Any, documented: dict[str, Any], url: str, status: int = 200) -> dict[str, Any]:
+    """Burrow's answer: its status code, the documented fields and no others, its request block."""
+    assert r.status_code == status, url
+    body = r.get_json()
+    same_shape(body, documented)
+    assert set(body) == set(documented), url
+    assert body["error"] is documented["error"] and body["message"] == documented["message"], url
+    assert body["request"]["url"] == url and body["request"]["host"], url
+    return body
+
+
+def check_error(burrow: Any, url: str, message: str) -> None:
+    """A 404 in Burrow's error shape, with the message its handler answers."""
+    r = burrow.get(url)
+    body = check_answer(r, {**DOC_ERROR, "message": message}, url, 404)
+    assert body["error"] is True
+
+
+def test_cluster_detail_is_burrows_kafka_cluster_module(burrow, redis_client) -> None:
+    write_sparse_group(redis_client)
+    body = check_answer(burrow.get("/v3/kafka/prod"), DOC_CLUSTER_DETAIL, "/v3/kafka/prod")
+    module = body["module"]
+    assert set(module) == CLUSTER_MODULE_FIELDS and set(module["client-profile"]) == CLIENT_PROFILE_FIELDS
+    # the bootstrap servers its collector registered (seed: prod-kafka:9092), split as Burrow's list
+    assert module["class-name"] == "kafka" and module["servers"] == ["prod-kafka:9092"]
+    gaps = burrow.get("/v3/kafka/gaps").get_json()["module"]
+    assert gaps["servers"] == ["kafka-a:9092", "kafka-b:9093"]
+    # the collector's default Admin API poll (5 s) as both refresh intervals, in Burrow's seconds
+    assert (module["topic-refresh"], module["offset-refresh"]) == (5, 5)
+    assert module["client-profile"] == {
+        "name": "",
+        "client-id": "groupscope",
+        "kafka-version": "",
+        "tls": None,
+        "sasl": None,
+    }
+    # `default` holds data but no collector registered it: no servers known
+    assert burrow.get("/v3/kafka/default").get_json()["module"]["servers"] == []
+    check_error(burrow, "/v3/kafka/nocluster", "cluster module not found")
+
+
+def test_topic_list_and_topic_offsets(burrow, redis_client) -> None:
+    write_sparse_group(redis_client)
+    body = check_answer(burrow.get("/v3/kafka/default/topic"), DOC_TOPIC_LIST, "/v3/kafka/default/topic")
+    # the topics the cluster's groups read, by name (a share group's too: a topic is the cluster's)
+    assert body["topics"] == ["orders", "t0", "t1", "t2"]
+    assert burrow.get("/v3/kafka/prod/topic").get_json()["topics"] == ["pay"]
+    assert burrow.get("/v3/kafka/gaps/topic").get_json()["topics"] == ["sparse"]
+    check_error(burrow, "/v3/kafka/nocluster/topic", "cluster not found")
+
+    # the log-end offsets, indexed by partition: as the slashed group's document has them
+    url = "/v3/kafka/default/topic/orders"
+    body = check_answer(burrow.get(url), DOC_TOPIC_DETAIL, url)
+    assert body["offsets"] == [12, 23, 7]
+    # the payments group's, from its real windows: each partition's newest log end
+    doc = burrow_doc(NOW, burrow_offsets(NOW))
+    ends = {p.partition: p.end_offset for p in doc.lag.partitions}
+    offsets = burrow.get(f"/v3/kafka/prod/topic/{BURROW_TOPIC}").get_json()["offsets"]
+    assert offsets == [ends[n] for n in range(6)] == [1330, 611, 410, 2550, 1010, 50]
+    # several groups read t1's partition 0: the newest (highest) log end any of them holds
+    t1 = burrow.get("/v3/kafka/default/topic/t1").get_json()["offsets"]
+    assert t1 == [max(100 + (i * 37) % 100 for i in range(30) if i % 3 == 1)]
+    # a partition no group has a log end for is null, and the others keep their index
+    assert burrow.get("/v3/kafka/gaps/topic/sparse").get_json()["offsets"] == [9, None, 30, None]
+    for url in (
+        "/v3/kafka/default/topic/nope",
+        "/v3/kafka/prod/topic/orders",
+        "/v3/kafka/nocluster/topic/orders",
+    ):
+        check_error(burrow, url, "cluster or topic not found")
+
+
+def test_consumers_of_a_topic(burrow) -> None:
+    url = "/v3/kafka/default/topic/t1/consumers"
+    body = check_answer(burrow.get(url), DOC_TOPIC_CONSUMERS, url)
+    # every group reading it but the share group g07, by name
+    assert body["consumers"] == [f"g{i:02d}" for i in range(30) if i % 3 == 1 and i != 7]
+    assert burrow.get("/v3/kafka/default/topic/orders/consumers").get_json()["consumers"] == [SLASHED]
+    assert burrow.get(f"/v3/kafka/prod/topic/{BURROW_TOPIC}/consumers").get_json()["consumers"] == [
+        BURROW_GROUP
+    ]
+    # a topic no group reads: Burrow answers no consumers (its storage lists the groups reading it)
+    url = "/v3/kafka/prod/topic/nope/consumers"
+    assert check_answer(burrow.get(url), DOC_TOPIC_CONSUMERS, url)["consumers"] == []
+    check_error(burrow, "/v3/kafka/nocluster/topic/t1/consumers", "cluster not found")
+
+
+def check_detail(body: dict[str, Any]) -> None:
+    for topic, parts in body["topics"].items():
+        same_shape(parts, DOC_DETAIL_PARTITIONS, topic)
+        for p in parts:
+            assert set(p) == CONSUMER_PARTITION_FIELDS, topic
+            assert len(p["offsets"]) in (0, WINDOW) and isinstance(p["current-lag"], int)
+            for o in p["offsets"]:
+                assert o is None or set(o) == OFFSET_FIELDS
+            filled = [o for o in p["offsets"] if o is not None]
+            # the ring from its oldest slot: the slots not filled yet first
+            assert p["offsets"][len(p["offsets"]) - len(filled) :] == filled
+
+
+def test_consumer_detail_is_the_groups_offset_rings(burrow) -> None:
+    url = f"/v3/kafka/prod/consumer/{BURROW_GROUP}"
+    body = check_answer(burrow.get(url), DOC_DETAIL, url)
+    check_detail(body)
+    parts = body["topics"][BURROW_TOPIC]
+    assert list(body["topics"]) == [BURROW_TOPIC] and len(parts) == 6
+    # each partition's ring: its window's slots in the offsets hash, oldest first, after the nulls
+    windows = burrow_offsets(NOW).windows
+    for n, p in enumerate(parts):
+        window = windows[(BURROW_TOPIC, n)].samples if (BURROW_TOPIC, n) in windows else []
+        expected = [{"offset": s.offset, "timestamp": s.ts, "observedAt": s.ts, "lag": s.lag} for s in window]
+        assert p["offsets"] == [None] * (WINDOW - len(window)) + expected, n
+    assert [sum(o is not None for o in p["offsets"]) for p in parts] == [10, 10, 10, 4, 10, 0]
+    assert parts[0]["offsets"][-1]["offset"] == 1010 and parts[0]["offsets"][-1]["lag"] == 320
+    # the same partitions, owners and lags as the group's status; its ring's ends are start and end
+    lag = burrow.get(f"/v3/kafka/prod/consumer/{BURROW_GROUP}/lag").get_json()["status"]["partitions"]
+    for p, st in zip(parts, lag, strict=True):
+        assert (p["owner"], p["client_id"], p["current-lag"]) == (
+            st["owner"],
+            st["client_id"],
+            st["current_lag"],
+        )
+        filled = [o for o in p["offsets"] if o is not None]
+        assert (filled[0] if filled else None, filled[-1] if filled else None) == (st["start"], st["end"])
+    # owned, never committed: Burrow's ring made for its owner, empty
+    assert parts[5] == {
+        "offsets": [None] * WINDOW,
+        "owner": "/10.1.0.2",
+        "client_id": "pay-2",
+        "current-lag": 0,
+    }
+
+
+def test_consumer_detail_of_a_document_stored_whole_and_of_a_sparse_group(burrow, redis_client) -> None:
+    write_sparse_group(redis_client)
+    # stored whole: the one commit the document knows, at its commit time
+    body = burrow.get("/v3/kafka/default/consumer/orders%2Feu%20%3F%23%25").get_json()
+    check_detail(body)
+    p0, p1, p2 = body["topics"]["orders"]
+    assert p0["offsets"][:-1] == [None] * (WINDOW - 1) and p0["current-lag"] == 2
+    assert {k: p0["offsets"][-1][k] for k in ("offset", "lag")} == {"offset": 10, "lag": 2}
+    assert (p0["owner"], p0["client_id"], p1["offsets"][-1]["offset"], p1["current-lag"]) == (
+        "/10.0.0.1",
+        "orders-a",
+        20,
+        3,
+    )
+    assert p2 == {"offsets": [None] * WINDOW, "owner": "/10.0.0.2", "client_id": "orders-b", "current-lag": 0}
+    # partition 1 of `sparse`, which the group neither commits to nor owns: as Burrow lists one
+    url = f"/v3/kafka/gaps/consumer/{SPARSE}"
+    body = check_answer(burrow.get(url), DOC_DETAIL, url)
+    check_detail(body)
+    s0, s1, s2, s3 = body["topics"]["sparse"]
+    assert s0["offsets"][-1] == {"offset": 5, "timestamp": NOW, "observedAt": NOW, "lag": 4}
+    assert s0["current-lag"] == 4 and s0["owner"] == ""
+    assert s1 == {"offsets": [], "owner": "", "client_id": "", "current-lag": 0}
+    assert s2 == {"offsets": [None] * WINDOW, "owner": "/10.2.0.1", "client_id": "sparse-1", "current-lag": 0}
+    assert s3["offsets"][-1]["lag"] is None and s3["current-lag"] == 0
+
+
+def test_consumer_detail_of_an_unknown_cluster_or_group_is_a_404(burrow) -> None:
+    for url in (
+        "/v3/kafka/prod/consumer/nope",
+        "/v3/kafka/nocluster/consumer/payments",
+        "/v3/kafka/default/consumer/g07",  # a share group: Burrow knows none
+        f"/v3/kafka/default/consumer/{BURROW_GROUP}",  # a group of another cluster
+    ):
+        check_error(burrow, url, "cluster or consumer not found")
 
 
 def _doc(statuses: list[str | None]) -> GroupDocument:
