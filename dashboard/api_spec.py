@@ -51,6 +51,11 @@ def desc(s: Schema, text: str) -> Schema:
     return {**s, "description": text}
 
 
+def burrow_answer(field: str, schema: Schema) -> Schema:
+    """A Burrow answer: its `error` and `message`, the one field it carries, its `request`."""
+    return obj({"error": BOOL, "message": STR, field: schema, "request": ref("BurrowRequest")})
+
+
 TP: Schema = {
     "type": "array",
     "description": "A topic-partition: [topic, partition].",
@@ -61,6 +66,7 @@ TP: Schema = {
 PARTITION_STATUSES = ["OK", "WARN", "STOP", "STALL", "REWIND", "NO_COMMIT", "UNKNOWN", None]
 BURROW_PARTITION_STATUSES = ["OK", "WARN", "STOP", "STALL", "REWIND"]
 BURROW_GROUP_STATUSES = ["NOTFOUND", "OK", "WARN", "ERR"]
+BURROW_OWNER = desc(STR, "The owning member's client host ('' when none).")
 PROVISIONAL = (
     "Present and true while the group is known only from the Admin API's first answers (state, members, "
     "committed offsets), before the pipeline's first document of it, which replaces it."
@@ -68,6 +74,7 @@ PROVISIONAL = (
 
 
 def schemas() -> dict[str, Schema]:
+    refresh = desc(INT, "Seconds: the collector's default Admin API poll.")
     return {
         "Error": obj(
             {
@@ -387,11 +394,57 @@ def schemas() -> dict[str, Schema]:
         # ---- Burrow (linkedin/Burrow core/protocol, core/internal/httpserver) ----
         "BurrowRequest": obj({"url": STR, "host": STR}),
         "BurrowError": obj({"error": BOOL, "message": STR, "request": ref("BurrowRequest")}),
-        "BurrowClusterList": obj(
-            {"error": BOOL, "message": STR, "clusters": array(STR), "request": ref("BurrowRequest")}
+        "BurrowClusterList": burrow_answer("clusters", array(STR)),
+        "BurrowClientProfile": obj(
+            {
+                "name": STR,
+                "client-id": STR,
+                "kafka-version": desc(STR, "'': groupscope negotiates each request's version."),
+                "tls": desc({"type": "null"}, "No TLS profile is said (null)."),
+                "sasl": desc({"type": "null"}, "No SASL profile is said (null)."),
+            },
+            desc="Burrow's httpResponseClientProfile: the client id groupscope's Kafka connections give.",
         ),
-        "BurrowConsumerList": obj(
-            {"error": BOOL, "message": STR, "consumers": array(STR), "request": ref("BurrowRequest")}
+        "BurrowClusterModule": obj(
+            {
+                "class-name": {"type": "string", "enum": ["kafka"]},
+                "servers": desc(array(STR), "The bootstrap servers its collector registered ([]: none)."),
+                "client-profile": ref("BurrowClientProfile"),
+                "topic-refresh": refresh,
+                "offset-refresh": refresh,
+            },
+            desc="The cluster as Burrow's kafka cluster module (httpResponseConfigModuleCluster).",
+        ),
+        "BurrowClusterDetail": burrow_answer("module", ref("BurrowClusterModule")),
+        "BurrowTopicList": burrow_answer("topics", desc(array(STR), "The topics its groups read, by name.")),
+        "BurrowTopicOffsets": burrow_answer(
+            "offsets",
+            desc(
+                array(nullable(INT)),
+                "The log-end offset per partition, indexed by partition number (null: no group has it).",
+            ),
+        ),
+        "BurrowConsumerList": burrow_answer("consumers", array(STR)),
+        "BurrowOffsetRing": obj(
+            {
+                "offsets": desc(
+                    array(nullable(ref("BurrowOffset"))),
+                    "The window's commits, oldest first, the slots not filled yet null and first; "
+                    "[] for a partition the group neither commits to nor owns.",
+                ),
+                "owner": BURROW_OWNER,
+                "client_id": STR,
+                "current-lag": INT,
+            },
+            desc="A partition of the group (Burrow's ConsumerPartition).",
+        ),
+        "BurrowConsumerDetail": burrow_answer(
+            "topics",
+            {
+                "type": "object",
+                "description": "Per topic, the group's partitions indexed by partition number.",
+                "additionalProperties": array(ref("BurrowOffsetRing")),
+            },
         ),
         "BurrowOffset": obj(
             {"offset": INT, "timestamp": INT, "observedAt": INT, "lag": nullable(INT)},
@@ -401,7 +454,7 @@ def schemas() -> dict[str, Schema]:
             {
                 "topic": STR,
                 "partition": INT,
-                "owner": desc(STR, "The owning member's client host ('' when none)."),
+                "owner": BURROW_OWNER,
                 "client_id": STR,
                 "status": {"type": "string", "enum": BURROW_PARTITION_STATUSES},
                 "start": nullable(ref("BurrowOffset")),
@@ -422,14 +475,7 @@ def schemas() -> dict[str, Schema]:
                 "totallag": INT,
             }
         ),
-        "BurrowStatusResponse": obj(
-            {
-                "error": BOOL,
-                "message": STR,
-                "status": ref("BurrowGroupStatus"),
-                "request": ref("BurrowRequest"),
-            }
-        ),
+        "BurrowStatusResponse": burrow_answer("status", ref("BurrowGroupStatus")),
     }
 
 
@@ -496,6 +542,7 @@ def paths() -> dict[str, Any]:
     bad_history = _error("What is stored of the group's history cannot be read.")
     burrow_status = _json(ref("BurrowStatusResponse"), "The group's status (Burrow's ConsumerGroupStatus).")
     burrow_404 = _json(ref("BurrowStatusResponse"), "No such cluster or group: its status is NOTFOUND.")
+    burrow_no_cluster = {"404": _json(ref("BurrowError"), "No such cluster: 'cluster not found'.")}
     return {
         "/api/v1": _get(
             "What the API offers.", _json(ref("Index"), "The API's version and endpoints."), redis=False
@@ -586,11 +633,58 @@ def paths() -> dict[str, Any]:
             _json(ref("BurrowClusterList"), "Burrow's cluster list."),
             tag="burrow",
         ),
+        "/v3/kafka/{cluster}": _get(
+            "Burrow: the cluster, as Burrow's kafka cluster module.",
+            _json(ref("BurrowClusterDetail"), "Burrow's cluster module detail."),
+            [CLUSTER],
+            {"404": _json(ref("BurrowError"), "No such cluster: 'cluster module not found'.")},
+            tag="burrow",
+        ),
+        "/v3/kafka/{cluster}/topic": _get(
+            "Burrow: list the topics the cluster's groups read.",
+            _json(ref("BurrowTopicList"), "Burrow's topic list."),
+            [CLUSTER],
+            burrow_no_cluster,
+            tag="burrow",
+        ),
+        "/v3/kafka/{cluster}/topic/{topic}": _get(
+            "Burrow: the topic's log-end offset per partition.",
+            _json(ref("BurrowTopicOffsets"), "Burrow's topic offsets."),
+            [CLUSTER, TOPIC],
+            {
+                "404": _json(
+                    ref("BurrowError"),
+                    "No such cluster, or no group of it reads the topic: 'cluster or topic not found'.",
+                )
+            },
+            tag="burrow",
+        ),
+        "/v3/kafka/{cluster}/topic/{topic}/consumers": _get(
+            "Burrow: list the groups reading the topic (share groups left out; none for a topic no "
+            "group reads).",
+            _json(ref("BurrowConsumerList"), "Burrow's consumers of the topic."),
+            [CLUSTER, TOPIC],
+            burrow_no_cluster,
+            tag="burrow",
+        ),
         "/v3/kafka/{cluster}/consumer": _get(
             "Burrow: list the cluster's consumer groups (every group but share groups).",
             _json(ref("BurrowConsumerList"), "Burrow's consumer list."),
             [CLUSTER],
-            {"404": _json(ref("BurrowError"), "No such cluster.")},
+            burrow_no_cluster,
+            tag="burrow",
+        ),
+        "/v3/kafka/{cluster}/consumer/{group}": _get(
+            "Burrow: the group's offset rings, per topic and partition.",
+            _json(ref("BurrowConsumerDetail"), "Burrow's consumer detail (its ConsumerTopics)."),
+            [CLUSTER, GROUP],
+            {
+                "404": _json(
+                    ref("BurrowError"),
+                    "No such cluster or group (or a share group): 'cluster or consumer not found'.",
+                ),
+                "500": BURROW_500,
+            },
             tag="burrow",
         ),
         "/v3/kafka/{cluster}/consumer/{group}/status": _get(
@@ -624,15 +718,18 @@ def spec() -> dict[str, Any]:
             "version": "1",
             "description": (
                 "The dashboard's read-only HTTP API (docs/api.md): JSON, versioned under /api/v1, "
-                "and Burrow's consumer endpoints under /v3/kafka. Every method but GET (and HEAD) "
-                "answers 405. When the dashboard has basic authentication (dashboard_user and "
-                "dashboard_password), every endpoint needs it."
+                "and Burrow's cluster, topic and consumer endpoints under /v3/kafka. Every method "
+                "but GET (and HEAD) answers 405. When the dashboard has basic authentication "
+                "(dashboard_user and dashboard_password), every endpoint needs it."
             ),
         },
         "servers": [{"url": "/"}],
         "tags": [
             {"name": "groupscope", "description": "groupscope's own API, version 1."},
-            {"name": "burrow", "description": "linkedin/Burrow's HTTP API v3, consumer endpoints."},
+            {
+                "name": "burrow",
+                "description": "linkedin/Burrow's HTTP API v3: its cluster, topic and consumer endpoints.",
+            },
         ],
         "paths": paths(),
         "components": {

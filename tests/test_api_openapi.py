@@ -153,7 +153,12 @@ def test_the_document_is_whole_and_names_every_endpoint_served() -> None:
     assert {p for p in SPEC["paths"] if p.startswith("/api/v1")} == set(api.ENDPOINTS)
     assert {p for p in SPEC["paths"] if not p.startswith("/api/v1")} == {
         "/v3/kafka",
+        "/v3/kafka/{cluster}",
+        "/v3/kafka/{cluster}/topic",
+        "/v3/kafka/{cluster}/topic/{topic}",
+        "/v3/kafka/{cluster}/topic/{topic}/consumers",
         "/v3/kafka/{cluster}/consumer",
+        "/v3/kafka/{cluster}/consumer/{group}",
         "/v3/kafka/{cluster}/consumer/{group}/status",
         "/v3/kafka/{cluster}/consumer/{group}/lag",
         "/burrow/admin",
@@ -251,8 +256,26 @@ CASES: list[tuple[str, str, int]] = [
     ("/api/v1/alerts", "/api/v1/alerts?since=1", 400),
     ("/api/v1/alerts", "/api/v1/alerts?cluster=nope", 404),
     ("/v3/kafka", "/v3/kafka", 200),
+    ("/v3/kafka/{cluster}", "/v3/kafka/prod", 200),  # servers registered
+    ("/v3/kafka/{cluster}", "/v3/kafka/default", 200),  # none registered: []
+    ("/v3/kafka/{cluster}", "/v3/kafka/nope", 404),
+    ("/v3/kafka/{cluster}/topic", "/v3/kafka/default/topic", 200),
+    ("/v3/kafka/{cluster}/topic", "/v3/kafka/prod/topic", 200),
+    ("/v3/kafka/{cluster}/topic", "/v3/kafka/nope/topic", 404),
+    ("/v3/kafka/{cluster}/topic/{topic}", "/v3/kafka/default/topic/orders", 200),
+    ("/v3/kafka/{cluster}/topic/{topic}", "/v3/kafka/prod/topic/pay", 200),
+    ("/v3/kafka/{cluster}/topic/{topic}", "/v3/kafka/default/topic/nope", 404),
+    ("/v3/kafka/{cluster}/topic/{topic}", "/v3/kafka/nope/topic/orders", 404),
+    ("/v3/kafka/{cluster}/topic/{topic}/consumers", "/v3/kafka/default/topic/t1/consumers", 200),
+    ("/v3/kafka/{cluster}/topic/{topic}/consumers", "/v3/kafka/prod/topic/nope/consumers", 200),  # []
+    ("/v3/kafka/{cluster}/topic/{topic}/consumers", "/v3/kafka/nope/topic/t1/consumers", 404),
     ("/v3/kafka/{cluster}/consumer", "/v3/kafka/default/consumer", 200),
     ("/v3/kafka/{cluster}/consumer", "/v3/kafka/nope/consumer", 404),
+    ("/v3/kafka/{cluster}/consumer/{group}", f"/v3/kafka/prod/consumer/{BURROW_GROUP}", 200),
+    ("/v3/kafka/{cluster}/consumer/{group}", f"/v3/kafka/default/consumer/{G}", 200),
+    ("/v3/kafka/{cluster}/consumer/{group}", "/v3/kafka/prod/consumer/nope", 404),
+    ("/v3/kafka/{cluster}/consumer/{group}", "/v3/kafka/default/consumer/g07", 404),  # a share group
+    ("/v3/kafka/{cluster}/consumer/{group}", "/v3/kafka/default/consumer/broken", 500),
     ("/v3/kafka/{cluster}/consumer/{group}/status", f"/v3/kafka/prod/consumer/{BURROW_GROUP}/status", 200),
     ("/v3/kafka/{cluster}/consumer/{group}/status", f"/v3/kafka/default/consumer/{G}/status", 200),
     ("/v3/kafka/{cluster}/consumer/{group}/status", "/v3/kafka/prod/consumer/nope/status", 404),
