@@ -7,40 +7,18 @@ broker and by tests/fixtures/kafka-share/make_fixture.py."""
 from __future__ import annotations
 
 import base64
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from confluent_kafka import Consumer, Producer, ShareConsumer, TopicPartition
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from collectors.demo.share import ShareMember as Member
 from coordinator_model.group_metadata import coordinator_partition
 
 PARTITIONS = 3
-
-
-class Member(threading.Thread):
-    """One share consumer, polling (and acknowledging, implicitly) until told to close."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str, client_id: str) -> None:
-        super().__init__(daemon=True, name=client_id)
-        self.consumer = ShareConsumer(
-            {"bootstrap.servers": bootstrap, "group.id": group, "client.id": client_id}
-        )
-        self.consumer.subscribe([topic])
-        self.halt = threading.Event()
-        self.records = 0
-
-    def run(self) -> None:
-        while not self.halt.is_set():
-            try:
-                got = self.consumer.poll(0.3)
-            except Exception:  # a poll interrupted by a rebalance: poll again
-                continue
-            self.records += len(got or [])
-        self.consumer.close()  # leaves the group
 
 
 @dataclass

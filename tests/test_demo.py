@@ -1,7 +1,10 @@
 """`groupscope demo` end to end on Apache Kafka: the workload's groups on the broker, the probe's events
 on the heartbeat topic, the group coordinator's own log of each scenario, every process stopped at the
 end (by --duration and by Ctrl-C), and each scenario's group as the collector reconstructs it (from
-`__consumer_offsets`, the coordinator log it is given, the probe's events and the Admin API).
+`__consumer_offsets`, the coordinator log it is given, the probe's events and the Admin API). Beside the
+consumer groups, the Kafka Streams application on the streams protocol (two instances, one stopped and
+started again) and the share group (two share consumers) are on the broker, as Kafka's own tools show
+them, and in Redis through the collector, two members each after the restart.
 
 One demo run (module fixture, ~2.5 minutes) against the harness's broker and Redis serves the first
 tests; the Ctrl-C test starts a demo with no arguments (its own Redis and Kafka broker).
@@ -40,10 +43,14 @@ from coordinator_model.errors import EvidenceError
 DURATION = 150  # seconds: every scenario's first cycle, and time for the collector (Spark) to catch up
 # The collector's view is read once its model has reached this far into the run, or when the demo has
 # ended: the scenarios' scripts have played (the last step is at 60 s), the KIP-848 group still has
-# members (until 100 s), the slow consumer is still slow (until 120 s).
+# members (until 100 s), the slow consumer is still slow (until 120 s), the Streams instance stopped at
+# 40 s has been back since 50 s (both run until 150 s).
 VIEW_AFTER_S = 80
 CLI = [sys.executable, "-m", "collectors.cli.main"]
 GROUPS = {s.group for s in SCENARIOS}
+PROBED = {s.group for s in SCENARIOS if s.protocol in ("classic", "consumer")}  # probed consumers
+STREAMS_GROUP = next(s.group for s in SCENARIOS if s.protocol == "streams")
+SHARE_GROUP = next(s.group for s in SCENARIOS if s.protocol == "share")
 
 
 @dataclass
@@ -59,6 +66,7 @@ class DemoRun:
     coordinator: list[BrokerLogEvent]  # the broker's coordinator log lines about the demo's groups
     slow_lag: list[dict]  # demo-slow's lag history in Redis
     live_pages: dict  # what the demo's own dashboard showed on its topic pages (_look_at_topics)
+    broker_view: dict  # Kafka's own tools on the streams and the share group, right after group_docs
 
     def log_of(self, group: str, kind: str | None = None) -> list[BrokerLogEvent]:
         return [e for e in self.coordinator if e.group == group and (kind is None or e.kind == kind)]
@@ -93,6 +101,24 @@ def _coordinator_event(line: str) -> BrokerLogEvent | None:
         return parse_broker_log_line(line)
     except EvidenceError:  # a line the parser does not know how to read is not this test's subject
         return None
+
+
+def _broker_view(bootstrap: str) -> dict:
+    """kafka-streams-groups.sh and kafka-share-groups.sh (Kafka's tools, from the broker's jars) on the
+    demo's streams and share groups: member id -> what the tool says of it (or the tool's error)."""
+    from test_share_groups import share_groups_tool
+    from test_streams_app import group_members
+
+    out: dict = {}
+    for kind, look in (
+        ("streams", lambda: group_members(bootstrap, STREAMS_GROUP)),
+        ("share", lambda: share_groups_tool(bootstrap, SHARE_GROUP)["members"]),
+    ):
+        try:
+            out[kind] = look()
+        except Exception as e:  # that test's failure, not the fixture's
+            out[kind] = repr(e)
+    return out
 
 
 def _cli_json(args: list[str], env: dict) -> dict | None:
@@ -143,6 +169,7 @@ def demo_run(kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> Dem
             doc = _cli_json(["group", g, "--json"], read_env)
             if doc is not None:
                 docs[g] = doc
+        broker_view = _broker_view(kafka_broker.bootstrap_servers)
         live_pages = _look_at_topics(driver, base, artifacts_dir, read_env, proc)
         rc = proc.wait(DURATION + 60)
     finally:
@@ -181,6 +208,7 @@ def demo_run(kafka_broker, redis_server, tmp_path_factory, artifacts_dir) -> Dem
         coordinator=coordinator,
         slow_lag=store.get_lag_history("demo-slow"),
         live_pages=live_pages,
+        broker_view=broker_view,
     )
 
 
@@ -267,11 +295,17 @@ def test_demo_runs_its_duration_and_stops_every_process(demo_run):
 def test_workload_groups_are_on_the_broker(demo_run):
     admin = AdminClient({"bootstrap.servers": demo_run.bootstrap})
     listed = {g.group_id: g.type.name for g in admin.list_consumer_groups().result(10).valid}
-    assert set(listed) >= GROUPS, GROUPS - set(listed)
-    # the KIP-848 scenario's group speaks the consumer protocol, the others the classic one
-    assert {g: listed[g] for g in GROUPS} == {
-        g: "CONSUMER" if g == "demo-kip848" else "CLASSIC" for g in GROUPS
+    assert set(listed) >= PROBED, PROBED - set(listed)
+    # the KIP-848 scenario's group speaks the consumer protocol, the other consumer groups the classic one
+    assert {g: listed[g] for g in PROBED} == {
+        g: "CONSUMER" if g == "demo-kip848" else "CLASSIC" for g in PROBED
     }
+    # the Kafka Streams application's group and the share group, as Kafka's kafka-groups.sh lists them
+    from test_streams_app import groups_list
+
+    kinds = groups_list(demo_run.bootstrap)
+    assert kinds.get(STREAMS_GROUP) == ("Streams", "streams"), kinds
+    assert kinds.get(SHARE_GROUP) == ("Share", "share"), kinds
 
 
 @pytest.mark.servers
@@ -279,8 +313,9 @@ def test_workload_groups_are_on_the_broker(demo_run):
 def test_probe_events_tell_each_scenario(demo_run):
     events = demo_run.events
     seen = {e["group"] for e in events}
-    assert seen >= GROUPS, GROUPS - seen
-    for g in GROUPS:
+    assert seen >= PROBED, PROBED - seen
+    assert not seen & {STREAMS_GROUP, SHARE_GROUP}  # no probe in a Streams instance or a share consumer
+    for g in PROBED:
         kinds = {e["event"] for e in events if e["group"] == g}
         assert {"join", "assigned", "heartbeat"} <= kinds, (g, kinds)
 
@@ -408,6 +443,50 @@ def test_collector_shows_each_scenario(demo_run):
     assert first["k848-1"] in left, (first, left)
     for m in k["members"]:  # when the view was taken within a cycle
         assert m["client_id"] in first and m["member_epoch"] is not None, m
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+def test_streams_and_share_groups_through_the_collector(demo_run):
+    """The Kafka Streams word count (streams protocol) with both instances in after streams-2's restart,
+    and the share group with its two share consumers: in Redis through the collector
+    (`groupscope group NAME --json`) as Kafka's own tools showed them on the broker at the same time."""
+    reason = _collector_missing(demo_run)
+    if reason:
+        pytest.skip(reason)
+    docs, broker = demo_run.group_docs, demo_run.broker_view
+    assert "scenario demo-streams is left out" not in demo_run.output, demo_run.output[-3000:]
+
+    st = docs[STREAMS_GROUP]
+    on_broker = broker["streams"]
+    assert isinstance(on_broker, dict), on_broker
+    summary = {k: st.get(k) for k in ("type", "state", "members", "generations")}
+    assert st["type"] == "streams", summary
+    members = {m["member_id"]: m for m in st["members"]}
+    assert len(members) == 2, summary
+    assert set(members) == set(on_broker), (summary, on_broker)
+    clients = sorted(b["client_id"].split("-StreamThread-")[0] for b in on_broker.values())
+    assert clients == ["streams-1", "streams-2"], on_broker
+    # the restart: streams-2's first member left the group (its close at 40 s), and the member it has
+    # now is another one, of the same Streams process (its process id is in its state directory)
+    left = {m for gen in st["generations"] for m in gen.get("members_left") or []}
+    assert left and not left & set(members), summary
+    causes = [gen.get("cause") for gen in st["generations"]]
+    assert "member_joined" in causes[causes.index("member_left") :], summary  # and it came back
+    (back,) = [m for m in st["members"] if m["client_id"].startswith("streams-2")]
+    assert any(back["member_id"] in (gen.get("members_joined") or []) for gen in st["generations"]), summary
+    assert sorted(t for b in on_broker.values() for t in b["active"]) == ["0_0", "0_1", "1_0", "1_1"]
+
+    sh = docs[SHARE_GROUP]
+    on_broker = broker["share"]
+    assert isinstance(on_broker, dict), on_broker
+    summary = {k: sh.get(k) for k in ("type", "state", "members")}
+    assert sh["type"] == "share", summary
+    assert len(sh["members"]) == 2 and {m["member_id"] for m in sh["members"]} == set(on_broker), (
+        summary,
+        on_broker,
+    )
+    assert sorted(b["client_id"] for b in on_broker.values()) == ["share-1", "share-2"], on_broker
 
 
 @pytest.mark.servers
@@ -554,6 +633,8 @@ def test_member_settings_suit_each_group_protocol():
     workload = Workload(Supervisor(Path("."), "unused"), "127.0.0.1:9", "hb")
     classic_only = {"session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"}
     for s in SCENARIOS:
+        if s.protocol not in ("classic", "consumer"):
+            continue  # not consumers: tests/test_demo_streams_share.py
         for m in s.members:
             argv = workload._consumer_argv(s, m, m.name)
             conf = consumer_conf(parse(argv[argv.index("consumer") :]))

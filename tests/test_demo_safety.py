@@ -82,6 +82,13 @@ def test_the_flag_s_help_says_exactly_what_it_does() -> None:
     assert "makes a member of demo-stall stop polling" in summary
     assert "starts a new member of demo-storm every 3 s" in summary
     assert "demo-orders (6)" in summary and "groupscope.heartbeats (3" in summary
+    # the Kafka Streams application (two instances, one restarted) and the share group are chaos too
+    assert (
+        "demo-streams (2 Kafka Streams instances)" in summary and "demo-share (2 share consumers)" in summary
+    )
+    assert "demo-streams-words-repartition" in summary  # what Kafka Streams creates itself
+    assert "demo-lines (2)" in summary and "demo-word-counts (2)" in summary and "demo-jobs (3)" in summary
+    assert "restarts members of" in summary and "demo-streams" in summary.split("restarts members of")[1]
 
 
 def test_watch_runs_no_workload(tmp_path: Path, recorded) -> None:

@@ -48,8 +48,13 @@ def _groups(scenarios: tuple[Scenario, ...], test: Any) -> str:
 def chaos_summary(scenarios: tuple[Scenario, ...] = SCENARIOS) -> str:
     """Exactly what the demo's workload does to a cluster, read from the scenarios themselves."""
     topics = ", ".join(f"{t} ({n})" for s in scenarios for t, n in ((s.topic, s.partitions), *s.extra_topics))
-    groups = ", ".join(
-        f"{s.group} ({len(s.members)}{', KIP-848' if s.protocol == 'consumer' else ''})" for s in scenarios
+    kinds = {"consumer": ", KIP-848", "streams": " Kafka Streams instances", "share": " share consumers"}
+    groups = ", ".join(f"{s.group} ({len(s.members)}{kinds.get(s.protocol, '')})" for s in scenarios)
+    # what Kafka Streams itself creates beside the application's topics (its repartition and changelog)
+    internal = ", ".join(
+        f"{s.group}-words-repartition, {s.group}-word-counts-changelog"
+        for s in scenarios
+        if s.protocol == "streams"
     )
     killed = _groups(scenarios, lambda s: any(st.action == "kill" for st in s.steps))
     stopped = _groups(scenarios, lambda s: any(st.action == "stop" for st in s.steps))
@@ -65,8 +70,10 @@ def chaos_summary(scenarios: tuple[Scenario, ...] = SCENARIOS) -> str:
     every = " and ".join(f"{p:g}" for p in periods)
     return (
         "The workload creates the topics (partitions) groupscope.heartbeats (3; the heartbeat_topic "
-        f"setting), {topics}, and never deletes them; runs a producer writing into each, and the "
-        f"consumer groups (members) {groups}, each member a consumer process whose probe writes to the "
+        f"setting), {topics}, and never deletes them"
+        + (f" (Kafka Streams also creates {internal})" if internal else "")
+        + "; runs a producer writing into the groups' input topics, and the groups (members) "
+        f"{groups}; each classic or KIP-848 member is a consumer process whose probe writes to the "
         f"heartbeat topic. Every {every} s {looped} start over: it SIGKILLs a member of {killed}, stops "
         f"(SIGTERM) and restarts members of {stopped}, makes a member of {stalled} stop polling until it "
         f"is expelled, and {storms}."

@@ -1,4 +1,4 @@
-"""The demo's scripted scenarios: each one a consumer group doing one thing worth seeing, on a loop.
+"""The demo's scripted scenarios: each one a group doing one thing worth seeing, on a loop.
 
 A scenario is data: its group, topics, member settings and a script of (seconds, action, member) steps.
 All scenarios run side by side, each on its own thread; when a scenario's script reaches its period,
@@ -12,11 +12,23 @@ and a new one comes every 3 s, as in `rebalance-storm`; a stall lasts twice max.
 `poll-timeout`; a static member restarted within its session timeout takes its place again without a
 rebalance (a new member id, the same generation), and one that stays away longer is expired, as in
 `static-membership`.
+
+Beside the consumer groups (classic and KIP-848), a Kafka Streams application on the streams protocol
+(KIP-1071: collectors/demo/streams_app, a word count with a repartition topic and a state store, each
+instance its own JVM) and a KIP-932 share group (two share consumers) run the same way: their members
+are processes started and stopped by the script. It needs Java with javac and the kafka-streams jars
+(`make demo` fetches them): without them the streams scenario is left out, said so, and the rest runs.
+
+Every member the script started and has not stopped is watched: one that exits on its own (a crash, a
+broker that refused it) is started again after RESTART_DELAY seconds, later ones after twice as long
+as the time before when it keeps dying young (up to RESTART_MAX), and the demo says so with the last
+lines of its log.
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
 import subprocess
 import sys
 import threading
@@ -27,7 +39,11 @@ from typing import Literal
 from collectors.demo.supervisor import Child, Supervisor
 
 Action = Literal["start", "stop", "kill", "flap"]
-Protocol = Literal["classic", "consumer"]
+# classic and consumer (KIP-848): probed consumer processes; streams (KIP-1071): Kafka Streams instances;
+# share (KIP-932): share consumers
+Protocol = Literal["classic", "consumer", "streams", "share"]
+RESTART_DELAY = 5.0  # seconds before a member that exited on its own is started again ...
+RESTART_MAX = 60.0  # ... doubling up to this while it keeps exiting within RESTART_MAX of its start
 
 
 @dataclass(frozen=True)
@@ -61,8 +77,11 @@ class Scenario:
     period: float = 0.0  # 0: run the script once and keep the members to the end
     rest: float = 5.0  # seconds between cycles, for the group to go Empty
     produce_rate: float = 5.0  # messages/s into each of the scenario's topics
-    extra_topics: tuple[tuple[str, int], ...] = ()  # (topic, partitions) a member subscribes to later
-    protocol: Protocol = "classic"  # group.protocol; "consumer" is KIP-848
+    # (topic, partitions) a member subscribes to later; for "streams", the application's output topic
+    # (written by the application, not by the producer)
+    extra_topics: tuple[tuple[str, int], ...] = ()
+    protocol: Protocol = "classic"  # group.protocol; "consumer" is KIP-848; see Protocol
+    produce_format: Literal["json", "words"] = "json"  # words: lines for the Streams word count
     # classic: partition.assignment.strategy; consumer: the broker's assignor (group.remote.assignor)
     strategy: str = "range"
     session_timeout_ms: int = 6000  # classic only: a KIP-848 session timeout is the broker's
@@ -202,12 +221,58 @@ SCENARIOS: tuple[Scenario, ...] = (
         produce_rate=40,
         what="consumes 10 msg/s of 40 for 120 s (lag grows), then unlimited for 30 s (lag drains)",
     ),
+    Scenario(
+        "streams",
+        "demo-lines",
+        2,
+        (Member("streams-1"), Member("streams-2")),
+        (
+            Step(0, "start", "streams-1"),
+            Step(0, "start", "streams-2"),
+            Step(40, "stop", "streams-2"),
+            Step(50, "start", "streams-2"),
+        ),
+        period=150,
+        rest=10,
+        extra_topics=(("demo-word-counts", 2),),
+        protocol="streams",
+        produce_format="words",
+        what="a Kafka Streams word count on the streams protocol (KIP-1071; a repartition topic and a state "
+        "store, 4 tasks; Kafka Streams creates demo-streams-words-repartition and "
+        "demo-streams-word-counts-changelog), two instances: one stops at 40 s (its tasks move to the "
+        "other) and starts again at 50 s on its state directory (a new member of the same process)",
+    ),
+    Scenario(
+        "share",
+        "demo-jobs",
+        3,
+        (Member("share-1"), Member("share-2")),
+        (Step(0, "start", "share-1"), Step(10, "start", "share-2")),
+        protocol="share",
+        what="a share group (KIP-932): two share consumers on the same 3 partitions, each record "
+        "delivered to one of them",
+    ),
 )
+
+
+def streams_unavailable() -> str | None:
+    """Why the Kafka Streams application cannot run here (no java, no javac, no kafka-streams jars and
+    no Maven to fetch them, a failed build), or None once it is built (javac runs once, then cached)."""
+    from collectors.demo.servers.kafka.jars import JarsError
+    from collectors.demo.servers.processes import ServerError
+    from collectors.demo.streams_app import StreamsAppError, ensure_compiled
+
+    try:
+        ensure_compiled()
+    except (StreamsAppError, JarsError, ServerError, OSError) as e:
+        return str(e)
+    return None
 
 
 @dataclass
 class Workload:
-    """Runs every scenario's script against `bootstrap`, each member a probed consumer process."""
+    """Runs every scenario's script against `bootstrap`, each member a process of its own (a probed
+    consumer, a share consumer, or a Kafka Streams instance: `member_argv`)."""
 
     supervisor: Supervisor
     bootstrap: str
@@ -230,13 +295,34 @@ class Workload:
             self.bootstrap,
         ]
         for s in self.scenarios:
-            for topic in (s.topic, *(t for t, _ in s.extra_topics)):
-                argv += ["--topic", f"{topic}:{s.produce_rate}"]
+            fed = (s.topic,) if s.protocol == "streams" else (s.topic, *(t for t, _ in s.extra_topics))
+            fmt = "" if s.produce_format == "json" else f":{s.produce_format}"
+            for topic in fed:
+                argv += ["--topic", f"{topic}:{s.produce_rate}{fmt}"]
         self.supervisor.spawn(f"{self.label}producer", argv, service=True)
         for s in self.scenarios:
             t = threading.Thread(target=self._run, args=(s,), name=f"scenario-{s.name}", daemon=True)
             t.start()
             self._threads.append(t)
+
+    def member_argv(self, s: Scenario, m: Member) -> list[str]:
+        """The command line of one member of `s`: a probed consumer, a share consumer or a Kafka
+        Streams instance, after the scenario's protocol."""
+        worker = [sys.executable, "-m", "collectors.demo.worker"]
+        if s.protocol == "share":
+            return [
+                *worker, "share-consumer", "--bootstrap-servers", self.bootstrap,
+                "--group", s.group, "--topic", s.topic, "--client-id", m.name,
+            ]  # fmt: skip
+        if s.protocol == "streams":
+            # its state directory, Streams log and events beside the demo's logs, kept across restarts
+            workdir = self.supervisor.run_dir / f"{self.label}{s.group}-{m.name}"
+            return [
+                *worker, "streams", "--bootstrap-servers", self.bootstrap,
+                "--application-id", s.group, "--input-topic", s.topic,
+                "--output-topic", s.extra_topics[0][0], "--client-id", m.name, "--workdir", str(workdir),
+            ]  # fmt: skip
+        return self._consumer_argv(s, m, m.name)
 
     def _consumer_argv(self, s: Scenario, m: Member, client_id: str) -> list[str]:
         argv = [
@@ -271,31 +357,33 @@ class Workload:
         return argv
 
     def _run(self, s: Scenario) -> None:
+        if s.protocol == "streams" and (why := streams_unavailable()):
+            self.supervisor.say(f"scenario {s.group} is left out (the other scenarios run): {why}")
+            return
         members = {m.name: m for m in s.members}
+        backoff: dict[str, float] = {}  # member -> its last restart delay
         cycle = 0
         while not self.stop.is_set():
             cycle += 1
             live: dict[str, Child] = {}
+            due: dict[str, float] = {}  # member that exited on its own -> when it starts again
             t0 = self._now()
             for step in sorted(s.steps, key=lambda st: st.at):
-                if self.stop.wait(max(0.0, t0 + step.at - self._now())):
+                if self._watch(s, live, due, backoff, t0 + step.at):
                     return
                 if step.action == "flap":
                     self._flap(s, step.member, t0)
                     continue
+                due.pop(step.member, None)  # the script decides for it now
                 if step.action == "start":
-                    m = members[step.member]
-                    child = self.supervisor.spawn(
-                        f"{self.label}{s.group}-{m.name}", self._consumer_argv(s, m, m.name)
-                    )
-                    if child is not None:
-                        live[m.name] = child
+                    self._start(s, members[step.member], live)
                 elif step.member in live:
                     sig = 9 if step.action == "kill" else 15  # SIGKILL: a crash; SIGTERM: a clean close
                     self.supervisor.signal(live.pop(step.member), sig)
             if not s.period:
-                return  # members run to the end of the demo
-            if self.stop.wait(max(0.0, t0 + s.period - self._now())):
+                self._watch(s, live, due, backoff, math.inf)  # members run to the end of the demo
+                return
+            if self._watch(s, live, due, backoff, t0 + s.period):
                 return
             for child in live.values():
                 self.supervisor.signal(child, 15)
@@ -304,6 +392,47 @@ class Workload:
                     child.proc.wait(15)
             if self.stop.wait(s.rest):  # let the group go Empty between cycles
                 return
+
+    def _start(self, s: Scenario, m: Member, live: dict[str, Child]) -> None:
+        child = self.supervisor.spawn(f"{self.label}{s.group}-{m.name}", self.member_argv(s, m))
+        if child is not None:
+            live[m.name] = child
+
+    def _watch(
+        self,
+        s: Scenario,
+        live: dict[str, Child],
+        due: dict[str, float],
+        backoff: dict[str, float],
+        until: float,
+    ) -> bool:
+        """Wait until `until` (monotonic seconds), starting again the members of `live` that exit on
+        their own meanwhile (a member the script stops is out of `live` before its signal); True once
+        the demo is stopping."""
+        members = {m.name: m for m in s.members}
+        while True:
+            now = self._now()
+            for name, child in list(live.items()):
+                if child.running():
+                    continue
+                del live[name]
+                young = now - child.started < RESTART_MAX and name in backoff
+                delay = min(RESTART_MAX, 2 * backoff[name]) if young else RESTART_DELAY
+                backoff[name] = delay
+                due[name] = now + delay
+                tail = "\n".join(f"   | {line}" for line in child.log_tail().splitlines())
+                self.supervisor.say(
+                    f"{child.name} exited on its own with status {child.proc.returncode}; it starts "
+                    f"again in {delay:g} s. Last lines of {child.log_path}:\n{tail}"
+                )
+            for name, when in list(due.items()):
+                if when <= now:
+                    del due[name]
+                    self._start(s, members[name], live)
+            if now >= until:
+                return False
+            if self.stop.wait(max(0.0, min(1.0, until - now, *(w - now for w in due.values())))):
+                return True
 
     def _flap(self, s: Scenario, prefix: str, t0: float) -> None:
         n = 0

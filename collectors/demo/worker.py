@@ -1,4 +1,5 @@
-"""One demo process: a probed consumer or the producer. `python -m collectors.demo.worker consumer ...`
+"""One demo process: a probed consumer, a share consumer, a Kafka Streams instance or the producer.
+`python -m collectors.demo.worker consumer|share-consumer|streams|producer ...`
 
 Each member of a demo group is its own OS process, so a SIGKILL is a real crash (the broker only notices
 when the session times out) and a stall is a real stall (librdkafka keeps heartbeating from its own
@@ -11,6 +12,14 @@ heartbeat.interval.ms and partition.assignment.strategy (the broker owns them), 
 the server-side assignor is asked for with group.remote.assignor. `--resubscribe-after S --add-topic T`
 changes the subscription while the member runs (a new subscription is a new group epoch on KIP-848, a
 rebalance on the classic protocol).
+
+`share-consumer` runs one KIP-932 share consumer (collectors/demo/share.py) until SIGTERM. `streams` runs
+one instance of the Kafka Streams word count (collectors/demo/streams_app, its own JVM on
+group.protocol=streams, KIP-1071) and stands for it: SIGTERM closes it (it leaves the group), and when the
+JVM ends on its own the worker ends with its status, so the demo restarts it. Its state directory is
+under --workdir and kept across restarts: a restarted instance is a new member of the same process.
+The producer writes JSON records, or for a topic given as TOPIC:RATE:words, lines of words (what the
+word count counts).
 """
 
 from __future__ import annotations
@@ -18,10 +27,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import signal
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from confluent_kafka import KafkaError, Producer
@@ -153,12 +164,57 @@ def _rate(a: argparse.Namespace, elapsed: float) -> float:
     return a.rate if (elapsed % cycle) < a.slow_for else 0.0
 
 
+def run_share_consumer(a: argparse.Namespace) -> int:
+    from collectors.demo.share import ShareMember
+
+    member = ShareMember(a.bootstrap_servers, a.group, a.topic, a.client_id, conf=_cluster_conf())
+    member.start()
+    _say(event="started", member=a.client_id, group=a.group, kind="share")
+    while not _stop.wait(1.0) and member.is_alive():
+        pass
+    member.halt.set()
+    member.join(30)
+    _say(event="closed", member=a.client_id, records=member.records)
+    return 0 if _stop.is_set() else 1
+
+
+def run_streams(a: argparse.Namespace) -> int:
+    from collectors.demo.streams_app import StreamsApp
+
+    app = StreamsApp(
+        a.bootstrap_servers, a.application_id, a.input_topic, a.output_topic, a.client_id, Path(a.workdir)
+    )
+    app.start()
+    _say(event="started", member=a.client_id, group=a.application_id, kind="streams", pid=app.proc.pid)
+    while not _stop.wait(1.0) and app.running:
+        pass
+    if app.running:  # told to stop: close it (KafkaStreams.close, leaving the group)
+        code = app.close(timeout=7)
+        _say(event="closed", member=a.client_id, status=code)
+        return 0
+    code = app.close()
+    _say(event="exited", member=a.client_id, status=code, diagnostics=app.diagnostics())
+    return code or 1
+
+
+WORDS = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta", "iota", "kappa", "lambda"]
+
+
+def _value(fmt: str, n: int) -> bytes:
+    if fmt == "words":  # a line for the word count: a few words of a small vocabulary
+        return " ".join(random.choices(WORDS, k=random.randint(2, 6))).encode()
+    return json.dumps({"n": n, "ts": time.time()}).encode()
+
+
 def run_producer(a: argparse.Namespace) -> int:
     p = Producer({**_cluster_conf(), "bootstrap.servers": a.bootstrap_servers})
     rates: dict[str, float] = {}
+    formats: dict[str, str] = {}
     for spec in a.topic:
-        topic, _, rate = spec.partition(":")
+        topic, _, rest = spec.partition(":")
+        rate, _, fmt = rest.partition(":")
         rates[topic] = float(rate or 5)
+        formats[topic] = fmt or "json"
     due = dict.fromkeys(rates, time.monotonic())
     n = 0
     while not _stop.is_set():
@@ -166,9 +222,7 @@ def run_producer(a: argparse.Namespace) -> int:
         for topic, rate in rates.items():
             while due[topic] <= now:
                 try:
-                    p.produce(
-                        topic, value=json.dumps({"n": n, "ts": time.time()}).encode(), key=str(n).encode()
-                    )
+                    p.produce(topic, value=_value(formats[topic], n), key=str(n).encode())
                 except BufferError:
                     p.poll(0.1)
                 n += 1
@@ -203,16 +257,36 @@ def parse(argv: list[str]) -> argparse.Namespace:
     c.add_argument("--run-for", type=float, default=0.0, help="close after this many seconds (0: run)")
     c.add_argument("--resubscribe-after", type=float, default=0.0, help="seconds, then subscribe again ...")
     c.add_argument("--add-topic", action="append", default=[], help="... to --topic and this, repeatable")
+    sh = sub.add_parser("share-consumer")
+    sh.add_argument("--bootstrap-servers", required=True)
+    sh.add_argument("--group", required=True)
+    sh.add_argument("--topic", required=True)
+    sh.add_argument("--client-id", required=True)
+    st = sub.add_parser("streams")
+    st.add_argument("--bootstrap-servers", required=True)
+    st.add_argument("--application-id", required=True, help="the streams group")
+    st.add_argument("--input-topic", required=True)
+    st.add_argument("--output-topic", required=True)
+    st.add_argument("--client-id", required=True)
+    st.add_argument("--workdir", required=True, help="its state directory, log and events (kept)")
     p = sub.add_parser("producer")
     p.add_argument("--bootstrap-servers", required=True)
-    p.add_argument("--topic", action="append", default=[], help="TOPIC[:MESSAGES_PER_S], repeatable")
+    p.add_argument(
+        "--topic", action="append", default=[], help="TOPIC[:MESSAGES_PER_S[:json|words]], repeatable"
+    )
     return ap.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     a = parse(sys.argv[1:] if argv is None else argv)
     _install_stop_handlers()
-    return run_consumer(a) if a.role == "consumer" else run_producer(a)
+    roles = {
+        "consumer": run_consumer,
+        "share-consumer": run_share_consumer,
+        "streams": run_streams,
+        "producer": run_producer,
+    }
+    return roles[a.role](a)
 
 
 if __name__ == "__main__":
