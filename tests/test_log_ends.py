@@ -105,6 +105,28 @@ def test_within_once_a_worker_asks_each_topics_version_once(redis_client) -> Non
     assert asked == [["orders"], ["audit"], ["orders"]]
 
 
+def test_within_once_a_read_that_failed_is_asked_again(redis_client) -> None:
+    """A version read that fails (Redis away a moment; the caller retries) is not taken as asked: the
+    retry reads the topic, rather than finding no log ends for it."""
+    ends = LogEnds(redis_client, "gs-once-retry")
+    ends.merge({("orders", 0): [(T0, 10)]})
+    cache = LogEndsCache(ends)
+    real_versions, calls = ends.versions, []
+
+    def flaky(topics):
+        calls.append(sorted(topics))
+        if len(calls) == 1:
+            raise ConnectionError("Redis away")
+        return real_versions(topics)
+
+    ends.versions = flaky  # type: ignore[method-assign]
+    with cache.once():
+        with pytest.raises(ConnectionError):
+            cache.histories({"orders"})
+        assert cache.histories({"orders"})[("orders", 0)].latest == 10
+    assert calls == [["orders"], ["orders"]]
+
+
 def _engine_with_commits(ends_as_evidence: bool, observations: list[tuple[int, int, int]]) -> GroupEngine:
     e = GroupEngine("g")
     evs: list = []

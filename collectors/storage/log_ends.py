@@ -200,7 +200,6 @@ class LogEndsCache:
         """Reload the topics whose version in Redis moved since this cache read them."""
         if self._asked is not None:
             wanted = [t for t in wanted if t not in self._asked]
-            self._asked.update(wanted)
         if not wanted:
             return
         versions = self.ends.versions(wanted)
@@ -210,3 +209,6 @@ class LogEndsCache:
             for t, v in zip(wanted, versions, strict=True):
                 if t in stale:
                     self._topics[t] = (v, {p: h for (tt, p), h in fresh.items() if tt == t})
+        if self._asked is not None:
+            # only once answered: a read that failed (and is retried) asks again
+            self._asked.update(wanted)
