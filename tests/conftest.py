@@ -21,6 +21,9 @@ from pathlib import Path
 
 import pytest
 
+# the secret scan over every output of the run (tests/secret_scan.py): its hooks, found here by name
+from secret_scan import pytest_runtest_logreport, pytest_sessionfinish  # noqa: F401
+
 from collectors.demo.servers.kafka import KafkaBroker
 from collectors.demo.servers.kafka.tls import make_test_tls
 from collectors.demo.servers.processes import RedisServer
