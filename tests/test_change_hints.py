@@ -76,6 +76,28 @@ def test_moving_groups_reads_classic_and_kip848_records() -> None:
     assert moving_groups(rows, now) == {"a": now - 5, "b": now - 1}
 
 
+def test_moving_groups_reads_the_epoch_records_of_share_and_streams_groups() -> None:
+    """A streams group can take a new epoch and stay Stable (a member leaves, its tasks go to the
+    others at once): its epoch records are the only sign, so they hint it too; a member's own record
+    (streams 19, its current assignment 22) and the topology (23) do not."""
+    now = 1_000_000
+    versions = {
+        "share": 11,
+        "share-target": 12,
+        "streams": 17,
+        "streams-target": 20,
+        "member": 19,
+        "topo": 23,
+    }
+    rows = {
+        "group": list(versions),
+        "kind": ["offsets"] * len(versions),
+        "key": [v.to_bytes(2, "big") + b"x" for v in versions.values()],
+        "ts": [now] * len(versions),
+    }
+    assert set(moving_groups(rows, now)) == {"share", "share-target", "streams", "streams-target"}
+
+
 def test_hints_go_through_redis_and_old_ones_are_dropped(redis_server) -> None:
     forget_clients()
     hints = ChangeHints(redis_server.url, prefix=f"t{time.time_ns()}")

@@ -28,9 +28,12 @@ log = logging.getLogger("groupscope.pipeline")
 
 RECENT_MS = 10_000  # a record older than this when read is history (a backlog), not motion
 KEEP_MS = 60_000  # hints older than this are dropped
-# the key versions of records that mean a group is moving: GroupMetadata (classic), and the KIP-848
-# group's metadata (its group epoch) and target assignment metadata (its assignment epoch)
-MOVING_KEYS = frozenset({b"\x00\x02", b"\x00\x03", b"\x00\x06"})
+# the key versions of records that mean a group is moving: GroupMetadata (classic), and the group
+# epoch and assignment epoch records of a KIP-848 group (3, 6), a share group (11, 12) and a streams
+# group (17, 20). A modern group can take a new epoch and stay Stable (a streams member leaves, its
+# tasks go to the others at once): nothing in ListGroups moves, and without the hint the epoch was
+# only seen, merged with the next one, at that next change or the minute's resend.
+MOVING_KEYS = frozenset(v.to_bytes(2, "big") for v in (2, 3, 6, 11, 12, 17, 20))
 
 RETRY_S = 10.0  # after Redis failed to answer, the hints are not read again for this long
 _FAILED: dict[tuple[str, str], float] = {}  # (url, prefix) -> when reading last failed (monotonic)
