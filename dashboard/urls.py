@@ -22,6 +22,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 from collectors.config import CLUSTER_NAME
 from collectors.storage.topics import TOPIC_SORT_KEYS
+from dashboard.data import GRID_SORT
 
 CLUSTERS = "clusters"
 
@@ -158,7 +159,7 @@ FLEET_STATES = (
 )
 FLEET_TYPES = ("classic", "consumer", "share", "streams")
 # The columns each server-side grid sorts by (dashboard/data.py, GRID_SORT and TOPIC_GRID_SORT).
-FLEET_SORTS = ("name", "state", "lag", "lag_seconds", "rebalances_1h", "members", "last_change")
+FLEET_SORTS = tuple(GRID_SORT)
 TOPICS_SORTS = TOPIC_SORT_KEYS
 ACTIVITY = -1  # the group page's default range: around its last changes (pages/group.py)
 GROUP_RANGES = {
