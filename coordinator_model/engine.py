@@ -36,7 +36,10 @@ from coordinator_model.consumer import ConsumerGroupModel, has_k848_details
 from coordinator_model.document.types import GroupDocument, LagDoc
 from coordinator_model.document.writer import group_document
 from coordinator_model.evidence import (
+    CONSUMER,
+    SHARE,
     SHARE_START_OFFSETS,
+    STREAMS,
     AdminDenied,
     CommittedSnapshot,
     ConsumerGroupEpoch,
@@ -52,6 +55,8 @@ from coordinator_model.evidence import (
     GroupMetadataSnapshot,
     HeartbeatEvent,
     OffsetCommit,
+    StreamsTargetTasks,
+    StreamsTopology,
     UnknownRecord,
 )
 from coordinator_model.evidence_order import sort_evidence, sort_key
@@ -346,9 +351,19 @@ class GroupEngine:
             self.consumer = model
 
     def modern(self, ev: Any) -> ConsumerGroupModel:
-        """The model a modern-protocol record goes to: the share group's when it is one."""
-        if getattr(ev, "share", False) and not isinstance(self.consumer, ShareGroupModel):
+        """The model a modern-protocol record goes to: the share or streams group's when it is one."""
+        kind = getattr(ev, "kind", CONSUMER)
+        if kind == SHARE and not isinstance(self.consumer, ShareGroupModel):
             self.as_share()
+        elif kind == STREAMS and not isinstance(self.consumer, StreamsGroupModel):
+            self.as_streams()
+        return self.consumer
+
+    def streams(self) -> StreamsGroupModel:
+        """The model a streams group's own record (its tasks, its topology) goes to."""
+        if not isinstance(self.consumer, StreamsGroupModel):
+            self.as_streams()
+        assert isinstance(self.consumer, StreamsGroupModel)
         return self.consumer
 
     def as_consumer(self, source: str = "records") -> None:
@@ -593,6 +608,11 @@ def _consumer(method: str) -> Callable[[GroupEngine, Any], None]:
     return lambda engine, ev: getattr(engine.modern(ev), method)(ev)
 
 
+def _streams(method: str) -> Callable[[GroupEngine, Any], None]:
+    """A handler that hands a KIP-1071 streams group's own record to the group's streams model."""
+    return lambda engine, ev: getattr(engine.streams(), method)(ev)
+
+
 def _classic(method: str) -> Callable[[GroupEngine, Any], None]:
     """A handler that hands a classic group's record to the group's classic model."""
     return lambda engine, ev: getattr(engine.classic, method)(ev)
@@ -608,6 +628,8 @@ _HANDLERS = {
     ConsumerTargetAssignment: _consumer("on_target_epoch"),
     ConsumerTargetMember: _consumer("on_target_member"),
     ConsumerMemberAssignment: _consumer("on_assignment"),
+    StreamsTargetTasks: _streams("on_target_tasks"),
+    StreamsTopology: _streams("on_topology"),
     BrokerLogEvent: GroupEngine._on_broker,
     HeartbeatEvent: GroupEngine._on_heartbeat,
     DescribeSnapshot: GroupEngine._on_describe,

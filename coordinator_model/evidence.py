@@ -42,6 +42,8 @@ __all__ = [
     "OffsetCommit",
     "StreamsDescribe",
     "StreamsMemberTasks",
+    "StreamsTargetTasks",
+    "StreamsTopology",
     "Subtopology",
     "UnknownRecord",
     "from_describe_json",
@@ -105,12 +107,18 @@ class GroupMetadataSnapshot:
     source = "offsets"
 
 
+# The modern groups' records (KIP-848 consumer, KIP-932 share, KIP-1071 streams) share their shapes
+# where Kafka's ConsumerGroup, ShareGroup and StreamsGroup records agree; `kind` says whose one is.
+CONSUMER, SHARE, STREAMS = "consumer", "share", "streams"
+MODERN_RECORD_PREFIXES = (("ConsumerGroup", CONSUMER), ("ShareGroup", SHARE), ("StreamsGroup", STREAMS))
+
+
 @dataclass(slots=True, frozen=True)
 class ConsumerGroupEpoch:
     ts: int
     group: str
     epoch: int | None  # None: tombstone (group deleted)
-    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
+    kind: str = CONSUMER
     source = "offsets"
 
 
@@ -121,7 +129,7 @@ class ConsumerGroupTopics:
     ts: int
     group: str
     topics: tuple[tuple[str, str, int], ...]  # (topic id, name, partitions); () for a tombstone
-    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
+    kind: str = CONSUMER
     source = "offsets"
 
 
@@ -140,7 +148,8 @@ class ConsumerMemberSubscription:
     subscribed_regex: str | None = None
     rebalance_timeout_ms: int = -1
     server_assignor: str | None = None
-    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
+    process_id: str = ""  # a streams member's: its Kafka Streams process (one per instance)
+    kind: str = CONSUMER
     source = "offsets"
 
 
@@ -151,7 +160,7 @@ class ConsumerTargetAssignment:
     ts: int
     group: str
     epoch: int | None
-    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
+    kind: str = CONSUMER
     source = "offsets"
 
 
@@ -161,7 +170,7 @@ class ConsumerTargetMember:
     group: str
     member_id: str
     partitions: tuple[tuple[str, int], ...] | None  # (topic id, partition); None: tombstone
-    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
+    kind: str = CONSUMER
     source = "offsets"
 
 
@@ -178,7 +187,32 @@ class ConsumerMemberAssignment:
     state: int = 0  # 0 stable, 1 unrevoked partitions, 2 unreleased partitions, 127 unknown
     assigned: tuple[tuple[str, int], ...] = ()  # (topic id, partition)
     pending_revocation: tuple[tuple[str, int], ...] = ()
-    share: bool = False  # a share group's record (KIP-932): the same shape, another kind of group
+    tasks: tuple[Tasks, Tasks, Tasks] | None = None  # a streams member's active, standby, warm-up tasks
+    kind: str = CONSUMER
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsTargetTasks:
+    """StreamsGroupTargetAssignmentMember: the tasks the coordinator's assignor gave a streams member
+    (active, standby, warm-up); None: tombstone."""
+
+    ts: int
+    group: str
+    member_id: str
+    tasks: tuple[Tasks, Tasks, Tasks] | None
+    source = "offsets"
+
+
+@dataclass(slots=True, frozen=True)
+class StreamsTopology:
+    """StreamsGroupTopology: the topology the group's members brought (its epoch and subtopologies);
+    epoch None: tombstone."""
+
+    ts: int
+    group: str
+    epoch: int | None
+    subtopologies: tuple[Subtopology, ...] | None
     source = "offsets"
 
 
@@ -352,6 +386,8 @@ Evidence = (
     | ConsumerTargetAssignment
     | ConsumerTargetMember
     | ConsumerMemberAssignment
+    | StreamsTargetTasks
+    | StreamsTopology
     | UnknownRecord
     | BrokerLogEvent
     | HeartbeatEvent
@@ -554,34 +590,36 @@ def from_offsets_record(rec: Any) -> Evidence:
             members=tuple(members),
             log_offset=log_offset,
         )
-    for prefix, share in (("ConsumerGroup", False), ("ShareGroup", True)):
+    for prefix, group_kind in MODERN_RECORD_PREFIXES:
         if kind.startswith(prefix):
-            ev = _modern_record(kind[len(prefix) :], key, value, ts, group, share)
+            ev = _modern_record(kind[len(prefix) :], key, value, ts, group, group_kind)
             if ev is not None:
                 return ev
     return UnknownRecord(ts, group, int(getattr(rec, "record_type", -1)))
 
 
-def _modern_record(kind: str, key: Any, value: Any, ts: int, group: str, share: bool) -> Evidence | None:
-    """A KIP-848 consumer group's record, or a KIP-932 share group's (`share`): the same shapes
-    (Kafka's ConsumerGroup and ShareGroup are both ModernGroups), read into the same evidence. `kind`
-    is the record key's name without its "ConsumerGroup"/"ShareGroup" prefix. A share group's member
-    has no instance id, rebalance timeout, regex or server assignor, and nothing pending revocation;
-    its topic names come from the share-partition state's metadata (ShareGroupStatePartitionMetadata)."""
-    if kind == "MetadataKey":
-        return ConsumerGroupEpoch(ts, group, None if value is None else value.epoch, share=share)
-    if kind in ("PartitionMetadataKey", "StatePartitionMetadataKey"):
+def _modern_record(record: str, key: Any, value: Any, ts: int, group: str, kind: str) -> Evidence | None:
+    """A KIP-848 consumer group's record, a KIP-932 share group's or a KIP-1071 streams group's
+    (`kind`): the same shapes where Kafka's ConsumerGroup, ShareGroup and StreamsGroup records agree
+    (epochs, members, the target assignment's epoch, member epochs), read into the same evidence;
+    `record` is the record key's name without its group-kind prefix. A share group's member has no
+    instance id, rebalance timeout, regex or server assignor, and nothing pending revocation; its
+    topic names come from the share-partition state's metadata (ShareGroupStatePartitionMetadata).
+    A streams group's assignments are tasks, and its topology is a record of its own."""
+    if record == "MetadataKey":
+        return ConsumerGroupEpoch(ts, group, None if value is None else value.epoch, kind=kind)
+    if record in ("PartitionMetadataKey", "StatePartitionMetadataKey"):
         if value is None:
             topics: tuple[tuple[str, str, int], ...] = ()
-        elif share:  # the topics whose share-partition state is (being) initialized
+        elif kind == SHARE:  # the topics whose share-partition state is (being) initialized
             both = [*value.initializing_topics, *value.initialized_topics]
             topics = tuple((t.topic_id, t.topic_name, len(t.partitions)) for t in both)
         else:
             topics = tuple((t.topic_id, t.topic_name, t.num_partitions) for t in value.topics)
-        return ConsumerGroupTopics(ts, group, topics, share=share)
-    if kind == "MemberMetadataKey":
+        return ConsumerGroupTopics(ts, group, topics, kind=kind)
+    if record == "MemberMetadataKey":
         if value is None:
-            return ConsumerMemberSubscription(ts, group, key.member_id, True, share=share)
+            return ConsumerMemberSubscription(ts, group, key.member_id, True, kind=kind)
         rebalance_timeout = getattr(value, "rebalance_timeout_ms", -1)
         return ConsumerMemberSubscription(
             ts,
@@ -591,22 +629,26 @@ def _modern_record(kind: str, key: Any, value: Any, ts: int, group: str, share: 
             instance_id=getattr(value, "instance_id", None),
             client_id=value.client_id,
             client_host=value.client_host,
-            subscribed_topics=tuple(value.subscribed_topic_names or ()),
+            subscribed_topics=tuple(getattr(value, "subscribed_topic_names", None) or ()),
             subscribed_regex=getattr(value, "subscribed_topic_regex", None) or None,
             rebalance_timeout_ms=-1 if rebalance_timeout is None else rebalance_timeout,
             server_assignor=getattr(value, "server_assignor", None),
-            share=share,
+            process_id=getattr(value, "process_id", "") or "",
+            kind=kind,
         )
-    if kind == "TargetAssignmentMetadataKey":
+    if record == "TargetAssignmentMetadataKey":
         return ConsumerTargetAssignment(
-            ts, group, None if value is None else value.assignment_epoch, share=share
+            ts, group, None if value is None else value.assignment_epoch, kind=kind
         )
-    if kind == "TargetAssignmentMemberKey":
+    if record == "TargetAssignmentMemberKey":
+        if kind == STREAMS:
+            target = None if value is None else _record_tasks(value)
+            return StreamsTargetTasks(ts, group, key.member_id, target)
         parts = None if value is None else _id_tps(value.topic_partitions)
-        return ConsumerTargetMember(ts, group, key.member_id, parts, share=share)
-    if kind == "CurrentMemberAssignmentKey":
+        return ConsumerTargetMember(ts, group, key.member_id, parts, kind=kind)
+    if record == "CurrentMemberAssignmentKey":
         if value is None:
-            return ConsumerMemberAssignment(ts, group, key.member_id, True, share=share)
+            return ConsumerMemberAssignment(ts, group, key.member_id, True, kind=kind)
         return ConsumerMemberAssignment(
             ts,
             group,
@@ -615,11 +657,44 @@ def _modern_record(kind: str, key: Any, value: Any, ts: int, group: str, share: 
             member_epoch=value.member_epoch,
             previous_member_epoch=value.previous_member_epoch,
             state=value.state,
-            assigned=_id_tps(value.assigned_partitions),
-            pending_revocation=_id_tps(getattr(value, "partitions_pending_revocation", ())),
-            share=share,
+            assigned=() if kind == STREAMS else _id_tps(value.assigned_partitions),
+            pending_revocation=()
+            if kind == STREAMS
+            else _id_tps(getattr(value, "partitions_pending_revocation", ())),
+            tasks=_record_tasks(value) if kind == STREAMS else None,
+            kind=kind,
+        )
+    if record == "TopologyKey" and kind == STREAMS:
+        if value is None:
+            return StreamsTopology(ts, group, None, None)
+        return StreamsTopology(
+            ts, group, value.epoch, tuple(_record_subtopology(st) for st in value.subtopologies)
         )
     return None
+
+
+def _record_tasks(value: Any) -> tuple[Tasks, Tasks, Tasks]:
+    """A streams record's active, standby and warm-up tasks (TaskIds lists)."""
+    return (
+        _task_ids(value.active_tasks),
+        _task_ids(value.standby_tasks),
+        _task_ids(value.warmup_tasks),
+    )
+
+
+def _task_ids(items: Any) -> Tasks:
+    return tuple(sorted((t.subtopology_id, tuple(sorted(t.partitions))) for t in items or ()))
+
+
+def _record_subtopology(st: Any) -> Subtopology:
+    """StreamsGroupTopologyValue's Subtopology in the terms StreamsGroupDescribe uses."""
+    return Subtopology(
+        id=st.subtopology_id,
+        source_topics=tuple(sorted(st.source_topics or ())),
+        repartition_sink_topics=tuple(sorted(st.repartition_sink_topics or ())),
+        changelog_topics=tuple(sorted(t.name for t in st.state_changelog_topics or ())),
+        repartition_source_topics=tuple(sorted(t.name for t in st.repartition_source_topics or ())),
+    )
 
 
 def from_heartbeat_json(obj: dict) -> HeartbeatEvent:

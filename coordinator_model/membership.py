@@ -10,6 +10,9 @@ TP = tuple[str, int]
 MAX_GENERATIONS = 2000  # generations (epochs) kept per group; the oldest go first
 # KIP-848 member states as ConsumerGroupCurrentMemberAssignment records number them
 MEMBER_STATES = {0: "stable", 1: "unrevoked_partitions", 2: "unreleased_partitions", 127: "unknown"}
+# a streams member's (KIP-1071 numbers them from 1: Kafka's streams/MemberState)
+STREAMS_MEMBER_STATES = {1: "stable", 2: "unrevoked_tasks", 3: "unreleased_tasks", 127: "unknown"}
+STREAMS_MEMBER_STABLE = 1
 
 
 @dataclass(slots=True)

@@ -549,8 +549,9 @@ NEW_TYPES = sorted(rt for rt in schema.RECORDS if 10 <= rt <= 15 or rt >= 17)
 
 @pytest.mark.parametrize("record_type", NEW_TYPES)
 def test_share_and_streams_records_are_routed_to_the_model(record_type: int) -> None:
-    """Share group records (10-15) become the share group's evidence (the KIP-848 shape, marked
-    `share`) and make the group a share group; streams group records are routed and ignored."""
+    """Share group records (10-15) become the share group's evidence (the KIP-848 shape, of kind
+    `share`) and make the group a share group; streams group records (17, 19-23) the streams group's,
+    and make it a streams group."""
     from collectors.pipeline.route import decode_one, route_one
     from coordinator_model.engine import GroupEngine
     from coordinator_model.evidence import UnknownRecord
@@ -568,11 +569,15 @@ def test_share_and_streams_records_are_routed_to_the_model(record_type: int) -> 
         engine = GroupEngine(group)
         engine.apply(ev)
         if record_type <= 15:
-            assert not isinstance(ev, UnknownRecord) and ev.share, ev
+            assert not isinstance(ev, UnknownRecord) and ev.kind == "share", ev
             doc = engine.document_json()
             assert (doc["type"], doc["protocol_type"]) == ("share", "share")
             assert doc["state"] in ("Empty", "Stable", "Dead", None), doc["state"]  # None: no member known
         else:
-            assert isinstance(ev, UnknownRecord) and ev.record_type == record_type
+            assert not isinstance(ev, UnknownRecord), ev
+            doc = engine.document_json()
+            assert (doc["type"], doc["protocol_type"]) == ("streams", "streams")
+            streams_states = ("Empty", "NotReady", "Assigning", "Reconciling", "Stable", "Dead", None)
+            assert doc["state"] in streams_states, doc["state"]
 
     check()

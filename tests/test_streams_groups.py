@@ -86,6 +86,17 @@ def described(
     }
 
 
+def from_records(bootstrap: str, group: str) -> dict[str, Any]:
+    """The group's document rebuilt from its coordinator partition of __consumer_offsets alone."""
+    from share_scenario import read_group_records
+
+    from collectors.capture import offsets_line_to_evidence
+    from coordinator_model.rebuild import rebuild
+
+    engines = rebuild([offsets_line_to_evidence(x) for x in read_group_records(bootstrap, group)])
+    return engines[group].document_json() if group in engines else {"state": None, "members": []}
+
+
 def line(group: dict, ts: int) -> dict[str, Any]:
     return streams_describe_json(APP, streams_broker_block(group), ts)
 
@@ -238,6 +249,30 @@ def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafk
             ),
         )
         doc = until(document, 30, "a Stable document", lambda d: d.state == "Stable" and len(d.members) == 2)
+        # the group's own records alone (types 17, 19-23 in __consumer_offsets) say the same
+        records = until(
+            lambda: from_records(bs, group),
+            30,
+            "the records' two members holding the four tasks",
+            lambda d: d["state"] == "Stable" and len(d["members"]) == 2,
+        )
+        assert records["type"] == "streams" and records["sources"] == ["offsets"]
+        assert {m["member_id"] for m in records["members"]} == set(broker)
+        for m in records["members"]:
+            b = broker[m["member_id"]]
+            assert sorted(m["tasks"]["active"]) == b["active"], (m, b)
+            assert (m["member_epoch"], m["process_id"]) == (b["epoch"], b["process"]), (m, b)
+            assert m["client_id"] == b["client_id"], (m, b)
+        assert records["topology"] == doc.topology.to_json()
+        assert sorted(tp for m in records["members"] for tp in map(tuple, m["assignment"])) == sorted(
+            tp for m in doc.members for tp in m.assignment
+        )
+        assert records["generations"][0]["cause"] == "group_created"
+        # each member's join is an epoch of its own; a later one can be the coordinator's (its internal
+        # topics created: the metadata changed), never a leave
+        joins = [g["members_joined"] for g in records["generations"] if g["members_joined"]]
+        assert sorted(m for j in joins for m in j) == sorted(broker) and len(joins) == 2, joins
+        assert not any(g["members_left"] for g in records["generations"])
         assert doc.type == "streams" and doc.group_epoch == doc.assignment_epoch
         got = {m.member_id: m for m in doc.members}
         assert set(got) == set(broker)
@@ -276,6 +311,17 @@ def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafk
         )
         assert sorted(doc.members[0].tasks.active) == ["0_0", "0_1", "1_0", "1_1"]
         assert any(survivor not in g.members_left and g.members_left for g in doc.generations)
+        # the records: the killed member's leave is an epoch of its own, the survivor holds every task
+        records = until(
+            lambda: from_records(bs, group),
+            30,
+            "the records' one member",
+            lambda d: [m["member_id"] for m in d["members"]] == [survivor] and d["state"] == "Stable",
+        )
+        assert sorted(records["members"][0]["tasks"]["active"]) == ["0_0", "0_1", "1_0", "1_1"]
+        gone = set(broker) - {survivor}
+        leaves = [g for g in records["generations"] if g["members_left"]]
+        assert [set(g["members_left"]) for g in leaves] == [gone] and leaves[0]["cause"] == "member_left"
         assert {(o.topic, o.partition) for o in doc.offsets} >= {(source, p) for p in range(PARTITIONS)}
     finally:
         poller._close_protocol()

@@ -20,7 +20,7 @@ from coordinator_model.document.types import (
 )
 from coordinator_model.group_context import GroupContext
 from coordinator_model.group_metadata import coordinator_partition
-from coordinator_model.membership import MEMBER_STATES
+from coordinator_model.membership import MEMBER_STATES, STREAMS_MEMBER_STATES
 from coordinator_model.states import MODERN_TYPES
 
 
@@ -57,7 +57,8 @@ def group_document(engine: DocumentedGroup, now: int) -> GroupDocument:
         if modern:
             doc.modern = True
             doc.member_epoch = m.member_epoch
-            doc.state = MEMBER_STATES.get(m.member_state) if m.member_state is not None else None
+            states = STREAMS_MEMBER_STATES if engine.type == "streams" else MEMBER_STATES
+            doc.state = states.get(m.member_state) if m.member_state is not None else None
             doc.pending_revocation = list(engine.consumer.names(m.pending_ids))
             doc.target_assignment = list(m.target_assignment) if m.target_assignment is not None else None
         tasks = streams_tasks.get(m.member_id) if streams_tasks is not None else None
@@ -202,10 +203,17 @@ def inferred_notes(engine: DocumentedGroup) -> list[str]:
         else:
             notes.append("lag: a share group commits no offsets (share-partition start offsets not read)")
     if engine.type == "streams":
-        notes.append(
-            "streams group: state, epochs, members and tasks as of the last StreamsGroupDescribe (its "
-            "records in __consumer_offsets are not read yet); offsets and lag from its commits"
-        )
+        if getattr(engine.consumer, "from_records", False):
+            if "describe" not in s:
+                notes.append(
+                    "state: from the group's records; whether its topology's topics are ready (NotReady) "
+                    "is the broker's to say (StreamsGroupDescribe not read)"
+                )
+        else:
+            notes.append(
+                "streams group: state, epochs, members and tasks as of the last StreamsGroupDescribe "
+                "(its records in __consumer_offsets not read); offsets and lag from its commits"
+            )
         return notes
     if engine.type in MODERN_TYPES:
         if not {"offsets", "describe", "broker_log"} & s:

@@ -7,7 +7,7 @@ Kafka's own model is modern/share/ShareGroup, a ModernGroup like modern/consumer
 group epoch moves when membership or subscriptions change (or a subscribed topic's share-partition
 state is initialized), the assignment epoch when the assignor (SimpleAssignor by default) has run,
 and members take their partitions at once. So this model is the KIP-848 one (its records have the
-same shape: evidence.py reads them into the same evidence, marked `share`) with the share group's
+same shape: evidence.py reads them into the same evidence, of kind `share`) with the share group's
 own state rule: Empty without members, else Stable. A share group commits no offsets: its progress is
 the share-partition start offset the share coordinator keeps in __share_group_state, which
 groupscope does not read yet (the document says so).
