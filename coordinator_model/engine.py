@@ -535,28 +535,35 @@ class GroupEngine:
 
     def _expire_offsets(self, now: int) -> None:
         """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""
-        self.offsets.expire(now, self._offset_expiries())
+        rule = self._expiry_rule()
+        if rule is None:
+            return
+        first = self.offsets.first_expiry(self.retention_ms, *rule)
+        if first is not None and now >= first:  # (almost never: the list is made only then)
+            self.offsets.expire(now, self.offsets.expiries(self.retention_ms, *rule))
 
     def next_offset_expiry(self) -> int | None:
         """When the first committed offset expires if nothing else happens to the group (None: none
         can, in its present state): what an idle group has to be looked at again for."""
-        return min((at for _, at in self._offset_expiries()), default=None)
+        rule = self._expiry_rule()
+        return None if rule is None else self.offsets.first_expiry(self.retention_ms, *rule)
 
-    def _offset_expiries(self) -> list[tuple[TP, int]]:
-        """The offsets that expire in the group's present state (removeExpiredOffsets' choice by state
-        and protocol type), each with the time it expires at."""
+    def _expiry_rule(self) -> tuple[int | None, Callable[[TP], bool] | None] | None:
+        """Which offsets expire in the group's present state (removeExpiredOffsets' choice by state and
+        protocol type) and from when: (the time the group became Empty, else None: each offset's
+        commit; a filter of the partitions, or None: all of them); None: none expire."""
         if not self.offsets.committed:
-            return []
+            return None
         if self.protocol_type and self.state == "Empty":
-            return self.offsets.expiries(self.retention_ms, self.classic.empty_since)
+            return self.classic.empty_since, None
         if self.protocol_type == CONSUMER_PROTOCOL_TYPE:
             subscribed = {t for m in self.members.values() for t in m.subscription}
             if not subscribed:
-                return []
-            return self.offsets.expiries(self.retention_ms, None, lambda tp: tp[0] not in subscribed)
+                return None
+            return None, lambda tp: tp[0] not in subscribed
         if not self.protocol_type:
-            return self.offsets.expiries(self.retention_ms, None)
-        return []
+            return None, None
+        return None
 
     def _trim(self, now: int) -> None:
         cutoff = now - self.retention_ms

@@ -86,6 +86,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.gc_pause import no_cyclic_gc
 from collectors.pipeline import heap_trim
 from collectors.pipeline.commit_runs import RUN_KIND, commit_runs_of_columns, unpack
 from collectors.pipeline.lag_refresh import lag_phase, next_lag_due
@@ -171,8 +172,11 @@ def make_update(
     ends_of = LogEndsReader(sink) if shared_ends and sink is not None else None
 
     def update(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:
-        # a bucket asks each topic's log-end version once, not once per group (LogEndsCache.once)
-        with ends_of.once() if ends_of is not None else contextlib.nullcontext():
+        # a bucket asks each topic's log-end version once, not once per group (LogEndsCache.once);
+        # and its engines, offsets and documents (made without reference cycles: a model holds its
+        # group by a weak proxy) are kept out of the cyclic collector's way (gc_pause.py), which
+        # walked every object of the worker again and again during a catch-up's bucket
+        with ends_of.once() if ends_of is not None else contextlib.nullcontext(), no_cyclic_gc():
             yield from _update(key, pdfs, state)
 
     def _update(key: tuple, pdfs: Iterator[Any], state: Any) -> Iterator[Any]:

@@ -269,6 +269,25 @@ class OffsetStore:
                 out.append((tp, (o.commit_timestamp if base is None else base) + retention_ms))
         return out
 
+    def first_expiry(
+        self, retention_ms: int, base: int | None, only: Callable[[TP], bool] | None = None
+    ) -> int | None:
+        """The earliest of `expiries`' times (None: no offset), without listing them: a group is
+        looked at for expiry at every batch that reaches it, and almost never has one due."""
+        first = None
+        for tp, o in self.committed.items():
+            if only is not None and not only(tp):
+                continue
+            e = o.expire_timestamp
+            at = (
+                e
+                if e is not None and e > 0
+                else (o.commit_timestamp if base is None else base) + retention_ms
+            )
+            if first is None or at < first:
+                first = at
+        return first
+
     def expire(self, now: int, expiries: Iterable[tuple[TP, int]]) -> None:
         for tp, at in expiries:
             if now >= at:
