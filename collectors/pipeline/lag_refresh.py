@@ -63,9 +63,9 @@ def next_lag_due(doc: GroupDocument, at: int, stop_at: int | None) -> int:
 
 @dataclass
 class Refreshed:
-    """A group brought up to the log ends: its whole document, the text its key holds, whether that
-    is a head (kept in parts) or a whole document of before the parts, and when a lagging partition
-    of it turns STOP next."""
+    """A group brought up to the log ends: its whole document, the text its key is to hold (none for a
+    head: kept as stored), whether that is a head (kept in parts) or a whole document of before the
+    parts, and when a lagging partition of it turns STOP next."""
 
     group: str
     doc: GroupDocument
@@ -121,7 +121,8 @@ def moved_on(
         try:
             if group in offsets:
                 doc = group_parts.assemble(d, offsets[group], ends, at, with_offsets=False)
-                out.append(Refreshed(group, doc, dumps_document(d), True, offsets[group].next_stop(at)))
+                # (its key keeps the head as stored: no text to write)
+                out.append(Refreshed(group, doc, "", True, offsets[group].next_stop(at)))
                 continue
             doc = GroupDocument.from_json(d)
             doc.lag = lag_moved_on(doc.lag, ends, at)

@@ -138,20 +138,28 @@ def _effective_lag(s: CommitSample, idle: bool) -> int | None:
     return 0 if (s.lag <= 1 and idle) else s.lag
 
 
+def _idle(samples: list[CommitSample]) -> bool:
+    """The log end did not move over the window's commits."""
+    ends = [s.end_offset for s in samples if s.end_offset is not None]
+    return bool(ends) and min(ends) == max(ends)
+
+
 def evaluate_partition(window: PartitionWindow, current_lag: int | None, now_ms: int) -> str:
     """Burrow's calculatePartitionStatus over the window of commits (OK/WARN/STOP/STALL/REWIND)."""
     samples = window.samples
     if not samples or current_lag is None:
         return "OK"
-    ends = [s.end_offset for s in samples if s.end_offset is not None]
-    idle = bool(ends) and min(ends) == max(ends)
+    # whether the log stood still over the window matters only for a lag of at most 1 (a transaction
+    # marker): asked only then (a lagging fleet's refresh evaluates every partition of every group)
+    low = current_lag <= 1 or any(s.lag is not None and s.lag <= 1 for s in samples)
+    idle = low and _idle(samples)
     current = 0 if (current_lag <= 1 and idle) else current_lag
     if current == 0:
         return "OK"
     first, last = samples[0].ts, samples[-1].ts
     if len(samples) > 1 and now_ms - last > last - first:
         return "STOP"
-    lags = [_effective_lag(s, idle) for s in samples]
+    lags = [_effective_lag(s, idle) for s in samples] if low else [s.lag for s in samples]
     if len(samples) < 2 or any(v is None for v in lags):
         return "OK"
     if all(v > 0 for v in lags):
