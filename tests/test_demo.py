@@ -266,9 +266,42 @@ def _look_at_topics(driver: Any, base: str, artifacts_dir: Path, env: dict, demo
         out["slow_topic_heatmap_groups"] = heat
         out["slow_topic_cli"] = _cli_json(["topic", SLOW_TOPIC, "--json"], env)
         driver.save_screenshot(str(artifacts_dir / "demo-live-topic.png"))
+        out["streams_page"] = _look_at_group(driver, base, STREAMS_GROUP, artifacts_dir, demo, "1_1")
+        out["share_page"] = _look_at_group(driver, base, SHARE_GROUP, artifacts_dir, demo, "share-2")
     except Exception as e:  # a broken page is that test's failure, not the fixture's
         out["error"] = repr(e)
     return out
+
+
+def _look_at_group(
+    driver: Any, base: str, group: str, artifacts_dir: Path, demo: subprocess.Popen, want: str
+) -> dict:
+    """A group's page, live, until its members grid has a row holding `want` (a task id, a client id):
+    the page's header, topology and members as shown, and a screenshot."""
+    rows_js = (
+        "try { const api = dash_ag_grid.getApi(arguments[0]); const out = [];"
+        " api.forEachNode(n => { if (n.data) out.push(n.data); }); return out; } catch (e) { return null; }"
+    )
+    text_js = "const el = document.getElementById(arguments[0]); return el ? el.innerText : null;"
+    driver.get(base + "/groups/" + group)
+    deadline = time.monotonic() + 45
+    members: list = []
+    while time.monotonic() < deadline and demo.poll() is None:
+        members = driver.execute_script(rows_js, "group-members") or []
+        if any(want in json.dumps(m) for m in members):
+            break
+        time.sleep(0.5)
+    time.sleep(1)  # the charts drawn
+    driver.save_screenshot(str(artifacts_dir / f"demo-live-{group}.png"))
+    driver.execute_script("document.getElementById('group-members').scrollIntoView()")
+    time.sleep(0.5)
+    driver.save_screenshot(str(artifacts_dir / f"demo-live-{group}-members.png"))
+    return {
+        "members": members,
+        "header": driver.execute_script(text_js, "group-header"),
+        "topology": driver.execute_script(text_js, "group-topology"),
+        "partitions": driver.execute_script(rows_js, "group-partitions") or [],
+    }
 
 
 def _by_member(events: list[dict], group: str) -> dict[str, list[dict]]:
@@ -520,6 +553,38 @@ def test_live_demo_topics_pages(demo_run):
         assert min(had) <= shown <= max(had), (groups, cli["groups"], sorted(had))
     assert max(had) > 0  # and it was behind at some point
     assert groups["demo-slow"]["partitions"] == cli["groups"][0]["partitions"]
+
+
+@pytest.mark.servers
+@pytest.mark.slow
+@pytest.mark.browser
+def test_live_demo_streams_and_share_group_pages(demo_run):
+    """The demo's dashboard, live, on its two groups of the newer kinds (screenshots
+    demo-live-demo-streams[-members].png and demo-live-demo-share[-members].png): the streams
+    group's members with their tasks, every task held, and its topology with the repartition and
+    changelog topics; the share group's two share consumers and its share partitions with their
+    lag."""
+    reason = _collector_missing(demo_run)
+    if reason:
+        pytest.skip(reason)
+    seen = demo_run.live_pages
+    assert seen["error"] is None, seen["error"]
+    if seen.get("demo_ended"):
+        pytest.skip("the demo (and its dashboard) ended before its pages were looked at: a loaded machine")
+    streams = seen["streams_page"]
+    assert "streams" in (streams["header"] or "").lower(), streams["header"]
+    held = sorted(
+        t for m in streams["members"] for t in (m["tasks"] or "").replace("active", "").split() if "_" in t
+    )
+    assert held == ["0_0", "0_1", "1_0", "1_1"], streams["members"]
+    assert all(m["process_id"] for m in streams["members"]), streams["members"]
+    topology = streams["topology"] or ""
+    assert f"{STREAMS_GROUP}-words-repartition" in topology and "changelog" in topology, topology
+    share = seen["share_page"]
+    assert "share" in (share["header"] or "").lower(), share["header"]
+    assert sorted(m["client_id"] for m in share["members"]) == ["share-1", "share-2"], share["members"]
+    rows = [r for r in share["partitions"] if r["topic"] == "demo-jobs"]
+    assert rows and all(r["lag"] is not None for r in rows), share["partitions"]
 
 
 @pytest.mark.servers
