@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from coordinator_model.document import GroupDocument, TopicPartition
+from coordinator_model.streams.tasks import task_lags
 
 
 def _t(ms: int | None) -> str:
@@ -85,6 +86,12 @@ def render_group(doc: GroupDocument) -> str:
             f"    {p.topic}-{p.partition}: committed={committed} end={p.end_offset} lag={p.lag} "
             f"({p.lag_seconds} s) {p.status}"
         )
+    tasks = task_lags(doc)
+    if tasks:  # a streams group: its lag as its application reads it, per active task
+        out.append("  lag per task:")
+        for t in tasks:
+            who = t.client_id or t.member_id or "no member"
+            out.append(f"    {t.task} ({who}): lag={t.lag} ({t.lag_seconds} s) reads {_parts(t.partitions)}")
     return "\n".join(out)
 
 

@@ -178,3 +178,41 @@ def test_a_streams_describe_does_not_undo_what_the_records_say() -> None:
     assert [m["member_id"] for m in doc["members"]] == ["A"]
     assert doc["state"] == "Assigning"  # epoch 4 not yet assigned; the describe is older than the records
     assert doc["generations"][-1]["members_left"] == ["B"]
+
+
+def test_lag_per_task_is_the_lag_of_the_partitions_it_reads() -> None:
+    """A task's lag: its source partition's plus its repartition partition's (subtopology 1 reads the
+    repartition topic), owned by the member that runs it; printed by `groupscope model`."""
+    from coordinator_model.evidence import EndOffset, OffsetCommit
+    from coordinator_model.render import render_group
+    from coordinator_model.streams import task_lags
+
+    c = Coordinator()
+    c.member("A", "streams-1")
+    c.topology()
+    c.epoch(2)
+    c.target(2, {"A": ALL})
+    c.current("A", 2, 0, ALL)
+    ends = {
+        ("words", 0): 100,
+        ("words", 1): 50,
+        ("wordcount-repartition", 0): 30,
+        ("wordcount-repartition", 1): 9,
+    }
+    committed = {("words", 0): 90, ("words", 1): 50, ("wordcount-repartition", 0): 25}  # 1 never committed
+    for (topic, p), end in ends.items():
+        c.engine.apply(EndOffset(c.ts, topic, p, end))
+    for (topic, p), off in committed.items():
+        c.engine.apply(OffsetCommit(c.ts, GROUP, topic, p, off, commit_timestamp=c.ts))
+    doc = c.engine.document(c.ts)
+    got = {t.task: (t.member_id, t.client_id, t.lag, t.partitions) for t in task_lags(doc)}
+    assert got == {
+        "0_0": ("A", "streams-1", 10, [("words", 0)]),
+        "0_1": ("A", "streams-1", 0, [("words", 1)]),
+        "1_0": ("A", "streams-1", 5, [("wordcount-repartition", 0)]),
+        "1_1": ("A", "streams-1", None, [("wordcount-repartition", 1)]),  # no commit: no lag known
+    }
+    text = render_group(doc)
+    assert "lag per task:" in text and "0_0 (streams-1): lag=10" in text, text
+    # a classic group has no tasks
+    assert task_lags(GroupEngine("plain").document(c.ts)) == []
