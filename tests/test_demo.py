@@ -300,6 +300,7 @@ def _look_at_group(
         "members": members,
         "header": driver.execute_script(text_js, "group-header"),
         "topology": driver.execute_script(text_js, "group-topology"),
+        "tasks": driver.execute_script(text_js, "group-tasks"),
         "partitions": driver.execute_script(rows_js, "group-partitions") or [],
     }
 
@@ -561,9 +562,9 @@ def test_live_demo_topics_pages(demo_run):
 def test_live_demo_streams_and_share_group_pages(demo_run):
     """The demo's dashboard, live, on its two groups of the newer kinds (screenshots
     demo-live-demo-streams[-members].png and demo-live-demo-share[-members].png): the streams
-    group's members with their tasks, every task held, and its topology with the repartition and
-    changelog topics; the share group's two share consumers and its share partitions with their
-    lag."""
+    group's members with their tasks, every task held, its topology with the repartition and
+    changelog topics and its lag per task; the share group's two share consumers and its share
+    partitions with their lag."""
     reason = _collector_missing(demo_run)
     if reason:
         pytest.skip(reason)
@@ -580,6 +581,10 @@ def test_live_demo_streams_and_share_group_pages(demo_run):
     assert all(m["process_id"] for m in streams["members"]), streams["members"]
     topology = streams["topology"] or ""
     assert f"{STREAMS_GROUP}-words-repartition" in topology and "changelog" in topology, topology
+    # the lag per task: each of the four, with the instance that runs it
+    task_lines = [line.split("\t") for line in (streams["tasks"] or "").splitlines()[1:]]
+    assert sorted(line[0] for line in task_lines) == ["0_0", "0_1", "1_0", "1_1"], streams["tasks"]
+    assert all(line[1].startswith("streams-") for line in task_lines), streams["tasks"]
     share = seen["share_page"]
     assert "share" in (share["header"] or "").lower(), share["header"]
     assert sorted(m["client_id"] for m in share["members"]) == ["share-1", "share-2"], share["members"]

@@ -15,6 +15,7 @@ from dash import Dash, Input, Output, State, dcc, html
 
 from coordinator_model.document.types import DocumentError, GenerationDoc, GroupDocument, TimelineSpan
 from coordinator_model.statuses import LABELS, GroupStatuses
+from coordinator_model.streams.tasks import task_lags
 from dashboard import group_doc as gd
 from dashboard.components import (
     LAG_METRICS,
@@ -377,8 +378,33 @@ def kip848_card(doc: GroupDocument) -> tuple[list[Any], dict[str, str]]:
         ),
     ]
     if doc.type == "streams":
-        body += topology_rows(doc)
+        body += topology_rows(doc) + task_rows(doc)
     return body, {}
+
+
+def task_rows(doc: GroupDocument) -> list[Any]:
+    """A streams group's lag per active task (coordinator_model/streams/tasks.py): what its
+    application's operator reads it by, with the member that runs each."""
+    tasks = task_lags(doc)
+    if not tasks:
+        return []
+    head = html.Tr([html.Th(x) for x in ("Task", "Run by", "Reads", "Lag (offsets)", "Lag (s)")])
+    rows = [
+        html.Tr(
+            [
+                html.Td(t.task),
+                html.Td(t.client_id or t.member_id or "no member", title=t.member_id or ""),
+                html.Td(gd.fmt_tps(t.partitions) or "-"),
+                html.Td("-" if t.lag is None else f"{t.lag:,}"),
+                html.Td("-" if t.lag_seconds is None else f"{t.lag_seconds:.1f}"),
+            ]
+        )
+        for t in tasks
+    ]
+    return [
+        html.H4("Lag per task"),
+        html.Table([html.Thead(head), html.Tbody(rows)], className="kv", id="group-tasks"),
+    ]
 
 
 def topology_rows(doc: GroupDocument) -> list[Any]:
