@@ -188,6 +188,10 @@ def test_header_says_what_is_denied_inferred_and_from_which_sources() -> None:
     assert "Inferred for lack of a source: generation: no source" in text
     assert "Sources: describe, end_offsets" in text
     assert "12,345" in text and "2.2" in text and "Group epoch" in text and "Generation'" not in text
+    # a modern group's coordinator assigns: its assignor is named, and it has no leader
+    assert "'Assignor'" in text and "'Leader'" not in text
+    classic = str(header(GroupDocument(group="c", type="classic", state="Stable", leader="m-1"), None, 1))
+    assert "'Leader'" in classic and "'Protocol'" in classic and "'Assignor'" not in classic
 
 
 def test_a_provisional_group_says_so_and_shows_no_lag(redis_client, redis_server) -> None:

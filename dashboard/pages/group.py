@@ -289,10 +289,13 @@ def header(
         pairs += [("Group epoch", doc.group_epoch), ("Assignment epoch", doc.assignment_epoch)]
     else:
         pairs += [("Generation", doc.generation)]
+    pairs += [("Protocol type", doc.protocol_type)]
+    # a modern group's (KIP-848, share, streams) coordinator assigns itself, with the assignor named
+    # here; it has no leader member, as a classic group has
+    pairs += (
+        [("Assignor", doc.protocol)] if doc.modern else [("Protocol", doc.protocol), ("Leader", doc.leader)]
+    )
     pairs += [
-        ("Protocol type", doc.protocol_type),
-        ("Protocol", doc.protocol),
-        ("Leader", doc.leader),
         ("Coordinator partition", doc.coordinator_partition),
         ("Members", len(doc.members)),
         ("Lag offsets", f"{lag:,}" if lag is not None else None),
