@@ -201,6 +201,15 @@ def _short(member_id: str, n: int = 28) -> str:
     return member_id if len(member_id) <= n else member_id[: n - 1] + "…"
 
 
+def member_label(member_id: str, client_id: str | None, n: int = 28) -> str:
+    """A member as a person reads it: a classic member's id starts with its client id already; a
+    KIP-848, share or streams member's is an opaque UUID, so its client id leads, with the id's first
+    characters to tell two members of one client apart."""
+    if not client_id or member_id.startswith(client_id):
+        return _short(member_id, n)
+    return f"{_short(client_id, n - 8)} ({member_id[:6]}…)"
+
+
 # A lag heatmap writes each cell's lag in it up to this many cells; past that the numbers would not
 # fit in their cells, and the colour scale and the hover tell the lag.
 MAX_LABELLED_CELLS = 400
@@ -257,6 +266,7 @@ def assignment_heatmap(
     lag_by = {(r.topic, r.partition): r.lag for r in lag}
     col = {tp: i for i, tp in enumerate(tps)}
     ids = list(assign)
+    clients = {m.member_id: m.client_id for m in members}
     z: list[list[float | None]] = [[None] * len(tps) for _ in ids]
     for i, mid in enumerate(ids):
         for tp in assign[mid]:
@@ -275,7 +285,7 @@ def assignment_heatmap(
         type="category",
         tickmode="array",
         tickvals=ids if len(ids) <= 60 else None,
-        ticktext=[_short(m) for m in ids] if len(ids) <= 60 else None,
+        ticktext=[member_label(m, clients.get(m)) for m in ids] if len(ids) <= 60 else None,
     )
     out = _layout(fig, title, height or max(240, min(160 + 24 * len(ids), 700))).to_plotly_json()
     out["data"][0].update(z=z, x=[f"{t}-{p}" for t, p in tps], y=ids)

@@ -415,3 +415,14 @@ def test_per_member_bars_keep_members_apart_and_count_whole_partitions() -> None
     assert len(set(parts.x)) == 3 and list(parts.x) == list(lag.x)
     assert list(parts.customdata) == [r[0] for r in rows]
     assert fig.layout.yaxis.dtick == 1 and fig.layout.yaxis.tickformat == ",d"
+
+
+def test_a_member_is_labelled_by_its_client_where_its_id_does_not_say() -> None:
+    from dashboard.figures import member_label
+
+    # classic: the id starts with the client id
+    assert member_label("consumer-1-3f2a9c1e-aaaa", "consumer-1") == "consumer-1-3f2a9c1e-aaaa"
+    # KIP-848, share, streams: an opaque id, led by the client id
+    label = member_label("gZh6TfiXRZ6dfsH2wuJq_A", "streams-1-StreamThread-1-consumer")
+    assert label.startswith("streams-1-StreamThr") and label.endswith("(gZh6Tf…)"), label
+    assert member_label("gZh6TfiXRZ6dfsH2wuJq_A", None) == "gZh6TfiXRZ6dfsH2wuJq_A"
