@@ -650,3 +650,38 @@ def test_the_first_stages_commit_path_sends_its_runs_on_when_it_fails(redis_serv
 
     monkeypatch.setattr(known_commits.KnownCommits, "_take", broken)
     assert known_commits.KnownCommits(sink).take(batch).num_rows == batch.num_rows
+
+
+def test_a_group_at_zero_lag_whose_consumers_stop_is_refreshed_when_its_topics_log_end_moves(
+    redis_server, redis_client, monkeypatch
+) -> None:
+    """A group caught up to the log ends leaves the refresher's schedule (its lag cannot move while it
+    holds). When its consumers stop and producers go on writing, no commit of its own comes: the
+    log ends going up put the groups reading the topic back in the schedule, and its fleet row shows
+    the lag within a refresh, not at its next idle look (10 minutes)."""
+    groups = ["a", "b"]
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": T0 + 10_000}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    monkeypatch.setattr(model_state, "_READERS_SCHEDULED", {})
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    states: dict[int, BucketState] = {}
+    _run(update, pd.concat([_end_lines([], T0, {0: 400, 1: 400}), _commits(groups, T0 + 100, 400)]), states)
+    # caught up: a commit puts a group in the schedule, a refresh at zero lag takes it out
+    refresher = LagRefresher(redis_server.url, "gs", 7 * 24 * 3600 * 1000, clock=lambda: clock["now"])
+    refresher.run_once(T0 + LAG_REFRESH_MS + 1)
+    assert redis_client.zcard("gs:lag:due") == 0
+    assert json.loads(redis_client.hget("gs:fleet", "a"))["lag"] == 0
+    # the consumers stopped; the producers did not (and the readers were last scheduled long ago)
+    clock["now"] = T0 + 2 * LAG_REFRESH_MS
+    monkeypatch.setattr(model_state, "_READERS_SCHEDULED", {})
+    _run(update, _end_lines([], T0 + 2 * LAG_REFRESH_MS - 5000, {0: 450, 1: 470}), states)
+    due = {g.decode() for g in redis_client.zrange("gs:lag:due", 0, -1)}
+    assert due == set(groups)
+    assert refresher.run_once(T0 + 3 * LAG_REFRESH_MS) == 2
+    assert json.loads(redis_client.hget("gs:fleet", "a"))["lag"] == 50 + 70
+    # log ends that do not go up schedule nobody
+    redis_client.delete("gs:lag:due")
+    monkeypatch.setattr(model_state, "_READERS_SCHEDULED", {})
+    _run(update, _end_lines([], T0 + 3 * LAG_REFRESH_MS, {0: 450, 1: 470}), states)
+    assert redis_client.zcard("gs:lag:due") == 0

@@ -201,7 +201,7 @@ def make_update(
         if key[0] == ENDS_BUCKET:
             # The Admin poller's end-offsets lines: merged into the cluster's histories, one per
             # partition, whatever group each line was polled for.
-            for ts, partition, offset, topic, k, v, error in _merge_log_ends(sink, batch):
+            for ts, partition, offset, topic, k, v, error in _merge_log_ends(sink, batch, now):
                 emit("", "dead", ts, now, dead_letter_payload(topic, partition, offset, ts, error, k, v))
             if out["kind"]:
                 yield _frame(out)
@@ -898,9 +898,11 @@ def _step_topics(steps: list[tuple[str, list[Any]]]) -> set[str]:
     return topics
 
 
-def _merge_log_ends(sink: Any, batch: BatchRows) -> list[tuple]:
-    """Merge the end-offsets lines of ENDS_BUCKET into the cluster's histories; the rows that are not
-    such a line, as (ts, partition, offset, topic, key, value, error) for the dead letters."""
+def _merge_log_ends(sink: Any, batch: BatchRows, now: int = 0) -> list[tuple]:
+    """Merge the end-offsets lines of ENDS_BUCKET into the cluster's histories, and put the groups
+    reading a topic whose log end went up in the lag refresher's schedule (`_schedule_readers`); the
+    rows that are not such a line, as (ts, partition, offset, topic, key, value, error) for the dead
+    letters."""
     import orjson
 
     from collectors.pipeline.sink import model_store, with_retry
@@ -920,12 +922,59 @@ def _merge_log_ends(sink: Any, batch: BatchRows) -> list[tuple]:
             ts, part, off = batch.ts[i], batch.partition[i], batch.offset[i]
             bad.append((ts, part, off, batch.topic[i], batch.key[i], batch.value[i], _err(e)))
     if observations and sink is not None:
+        moved: set[str] = set()
         with_retry(
-            lambda: LogEnds(model_store(sink).r, sink.prefix).merge(observations),
+            lambda: LogEnds(model_store(sink).r, sink.prefix).merge(observations, moved),
             "log ends",
             sink.redis_retry_s,
         )
+        if moved:
+            at = max(ts for points in observations.values() for ts, _ in points)
+            _schedule_readers(sink, moved, min(at, now) if now else at)
     return bad
+
+
+# When each topic's readers were last put in the lag schedule, per sink, by this worker (monotonic s):
+# the log ends move every few seconds, the schedule needs a group once per refresh interval.
+_READERS_SCHEDULED: dict[tuple[Any, str], float] = {}
+
+
+def _schedule_readers(sink: Any, topics: set[str], at: int) -> None:
+    """The groups with rows in these topics (storage/topics.py), each at its next phase of the lag
+    refresh, or sooner if it is due sooner already. A group whose lag was zero leaves the schedule
+    (nothing it holds moves its lag); when its consumers stop while producers write, no commit or
+    document of its own comes, and its fleet row, lag alerts and lag history would stand at zero
+    until its next idle look (IDLE_REFRESH_MS). The log ends going up is what moves its lag: its
+    readers are scheduled then."""
+    from collectors.pipeline.sink import model_store, with_retry
+
+    clock = time.monotonic()
+    due = [t for t in sorted(topics) if clock - _READERS_SCHEDULED.get((sink, t), -1e9) >= READERS_EVERY_S]
+    if not due:
+        return
+
+    def attempt() -> list[list[Any]]:
+        store = model_store(sink)
+        with store.r.pipeline(transaction=False) as p:
+            for t in due:
+                p.hkeys(store.topics.tk(t, "groups"))
+            found = p.execute()
+        readers = {g.decode() if isinstance(g, bytes) else g for names in found for g in names}
+        if readers:
+            with store.r.pipeline(transaction=False) as p:
+                store.lag_schedule.queue_sooner(p, {g: lag_phase(g, at) for g in readers})
+                p.execute()
+        return found
+
+    found = with_retry(attempt, "lag schedule", sink.redis_retry_s)
+    for t, names in zip(due, found, strict=True):
+        if names:  # (a topic nobody's rows are in yet, as in a catch-up's first batch, is asked again)
+            _READERS_SCHEDULED[(sink, t)] = clock
+
+
+# How often a moving topic's readers are put in the schedule again: well within a refresh interval
+# (a group that left the schedule since is back within it), far less often than the log ends move.
+READERS_EVERY_S = 20.0
 
 
 def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:

@@ -86,9 +86,11 @@ class LogEnds:
     def version_key(self) -> str:
         return f"{self.p}:ends:version"
 
-    def merge(self, observations: Mapping[TP, list[tuple[int, int]]]) -> int:
-        """Add each partition's observations to its history; returns the partitions written. Merging
-        the same observations again leaves the same histories (a replayed micro-batch)."""
+    def merge(self, observations: Mapping[TP, list[tuple[int, int]]], moved: set[str] | None = None) -> int:
+        """Add each partition's observations to its history; returns the partitions written, and adds
+        to `moved` the topics where a partition's log end went up (the lag of every group reading it
+        may have moved). Merging the same observations again leaves the same histories (a replayed
+        micro-batch)."""
         by_topic: dict[str, dict[int, list[tuple[int, int]]]] = {}
         for (topic, partition), points in observations.items():
             if points:
@@ -107,9 +109,12 @@ class LogEnds:
                 for (partition, points), old in zip(by_topic[t].items(), olds, strict=True):
                     h = _history(old)
                     before = (len(h.ts), h.ts[-1] if h.ts else None, h.last_seen)
+                    latest = h.latest
                     merge(h, points)
                     if (len(h.ts), h.ts[-1] if h.ts else None, h.last_seen) != before or old is None:
                         out[str(partition)] = pack(h)
+                    if moved is not None and h.latest is not None and (latest is None or h.latest > latest):
+                        moved.add(t)
                 if out:
                     p.hset(self.key(t), mapping=out)
                     p.hincrby(self.version_key(), t, 1)
