@@ -4,9 +4,10 @@
     python -m collectors.demo.screenshots http://HOST:PORT/ --out docs/img
 
 Headless Chromium through Debian's chromedriver. Waits until the fleet page lists the demo's groups,
-then saves demo-fleet.png (the fleet, 1400x1000), demo-group.png (the storm group's page) and
-demo-kip848.png (the KIP-848 group's page), the group pages 1400x`--group-height` so their state
-timeline and generations (epochs) are in the picture. PNGs are re-encoded with a reduced palette when
+then saves demo-fleet.png (the fleet, 1400x1000) and each page of `SHOTS` (a classic group's
+rebalances, a KIP-848 group's epochs, a group's members, the streams and share groups, the alerts,
+a what-if, a topic), 1400x`--group-height` so a group's state timeline and generations (epochs) are
+in the picture. PNGs are re-encoded with a reduced palette when
 they exceed `--max-kb`, so the repository stays small.
 """
 
@@ -16,6 +17,7 @@ import argparse
 import io
 import shutil
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -52,19 +54,49 @@ def save_png(png: bytes, path: Path, max_kb: int) -> int:
     return len(png)
 
 
-# (group, file) of the group pages to take
-GROUP_PAGES = (("demo-storm", "demo-group.png"), ("demo-kip848", "demo-kip848.png"))
+@dataclass(frozen=True)
+class Shot:
+    """A page to take: its path under the dashboard, the file, the texts it must show first, and the
+    element to scroll to (None: the page's top)."""
+
+    path: str
+    file: str
+    needles: tuple[str, ...]
+    scroll_to: str | None = None
+    typed: tuple[tuple[str, str], ...] = ()  # (input id, text) typed in once the page shows
+    press: str | None = None  # a button clicked after typing, then `ready` waited for to fill
+    ready: str | None = None
+
+
+# The pages the README shows: a classic group's rebalances, a KIP-848 group's epochs, a Kafka
+# Streams application's tasks and topology, a share group's lag, a group's members, the alerts and
+# a what-if reassignment.
+SHOTS = (
+    Shot("/groups/demo-storm", "demo-group.png", ("demo-storm", "Generation")),
+    Shot("/groups/demo-kip848", "demo-kip848.png", ("demo-kip848", "Epochs")),
+    Shot("/groups/demo-scaleout", "demo-members.png", ("demo-scaleout", "Members"), "group-members"),
+    Shot("/groups/demo-streams", "demo-streams.png", ("demo-streams", "Lag per task"), "group-kip848"),
+    Shot("/groups/demo-share", "demo-share.png", ("demo-share", "share", "Epochs")),
+    Shot("/alerts", "demo-alerts.png", ("demo-",)),
+    Shot(
+        "/groups/demo-steady/whatif",
+        "demo-whatif.png",
+        ("demo-steady", "Compare"),
+        typed=(("wi-add_members", "1"),),
+        press="wi-run",
+        ready="wi-results",
+    ),
+    Shot("/topics/demo-slow", "demo-topic.png", ("demo-slow",)),
+)
 
 
 def take(
     base_url: str,
     out_dir: Path,
-    groups: tuple[tuple[str, str], ...] = GROUP_PAGES,
+    shots: tuple[Shot, ...] = SHOTS,
     max_kb: int = 400,
     group_height: int = 1500,
 ) -> list[Path]:
-    from urllib.parse import quote
-
     out_dir.mkdir(parents=True, exist_ok=True)
     base = base_url.rstrip("/")
     driver, profile = browser()
@@ -78,18 +110,45 @@ def take(
         print(path, save_png(driver.get_screenshot_as_png(), path, max_kb), "bytes")
         saved.append(path)
         driver.set_window_size(1400, group_height)
-        for group, name in groups:
-            driver.get(f"{base}/groups/{quote(group, safe='')}")
-            if not _wait_text(driver, [group, "Generation"], 60):
-                print(f"warning: the page of {group} did not show its generations in time")
+        for shot in shots:
+            driver.get(base + shot.path)
+            if not _wait_text(driver, list(shot.needles), 60):
+                print(f"warning: {shot.path} did not show {', '.join(shot.needles)} in time")
             time.sleep(5)  # charts render after the data callback
-            path = out_dir / name
+            if shot.typed or shot.press:
+                _act(driver, shot)
+            if shot.scroll_to:
+                driver.execute_script(
+                    "const el = document.getElementById(arguments[0]); if (el) el.scrollIntoView();",
+                    shot.scroll_to,
+                )
+                time.sleep(1)
+            path = out_dir / shot.file
             print(path, save_png(driver.get_screenshot_as_png(), path, max_kb), "bytes")
             saved.append(path)
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
     return saved
+
+
+def _act(driver: Any, shot: Shot) -> None:
+    """Type into the shot's inputs, press its button, and wait (up to 60 s) for its result to fill."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    for element, text in shot.typed:
+        box = driver.find_element(By.ID, element)
+        box.send_keys(Keys.CONTROL, "a")
+        box.send_keys(text)
+    if shot.press:
+        driver.find_element(By.ID, shot.press).click()
+    if shot.ready:
+        deadline = time.monotonic() + 60
+        js = "const el = document.getElementById(arguments[0]); return el ? el.innerText.length : 0;"
+        while time.monotonic() < deadline and (driver.execute_script(js, shot.ready) or 0) < 40:
+            time.sleep(1)
+        time.sleep(2)  # its charts drawn
 
 
 def main() -> None:
