@@ -81,6 +81,16 @@ class Coordinator:
         )
         self.write(22, r.StreamsGroupCurrentMemberAssignmentKey(GROUP, mid), value)
 
+    def first_member(self) -> Coordinator:
+        """streams-1 (member A) joins the new group with its topology: epoch 2, every task its own,
+        taken at once."""
+        self.member("A", "streams-1")
+        self.topology()
+        self.epoch(2)
+        self.target(2, {"A": ALL})
+        self.current("A", 2, 0, ALL)
+        return self
+
     def doc(self) -> dict[str, Any]:
         return self.engine.document_json(self.ts)
 
@@ -147,12 +157,7 @@ def test_a_streams_describe_does_not_undo_what_the_records_say() -> None:
     are read does not bring the member back."""
     from coordinator_model.evidence import from_describe_json
 
-    c = Coordinator()
-    c.member("A", "streams-1")
-    c.topology()
-    c.epoch(2)
-    c.target(2, {"A": ALL})
-    c.current("A", 2, 0, ALL)
+    c = Coordinator().first_member()
     c.member("B", "streams-2")
     c.epoch(3)
     c.target(3, {"A": {"0": [0, 1]}, "B": {"1": [0, 1]}})
@@ -187,12 +192,7 @@ def test_lag_per_task_is_the_lag_of_the_partitions_it_reads() -> None:
     from coordinator_model.render import render_group
     from coordinator_model.streams import task_lags
 
-    c = Coordinator()
-    c.member("A", "streams-1")
-    c.topology()
-    c.epoch(2)
-    c.target(2, {"A": ALL})
-    c.current("A", 2, 0, ALL)
+    c = Coordinator().first_member()
     ends = {
         ("words", 0): 100,
         ("words", 1): 50,
