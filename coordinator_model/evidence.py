@@ -184,7 +184,9 @@ class ConsumerMemberAssignment:
     deleted: bool
     member_epoch: int = 0
     previous_member_epoch: int = 0
-    state: int = 0  # 0 stable, 1 unrevoked partitions, 2 unreleased partitions, 127 unknown
+    # 0 stable, 1 unrevoked partitions, 2 unreleased partitions, 127 unknown; a streams member's is
+    # numbered from 1 (membership.STREAMS_MEMBER_STATES)
+    state: int = 0
     assigned: tuple[tuple[str, int], ...] = ()  # (topic id, partition)
     pending_revocation: tuple[tuple[str, int], ...] = ()
     tasks: tuple[Tasks, Tasks, Tasks] | None = None  # a streams member's active, standby, warm-up tasks
