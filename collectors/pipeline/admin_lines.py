@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from coordinator_model.streams.group import topics_read
+
 STATE_NAMES = {
     "UNKNOWN": "Unknown",
     "PREPARING_REBALANCING": "PreparingRebalance",
@@ -153,18 +155,16 @@ def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str,
 
 
 def task_partitions(tasks: list[list[Any]], topology: dict[str, Any] | None) -> list[list[Any]]:
-    """The topic-partitions a streams member's tasks read: task (subtopology S, partition p) reads
-    partition p of each of S's source topics and repartition source topics (what the group commits
-    offsets for). Unknown while the topology is (null, or its subtopologies not ready yet)."""
-    subs = {st["id"]: st for st in ((topology or {}).get("subtopologies") or [])}
-    out = set()
-    for sub, parts in tasks:
-        st = subs.get(sub)
-        if st is None:
-            continue
-        for topic in (*st["source_topics"], *st["repartition_source_topics"]):
-            out.update((topic, p) for p in parts)
-    return [list(tp) for tp in sorted(out)]
+    """The topic-partitions a streams member's tasks read (coordinator_model.streams `topics_read`),
+    from the JSON of a describe. Unknown while the topology is (null, or its subtopologies not ready
+    yet)."""
+    reads = {
+        st["id"]: topics_read(st["source_topics"], st["repartition_source_topics"])
+        for st in ((topology or {}).get("subtopologies") or [])
+    }
+    return [
+        list(tp) for tp in sorted({(t, p) for sub, parts in tasks for t in reads.get(sub, ()) for p in parts})
+    ]
 
 
 def streams_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str, Any]:

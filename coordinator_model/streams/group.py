@@ -42,18 +42,17 @@ from coordinator_model.states import StreamsGroupState
 STREAMS_PROTOCOL_TYPE = "streams"
 
 
+def topics_read(source_topics: Iterable[str], repartition_source_topics: Iterable[str]) -> list[str]:
+    """The topics a subtopology's tasks read (what the group commits offsets for): task (S, p) reads
+    partition p of each of them."""
+    return [*source_topics, *repartition_source_topics]
+
+
 def task_partitions(tasks: Tasks, subtopologies: Iterable[Subtopology] | None) -> tuple[TP, ...]:
-    """The topic-partitions tasks read: task (subtopology S, partition p) reads partition p of each of
-    S's source topics and repartition source topics (what the group commits offsets for). Unknown,
-    so (), while the topology is."""
-    subs = {st.id: st for st in subtopologies or ()}
-    out: set[TP] = set()
-    for sub, parts in tasks:
-        st = subs.get(sub)
-        if st is not None:
-            for topic in (*st.source_topics, *st.repartition_source_topics):
-                out.update((topic, p) for p in parts)
-    return tuple(sorted(out))
+    """The topic-partitions tasks read (`topics_read`, at each task's partition). Unknown, so (),
+    while the topology is."""
+    reads = {st.id: topics_read(st.source_topics, st.repartition_source_topics) for st in subtopologies or ()}
+    return tuple(sorted({(topic, p) for sub, parts in tasks for topic in reads.get(sub, ()) for p in parts}))
 
 
 class StreamsGroupModel(ConsumerGroupModel):

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from coordinator_model.document import GroupDocument, TopicPartition
+from coordinator_model.streams.group import topics_read
 
 
 @dataclass(slots=True)
@@ -44,7 +45,7 @@ def task_lags(doc: GroupDocument) -> list[TaskLag]:
     topo = doc.topology
     if topo is None or not topo.subtopologies:
         return []
-    reads = {st.id: [*st.source_topics, *st.repartition_source_topics] for st in topo.subtopologies}
+    reads = {st.id: topics_read(st.source_topics, st.repartition_source_topics) for st in topo.subtopologies}
     owner: dict[str, tuple[str, str | None]] = {}
     for m in doc.members:
         for t in m.tasks.active if m.tasks is not None else ():
