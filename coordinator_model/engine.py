@@ -359,13 +359,6 @@ class GroupEngine:
             self.as_streams()
         return self.consumer
 
-    def streams(self) -> StreamsGroupModel:
-        """The model a streams group's own record (its tasks, its topology) goes to."""
-        if not isinstance(self.consumer, StreamsGroupModel):
-            self.as_streams()
-        assert isinstance(self.consumer, StreamsGroupModel)
-        return self.consumer
-
     def as_consumer(self, source: str = "records") -> None:
         if self.type != "consumer" or outweighs(source, self.type_source):
             self.type_source = source
@@ -611,13 +604,9 @@ class GroupEngine:
 
 
 def _consumer(method: str) -> Callable[[GroupEngine, Any], None]:
-    """A handler that hands a KIP-848 (or KIP-932 share group) record to the group's model of it."""
+    """A handler that hands a modern group's record (KIP-848, or a share or streams group's) to the
+    group's model of it."""
     return lambda engine, ev: getattr(engine.modern(ev), method)(ev)
-
-
-def _streams(method: str) -> Callable[[GroupEngine, Any], None]:
-    """A handler that hands a KIP-1071 streams group's own record to the group's streams model."""
-    return lambda engine, ev: getattr(engine.streams(), method)(ev)
 
 
 def _classic(method: str) -> Callable[[GroupEngine, Any], None]:
@@ -635,8 +624,8 @@ _HANDLERS = {
     ConsumerTargetAssignment: _consumer("on_target_epoch"),
     ConsumerTargetMember: _consumer("on_target_member"),
     ConsumerMemberAssignment: _consumer("on_assignment"),
-    StreamsTargetTasks: _streams("on_target_tasks"),
-    StreamsTopology: _streams("on_topology"),
+    StreamsTargetTasks: _consumer("on_target_tasks"),  # (of kind streams: its model's own records)
+    StreamsTopology: _consumer("on_topology"),
     BrokerLogEvent: GroupEngine._on_broker,
     HeartbeatEvent: GroupEngine._on_heartbeat,
     DescribeSnapshot: GroupEngine._on_describe,

@@ -203,6 +203,7 @@ class StreamsTargetTasks:
     group: str
     member_id: str
     tasks: tuple[Tasks, Tasks, Tasks] | None
+    kind = STREAMS  # a streams group's own record (GroupEngine.modern)
     source = "offsets"
 
 
@@ -215,6 +216,7 @@ class StreamsTopology:
     group: str
     epoch: int | None
     subtopologies: tuple[Subtopology, ...] | None
+    kind = STREAMS  # a streams group's own record (GroupEngine.modern)
     source = "offsets"
 
 
