@@ -149,18 +149,28 @@ def evaluate_partition(window: PartitionWindow, current_lag: int | None, now_ms:
     samples = window.samples
     if not samples or current_lag is None:
         return "OK"
+    n = len(samples)
+    if current_lag > 1:
+        # the current lag counts whatever the log did: the cheap answers (STOP, one sample) come
+        # before any walk of the window (a lagging fleet's refresh evaluates every partition of
+        # every group, and most of a quiet one's partitions are STOP)
+        last = samples[-1].ts
+        if n > 1 and now_ms - last > last - samples[0].ts:
+            return "STOP"
+        if n < 2:
+            return "OK"
     # whether the log stood still over the window matters only for a lag of at most 1 (a transaction
-    # marker): asked only then (a lagging fleet's refresh evaluates every partition of every group)
+    # marker): asked only then
     low = current_lag <= 1 or any(s.lag is not None and s.lag <= 1 for s in samples)
     idle = low and _idle(samples)
     current = 0 if (current_lag <= 1 and idle) else current_lag
     if current == 0:
         return "OK"
     first, last = samples[0].ts, samples[-1].ts
-    if len(samples) > 1 and now_ms - last > last - first:
+    if n > 1 and now_ms - last > last - first:
         return "STOP"
     lags = [_effective_lag(s, idle) for s in samples] if low else [s.lag for s in samples]
-    if len(samples) < 2 or any(v is None for v in lags):
+    if n < 2 or any(v is None for v in lags):
         return "OK"
     if all(v > 0 for v in lags):
         offsets = [s.offset for s in samples]

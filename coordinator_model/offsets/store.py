@@ -378,7 +378,8 @@ class OffsetStore:
                 ls, status = None, "UNKNOWN"
             else:
                 ls = lagmod.lag_seconds(committed, h, now)
-                status = lagmod.evaluate_partition(self.windows.get(tp, lagmod.PartitionWindow()), lo, now)
+                w = self.windows.get(tp)
+                status = lagmod.evaluate_partition(w, lo, now) if w is not None else "OK"
                 statuses.append(status)
             parts.append(
                 PartitionLag(tp[0], tp[1], committed, o is not None, end, lo, ls, status, owner.get(tp))
