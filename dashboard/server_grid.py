@@ -21,7 +21,15 @@ def server_grid(id_: str, columns: list[dict[str, Any]], row_id: str, **options:
     return dag.AgGrid(
         id=id_,
         columnDefs=columns,
-        defaultColDef={"sortable": True, "resizable": True, "suppressHeaderMenuButton": False},
+        # a header longer than its column wraps to a second line, the header row growing to fit,
+        # rather than end in "…" (the fleet's "Last change (Europe/Paris)")
+        defaultColDef={
+            "sortable": True,
+            "resizable": True,
+            "suppressHeaderMenuButton": False,
+            "wrapHeaderText": True,
+            "autoHeaderHeight": True,
+        },
         rowModelType="infinite",
         dashGridOptions={
             "pagination": True,
@@ -117,14 +125,23 @@ def initial_state(
 ) -> dict[str, Any]:
     """AG Grid's initialState (in dashGridOptions) of a grid made with this filter and sort, so its
     first block is already asked for them (a page opened from a shared URL). A sort in the initial
-    state makes AG Grid apply a whole column state, which shows every column not said hidden there:
-    `columns`' hidden ones are said again."""
+    state makes AG Grid apply a whole column state, which shows every column not said hidden there
+    and gives every column not sized there its default fixed width (flex lost: the columns no
+    longer fit the grid, the last ones out of view): `columns`' hidden ones and sizes are said
+    again."""
     state: dict[str, Any] = {}
     if filter_model:
         state["filter"] = {"filterModel": dict(filter_model)}
     if sort is not None:
         state["sort"] = {"sortModel": [{"colId": sort[0], "sort": sort[1]}]}
         state["columnVisibility"] = {"hiddenColIds": [c["field"] for c in columns if c.get("hide")]}
+        sizes = [
+            {"colId": c["field"], **{k: c[k] for k in ("flex", "width") if k in c}}
+            for c in columns
+            if "flex" in c or "width" in c
+        ]
+        if sizes:
+            state["columnSizing"] = {"columnSizingModel": sizes}
     return {"initialState": state} if state else {}
 
 

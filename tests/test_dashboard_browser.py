@@ -20,7 +20,15 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from browser.dashboard_driver import chromium, grid_cells, serve_in_thread, shoot, text, wait_for
+from browser.dashboard_driver import (
+    chromium,
+    grid_cells,
+    serve_in_thread,
+    shoot,
+    text,
+    unreadable_headers,
+    wait_for,
+)
 from browser.dashboard_fill import CAPTURES, GROUPSCOPE, fill
 
 from collectors.demo.servers.processes import RedisServer, free_port, wait_for_port
@@ -157,6 +165,34 @@ def test_fleet_page_counts_grid_sorting_and_filtering(served, browser, artifacts
         "k848-uniform-060433h",
     ]
     assert set(grid_cells(browser, "fleet-grid", "type")) == {"consumer"}
+
+
+def test_every_fleet_header_reads_whole(served, browser, artifacts_dir) -> None:
+    """Issue 34: "Last change (Europe/Paris)" was cut at the grid's right edge, and a sorted column's
+    header ended in "…". At the browser tests' window (1400 px), with a sort arrow and filter icons
+    shown, every header of the fleet grid reads whole and no column is out of view."""
+    browser.get(served["base"] + "/?state=Stable&type=consumer&sort=-members")
+    wait_for(lambda: grid_cells(browser, "fleet-grid", "name"), what="rows")
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: unreadable_headers(browser, "fleet-grid") == [], what="readable headers")
+    assert unreadable_headers(browser, "fleet-grid") == []
+    # the longest header, wrapped under its column rather than cut
+    assert header_name(browser, "fleet-grid", "last_change") == f"Last change ({ZONE})"
+    scroll = browser.execute_script(
+        "const v = document.querySelector('#fleet-grid .ag-center-cols-viewport');"
+        "return [v.scrollWidth, v.clientWidth];"
+    )
+    assert scroll[0] <= scroll[1], f"the grid scrolls sideways: {scroll}"
+    shoot(browser, artifacts_dir, "fleet-headers")
+    # and the grid's headers follow a narrower window rather than clip: the columns shrink to
+    # their minimum widths before the grid scrolls
+    browser.set_window_size(1280, 2000)
+    try:
+        with contextlib.suppress(AssertionError):
+            wait_for(lambda: unreadable_headers(browser, "fleet-grid") == [], what="readable at 1280 px")
+        assert unreadable_headers(browser, "fleet-grid") == []
+    finally:
+        browser.set_window_size(1400, 2000)
 
 
 def test_follow_a_link_to_the_storm_group(served, browser, artifacts_dir) -> None:

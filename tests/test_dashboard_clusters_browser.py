@@ -18,7 +18,15 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from browser.dashboard_driver import chromium, grid_cells, serve_in_thread, shoot, text, wait_for
+from browser.dashboard_driver import (
+    chromium,
+    grid_cells,
+    serve_in_thread,
+    shoot,
+    text,
+    unreadable_headers,
+    wait_for,
+)
 from browser.dashboard_fill import CAPTURES, model_docs, started_ms
 
 from collectors.demo.servers.processes import RedisServer
@@ -119,6 +127,8 @@ def test_fleet_of_both_clusters(two_clusters, browser, artifacts_dir) -> None:
     assert rows(browser, 5) == sorted(want, key=lambda t: (t[1], t[0]))
     header = browser.find_element(By.CSS_SELECTOR, "#fleet-grid .ag-header-cell[col-id='cluster']")
     assert header.is_displayed() and header.text == "Cluster"
+    # with the cluster column too, every header reads whole and none is out of view (issue 34)
+    assert unreadable_headers(browser, "fleet-grid") == []
     # only staging's collector is behind, and only staging is named
     banner = wait_for(lambda: text(browser, "#banner"), what="banner")
     assert banner.startswith("Cluster staging: the collector is behind") and "prod" not in banner

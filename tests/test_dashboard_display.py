@@ -299,6 +299,11 @@ def test_a_page_opened_from_a_url_has_its_filters_and_says_what_it_ignored() -> 
     assert opts["sort"] == {"sortModel": [{"colId": "lag", "sort": "desc"}]}
     assert set(opts["filter"]["filterModel"]) == {"state", "cluster"}
     assert opts["columnVisibility"] == {"hiddenColIds": []}  # several clusters: their column shows
+    # and the columns keep flexing to the grid's width (else AG Grid gives each its default fixed
+    # width under the sort, and the last ones go out of view: issue 34, "Last change" cut)
+    sizing = {c["colId"]: c for c in opts["columnSizing"]["columnSizingModel"]}
+    assert set(sizing) == {c["field"] for c in fleet.columns(None, True)}
+    assert all(c.get("flex") for c in sizing.values())
     one = {
         c.id: c
         for c in _walk(fleet.layout(None, False, "?sort=lag"))

@@ -60,13 +60,20 @@ from dashboard.urls import (
 TEXT_FILTER = {"filterOptions": ["contains"], "maxNumConditions": 1, "buttons": ["reset"]}
 EQUALS_FILTER = {"filterOptions": ["equals"], "maxNumConditions": 4, "buttons": ["reset"]}
 
+# Every column flexes to the grid's width from a minimum width, and a header that does not fit its
+# column wraps onto a second line (server_grid.py: wrapHeaderText, autoHeaderHeight) rather than end
+# in "…": at the browser tests' 1400-pixel window every header reads whole, with its sort arrow and
+# filter icon shown, with or without the cluster column. The minimums add up to 1,200 px (1,310 with
+# the cluster column) against the grid's ~1,320; each is what its cells need ("CompletingRebalance",
+# a time "YYYY-MM-DD HH:MM:SS"), the header's words wrapping where it is longer.
 CLUSTER_COLUMN: dict[str, Any] = {
     "field": "cluster",
     "headerName": "Cluster",
     "filter": "agTextColumnFilter",
     "filterParams": EQUALS_FILTER,
     "sortable": False,
-    "width": 120,
+    "minWidth": 110,
+    "flex": 1,
 }
 
 COLUMNS: list[dict[str, Any]] = [
@@ -76,8 +83,8 @@ COLUMNS: list[dict[str, Any]] = [
         "cellRenderer": "GroupLink",
         "filter": "agTextColumnFilter",
         "filterParams": TEXT_FILTER,
-        "flex": 2,
-        "minWidth": 180,
+        "flex": 3,
+        "minWidth": 170,
     },
     {
         "field": "type",
@@ -85,14 +92,16 @@ COLUMNS: list[dict[str, Any]] = [
         "filter": "agTextColumnFilter",
         "filterParams": EQUALS_FILTER,
         "sortable": False,
-        "width": 105,
+        "minWidth": 100,
+        "flex": 1,
     },
     {
         "field": "state",
         "headerName": "State",
         "filter": "agTextColumnFilter",
         "filterParams": EQUALS_FILTER,
-        "width": 190,
+        "minWidth": 170,
+        "flex": 1,
         # a group known only from the Admin API's first answers while the collector starts
         "valueFormatter": {
             "function": "params.data && params.data.provisional ? "
@@ -103,22 +112,30 @@ COLUMNS: list[dict[str, Any]] = [
             "'From the Admin API while the collector starts: history and lag follow' : null"
         },
     },
-    {"field": "members", "headerName": "Members", "type": "numericColumn", "width": 100},
-    {"field": "gen_or_epoch", "headerName": "Gen / epoch", "sortable": False, "width": 115},
-    {"field": "protocol", "headerName": "Protocol", "sortable": False, "width": 120},
+    {"field": "members", "headerName": "Members", "type": "numericColumn", "minWidth": 120, "flex": 1},
+    {"field": "gen_or_epoch", "headerName": "Gen / epoch", "sortable": False, "minWidth": 85, "flex": 1},
+    {"field": "protocol", "headerName": "Protocol", "sortable": False, "minWidth": 95, "flex": 1},
     {
         "field": "lag",
         "headerName": "Lag (offsets)",
         "type": "numericColumn",
-        "width": 130,
+        "minWidth": 95,
+        "flex": 1,
         "valueFormatter": {
             "function": "params.value == null ? '' : Number(params.value).toLocaleString('en-US')"
         },
     },
-    {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 105},
-    {"field": "rebalances_1h", "headerName": "Rebalances 1 h", "type": "numericColumn", "width": 135},
-    # written on the server in the display zone (dashboard/timefmt.py), named in the header
-    {"field": "last_change", "headerName": "Last change", "width": 200},
+    {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "minWidth": 80, "flex": 1},
+    {
+        "field": "rebalances_1h",
+        "headerName": "Rebalances 1 h",
+        "type": "numericColumn",
+        "minWidth": 110,
+        "flex": 1,
+    },
+    # written on the server in the display zone (dashboard/timefmt.py), named in the header: the
+    # zone's name wraps under "Last change"
+    {"field": "last_change", "headerName": "Last change", "minWidth": 175, "flex": 1},
 ]
 TYPE_LABELS = {
     "classic": "classic",

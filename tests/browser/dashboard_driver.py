@@ -48,6 +48,46 @@ def grid_cells(driver: Any, grid_id: str, col: str) -> list[Any]:
     )
 
 
+def unreadable_headers(driver: Any, grid_id: str) -> list[str]:
+    """The headers of a grid's shown columns a user cannot read whole, each with why: its text cut
+    (an ellipsis, wrapped lines beyond the header's height, a word broken over two lines), its cell
+    reaching past the grid's
+    visible edge, or not drawn at all (AG Grid draws only the columns in view: one to the right
+    of a scrolled grid). Empty when every header reads."""
+    return driver.execute_script(
+        r"""
+        const api = dash_ag_grid.getApi(arguments[0]);
+        const root = document.getElementById(arguments[0]).querySelector('.ag-root-wrapper');
+        const edge = root.querySelector('.ag-header').getBoundingClientRect();
+        const out = [];
+        for (const col of api.getAllDisplayedColumns()) {
+          const name = col.getColDef().headerName;
+          const cell = root.querySelector(`.ag-header-cell[col-id="${col.getColId()}"]`);
+          if (!cell) { out.push(name + ': not drawn (out of view)'); continue; }
+          const box = cell.getBoundingClientRect();
+          if (box.left < edge.left - 1 || box.right > edge.right + 1) {
+            out.push(name + ': past the edge of the grid'); continue;
+          }
+          const label = cell.querySelector('.ag-header-cell-text');
+          if (label.scrollWidth > label.clientWidth + 1 || label.scrollHeight > label.clientHeight + 1) {
+            out.push(name + ': text cut'); continue;
+          }
+          const text = label.getBoundingClientRect();
+          if (text.right > box.right + 1 || text.bottom > box.bottom + 1) {
+            out.push(name + ': text cut'); continue;
+          }
+          // a header may wrap between its words, not inside one ("Memb" over "ers")
+          const pen = document.createElement('canvas').getContext('2d');
+          pen.font = getComputedStyle(label).font;
+          const long = name.split(/\s+/).find(w => pen.measureText(w).width > label.clientWidth + 0.5);
+          if (long) { out.push(name + ': "' + long + '" broken over two lines'); }
+        }
+        return out;
+        """,
+        grid_id,
+    )
+
+
 def shoot(driver: Any, artifacts_dir: Path, name: str) -> Path:
     path = artifacts_dir / f"dashboard-{name}.png"
     driver.save_screenshot(str(path))
