@@ -226,13 +226,17 @@ class GroupEngine:
             self.classic.simple = True
             self.classic.goto("Empty", ts, True)
 
-    def preview_commits(self, commits: Iterable[OffsetCommit]) -> None:
-        """Offset commits shown before their turn: committed offsets and lag samples only, no timers
-        and no state inference. Only for a throwaway copy of an engine (the live pipeline shows a
-        commit's lag while the commit waits behind the event-time watermark; the real engine applies
-        it in evidence order later)."""
+    def preview_commits(self, commits: Iterable[OffsetCommit | CommittedSnapshot]) -> None:
+        """Offset commits (and a share group's positions, CommittedSnapshot of SHARE_START_OFFSETS)
+        shown before their turn: committed offsets and lag samples only, no timers and no state
+        inference. Only for a throwaway copy of an engine (the live pipeline shows a commit's lag
+        while the commit waits behind the event-time watermark; the real engine applies it in
+        evidence order later)."""
         for ev in sorted(commits, key=sort_key):
-            if ev.offset is not None:
+            if isinstance(ev, CommittedSnapshot):
+                self.now = max(self.now, ev.ts)
+                self.offsets.snapshot(ev.ts, ev.offsets, drop_unseen=False)
+            elif ev.offset is not None:
                 self.now = max(self.now, ev.ts)
                 self.offsets.commit((ev.topic, ev.partition), _offset_state(ev))
 

@@ -685,3 +685,54 @@ def test_a_group_at_zero_lag_whose_consumers_stop_is_refreshed_when_its_topics_l
     monkeypatch.setattr(model_state, "_READERS_SCHEDULED", {})
     _run(update, _end_lines([], T0 + 3 * LAG_REFRESH_MS, {0: 450, 1: 470}), states)
     assert redis_client.zcard("gs:lag:due") == 0
+
+
+def test_a_share_groups_lag_is_its_positions_against_the_log_ends_of_the_same_poll(
+    redis_server, redis_client, monkeypatch
+) -> None:
+    """A share group's position per partition comes from the Admin poll that also reads the log ends
+    (admin_lines.share_offsets_line: the log end minus the broker's lag). The ends are merged at once,
+    and the positions must show with them: while they waited behind the watermark, the group's page,
+    put together with the newest ends, read a poll's growth of the log on top of the broker's lag
+    (the demo's share group: 25 on its page, 0 in its fleet row and in kafka-share-groups.sh). The
+    fleet row and the page must both say the broker's lag."""
+    from collectors.kafka_protocol import share_broker_block
+    from collectors.pipeline.admin_lines import share_describe_json, share_offsets_line
+    from tests.test_share_describe import TOPIC_ID, described_group
+
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": T0}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=True)
+    states: dict[int, BucketState] = {}
+    store = RedisStore(redis_client)
+    broker_lag = {0: 4, 1: 0, 2: 7}
+
+    def poll(at: int, ends: dict[int, int]) -> pd.DataFrame:
+        group = described_group("sg", members=[("m-one", "sc-1", 3, [0, 1, 2])])
+        describe = share_describe_json("sg", share_broker_block(group, {TOPIC_ID: "orders"}), at)
+        offsets = [("orders", p, e - broker_lag[p] - 3, broker_lag[p]) for p, e in ends.items()]
+        positions = share_offsets_line("sg", offsets, {("orders", p): e for p, e in ends.items()}, at)
+        cluster = {"group": "", "ts": at, "end_offsets": [["orders", p, e] for p, e in ends.items()]}
+        clock_line = {"ts": at, "clock": True}
+        rows = [
+            ("groupscope.admin", 0, 0, at, b"sg", json.dumps(describe).encode()),
+            ("groupscope.admin", 0, 1, at, b"sg", json.dumps(positions).encode()),
+            ("groupscope.admin", 0, 2, at, b"", json.dumps(cluster).encode()),
+            ("groupscope.admin", 0, 3, at, b"", json.dumps(clock_line).encode()),
+        ]
+        return pd.DataFrame(rows, columns=["topic", "partition", "offset", "timestamp", "key", "value"])
+
+    for k in range(6):
+        at = T0 + k * 5_000
+        clock["now"] = at + 200
+        ends = {p: 100 + 40 * k + 10 * p for p in broker_lag}  # producers write 40 a poll per partition
+        _run(update, poll(at, ends), states)
+        if k < 2:
+            continue  # the group is modelled once the watermark passes its first describe
+        row = json.loads(redis_client.hget("gs:fleet", "sg"))
+        doc = store.get_document("sg")
+        assert doc is not None and doc.type == "share"
+        assert row["lag"] == sum(broker_lag.values()), (k, row)
+        shown = [(p.partition, p.lag) for p in doc.lag.partitions]
+        assert doc.lag.total == sum(broker_lag.values()), (k, shown)

@@ -362,7 +362,9 @@ def make_update(
                 last_input = now
             # Commits still held behind the watermark are shown at once (offsets and lag only): a
             # commit's lag must not wait for the lateness; the model applies them in order later.
-            early = _held_commits(group, held) if live and held else []
+            # (a share group's positions only once its engine has been saved with what its describe
+            # says: alone, they would make a consumer group of it)
+            early = _held_commits(group, held, positions=bool(blob or steps)) if live and held else []
             if not blob and not steps and not early:
                 # every row of a group we have not seen yet is still held behind the watermark:
                 # publish nothing until there is evidence, or an empty document would stand in Redis
@@ -397,11 +399,20 @@ def make_update(
                 # The held commits are shown on the engine itself, now that its state is saved (the
                 # engine is not used again: the next batch starts from state_blob). A copy made by
                 # unpickling was a third of a busy fleet's micro-batch.
+                if parts:
+                    # Their lag is judged against the log ends as far as they go, not as far as the
+                    # watermark: a share group's position and the log ends it was read with come
+                    # from the same Admin poll, and the ends are merged at once (ENDS_BUCKET). Cut at
+                    # the watermark, the newer position met ends a poll older and its lag read 0.
+                    engine.take_log_ends(
+                        ends_of(engine.log_end_topics() | {t for t, _ in _previewed(early)}, copy=not own),
+                        max(ends_upto, max(ev.ts for ev in early)),
+                    )
                 engine.preview_commits(early)
                 if parts:
                     # and in Redis, where readers find offsets (applied again in their turn, the
                     # append rule keeps them: the same log positions)
-                    shown = _fields(engine.offsets, {(ev.topic, ev.partition) for ev in early})
+                    shown = _fields(engine.offsets, _previewed(early) & engine.offsets.committed.keys())
                     offsets_out.append((group, shown))
                     moved = {**moved, **shown}
             doc = engine.document()
@@ -977,10 +988,25 @@ def _schedule_readers(sink: Any, topics: set[str], at: int) -> None:
 READERS_EVERY_S = 20.0
 
 
-def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:
-    """The offset commits among a group's held rows, as evidence (a row that does not decode is left
-    to the model's own pass, which makes it a dead letter)."""
+def _previewed(early: list[Any]) -> set[tuple[str, int]]:
+    """The partitions `_held_commits`' evidence shows."""
     from coordinator_model.evidence import OffsetCommit
+
+    tps: set[tuple[str, int]] = set()
+    for ev in early:
+        if isinstance(ev, OffsetCommit):
+            tps.add((ev.topic, ev.partition))
+        else:  # a share group's positions
+            tps.update((t, p) for t, p, _ in ev.offsets)
+    return tps
+
+
+def _held_commits(group: str, held: list[tuple[int, tuple]], positions: bool = True) -> list[Any]:
+    """The offset commits among a group's held rows, as evidence, and a share group's positions (the
+    Admin poller's "committed" line of SHARE_START_OFFSETS: read in the same poll as the log ends,
+    which are merged at once, it must show with them; not with `positions` false). A row that does
+    not decode is left to the model's own pass, which makes it a dead letter."""
+    from coordinator_model.evidence import SHARE_START_OFFSETS, CommittedSnapshot, OffsetCommit
 
     out = []
     for _, row in held:
@@ -998,7 +1024,22 @@ def _held_commits(group: str, held: list[tuple[int, tuple]]) -> list[Any]:
             except Exception:
                 continue
             out.extend(ev for g, _, _, ev in evs if g == group and isinstance(ev, OffsetCommit))
+        elif positions and kind == "admin" and v is not None and _SHARE_MARK in v:
+            try:
+                evs = decode_one(kind, topic, partition, offset, ts, k, v)
+            except Exception:
+                continue
+            out.extend(
+                ev
+                for g, _, _, ev in evs
+                if g == group and isinstance(ev, CommittedSnapshot) and ev.source == SHARE_START_OFFSETS
+            )
     return out
+
+
+# a share group's positions line names its source; every other held Admin line (describes) is not
+# decoded again at each batch it waits
+_SHARE_MARK = b'"share_start_offsets"'
 
 
 def _frame(out: dict[str, list[Any]]) -> Any:
