@@ -11,7 +11,8 @@ pages routed by URL, so any view can be shared as a link:
 and the same under /clusters/<cluster> for one Kafka cluster (/clusters/<cluster> is its fleet); the
 URLs without a cluster are every cluster's lists, and a group or topic of the cluster `default` (or
 of the only cluster). A header dropdown switches cluster. A page's filters, sort and time range
-are in its URL's query string (dashboard/urls.py, QUERY), so a copied URL opens the page as it was.
+are in its URL's query string (dashboard/urls.py, QUERY), so a copied URL opens the page as it was,
+and the browser's Back and Forward show the page as the URL they reach says (route).
 
 Every time is shown in one zone, the `dashboard_timezone` setting (UTC by default), said once in the
 header ("times in UTC") and on every chart's time axis (dashboard/timefmt.py).
@@ -49,6 +50,7 @@ from dashboard.urls import (
 REFRESH_CHOICES = [2, 5, 10, 30, 60]
 OFFSETS_TOPIC = "__consumer_offsets"  # its source status is kept under the topic's name
 ALL_CLUSTERS = "*"  # the switcher's "All clusters" (no cluster name can be "*")
+SHOWN = "url-shown"
 
 
 def shell(refresh_s: float, zone: str | None = None) -> html.Div:
@@ -57,6 +59,9 @@ def shell(refresh_s: float, zone: str | None = None) -> html.Div:
     return html.Div(
         [
             dcc.Location(id="url", refresh=False),
+            # the URL (path and query) the page shown stands for, and how many pages were drawn: a
+            # query that changes to another one (Back, Forward, a link) draws the page again (route)
+            dcc.Store(id=SHOWN),
             dcc.Store(id="nav-to"),  # where the cluster switcher goes (app.py, switcher)
             dcc.Interval(id="tick", interval=int(refresh_s * 1000)),
             html.Header(
@@ -223,10 +228,28 @@ def create_app(
     app.groupscope_data = data  # type: ignore[attr-defined] - for tests and the benchmark
     behind_s = behind_after_s(settings)
 
-    @app.callback(Output("page", "children"), Input("url", "pathname"), State("url", "search"))
-    def route(pathname: str | None, search: str | None = None) -> Any:
+    @app.callback(
+        Output("page", "children"),
+        Output(SHOWN, "data"),
+        Input("url", "pathname"),
+        Input("url", "search"),
+        State(SHOWN, "data"),
+    )
+    def route(pathname: str | None, search: str | None = None, shown: Any = None) -> Any:
         """The page of `pathname`, opened with the filters, sort and time range of `search` (its
-        query string; the pages keep it in step afterwards)."""
+        query string). The pages keep the URL in step with their controls (toUrl, which says so in
+        SHOWN): a URL that differs from SHOWN's was not written by the page shown but reached by
+        the browser's Back or Forward (or a link to the same page with another query), and the
+        page is drawn again from it, as when it was first opened."""
+        want = {"path": pathname or "/", "search": search or ""}
+        if isinstance(shown, dict) and {k: shown.get(k) for k in want} == want:
+            return no_update, no_update
+        drawn = (shown.get("drawn", 0) if isinstance(shown, dict) else 0) + 1
+        # a new id each time: React makes the page's components anew (a grid reads its filter and
+        # sort only when made) rather than keep the old ones under the same ids
+        return html.Div(page(pathname, search), id={"view": drawn}), {**want, "drawn": drawn}
+
+    def page(pathname: str | None, search: str | None) -> Any:
         r = parse_path(pathname)
         try:
             known = data.cluster_names()
@@ -344,11 +367,17 @@ def create_app(
     )
 
     # A page's filters, sort and time range into its URL (the pages put them in their query store):
-    # in the browser, and only while the page they are for is shown.
+    # in the browser, and only while the page they are for is shown. A user's change adds a history
+    # entry (Back returns to the page as it was); the page restating the URL it was opened with
+    # (`replace`: a bad parameter left out) replaces the entry, else Back would come back to the
+    # entry it just left, be restated, and never get further. Said in SHOWN, so route knows the
+    # page wrote it.
     app.clientside_callback(
         ClientsideFunction(namespace="groupscope", function_name="toUrl"),
         Output("url", "search"),
+        Output(SHOWN, "data", allow_duplicate=True),
         Input(QUERY_STORE, "data"),
+        State(SHOWN, "data"),
         prevent_initial_call=True,
     )
 

@@ -181,4 +181,5 @@ def register_grid_url(
         if not state:
             return no_update
         search = build_query(page, values(state.get("filterModel") or {}, state.get("sortModel"), path))
-        return {"path": path, "search": search}
+        # the grid's first filter and sort are the URL's it was made from: restated, not a change
+        return {"path": path, "search": search, "replace": bool(state.get("first"))}

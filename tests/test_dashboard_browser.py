@@ -521,6 +521,91 @@ def test_a_shared_url_restores_the_filters_sort_and_time_range(served, browser, 
     assert quote(topic) in browser.current_url and browser.current_url.endswith("?range=6h")
 
 
+def choose(driver: Any, dropdown_id: str, label: str) -> None:
+    """Pick `label` in a dcc.Dropdown, as a user does: open it, click the option."""
+    from selenium.webdriver.common.by import By
+
+    driver.find_element(By.ID, dropdown_id).click()
+
+    def option() -> Any:
+        for el in driver.find_elements(By.CSS_SELECTOR, "[role='option']"):
+            if el.is_displayed() and el.text.strip() == label:
+                return el
+        return None
+
+    wait_for(option, what=f"option {label!r} of {dropdown_id}").click()
+
+
+def test_back_and_forward_reapply_the_urls_filters_and_range(served, browser, artifacts_dir) -> None:
+    """Issue 34: Back and Forward change the address, and the page follows it: the fleet's filter
+    boxes and grid, the group page's time range and lag choices are those of the URL gone back or
+    forward to, not the last ones shown. The page restating a URL it was opened with (a bad
+    parameter left out) adds no history entry, so Back goes past it."""
+    from selenium.webdriver.common.keys import Keys
+
+    docs = served["docs"]
+    k848 = sorted(d for d in docs if d.startswith("k848"))
+    base = served["base"]
+    browser.get(base + "/?name=k848&color=red")
+    wait_for(lambda: sorted(grid_cells(browser, "fleet-grid", "name")) == k848, what="k848 rows")
+    wait_for(lambda: browser.current_url == base + "/?name=k848", what="the bad parameter left out")
+    search = browser.find_element("id", "fleet-filter-name")
+    search.send_keys(Keys.CONTROL, "a")
+    search.send_keys("uniform", Keys.ENTER)
+    wait_for(lambda: browser.current_url == base + "/?name=uniform", what="URL follows the filter")
+    wait_for(lambda: grid_cells(browser, "fleet-grid", "name") == ["k848-uniform-060433h"], what="one row")
+    choose(browser, "fleet-filter-type", "consumer (KIP-848)")
+    wait_for(lambda: browser.current_url == base + "/?type=consumer&name=uniform", what="type in the URL")
+
+    def fleet_shows(name: str, type_: str, rows: list[str]) -> bool:
+        box = browser.find_element("id", "fleet-filter-name").get_attribute("value") or ""
+        shown_type = text(browser, "#fleet-filter-type")
+        return (
+            box == name
+            and (type_ in shown_type if type_ else "Any type" in shown_type)
+            and sorted(grid_cells(browser, "fleet-grid", "name")) == rows
+        )
+
+    browser.back()
+    wait_for(lambda: browser.current_url == base + "/?name=uniform", what="back: URL")
+    wait_for(lambda: fleet_shows("uniform", "", ["k848-uniform-060433h"]), what="back: name filter only")
+    browser.back()
+    wait_for(lambda: browser.current_url == base + "/?name=k848", what="back again: URL")
+    wait_for(lambda: fleet_shows("k848", "", k848), what="back again: the first filter")
+    assert "url-note" not in browser.page_source  # the entry with color=red was replaced, not kept
+    shoot(browser, artifacts_dir, "fleet-back")
+    browser.forward()
+    browser.forward()
+    wait_for(lambda: browser.current_url == base + "/?type=consumer&name=uniform", what="forward: URL")
+    wait_for(lambda: fleet_shows("uniform", "KIP-848", ["k848-uniform-060433h"]), what="forward: both")
+    # a link to the same page with another query: the Fleet link shows the whole fleet again
+    browser.find_element("id", "nav-fleet").click()
+    wait_for(lambda: browser.current_url == base + "/", what="the fleet link")
+    wait_for(lambda: fleet_shows("", "", sorted(docs)), what="the whole fleet")
+    # the group page: its time range and lag line choice
+    doc = docs["lag-060433j"]
+    page = base + group_url(doc["group"])
+    browser.get(page)
+    wait_for(lambda: "around the last changes" in text(browser, "#group-range"), what="default range")
+    choose(browser, "group-range", "6 hours")
+    wait_for(lambda: browser.current_url == page + "?range=6h", what="range in the URL")
+    choose(browser, "group-lag-by", "per member")
+    wait_for(lambda: browser.current_url == page + "?range=6h&by=member", what="lag line in the URL")
+    browser.back()
+    wait_for(lambda: browser.current_url == page + "?range=6h", what="back: URL")
+    wait_for(lambda: "per partition" in text(browser, "#group-lag-by"), what="back: per partition")
+    assert "6 hours" in text(browser, "#group-range")
+    lines = wait_for(lambda: plot_data(browser, "group-lag"), what="lag per partition")
+    assert len(lines) == len(doc["lag"]["partitions"])
+    browser.back()
+    wait_for(lambda: "around the last changes" in text(browser, "#group-range"), what="back: range")
+    assert browser.current_url == page
+    browser.forward()
+    wait_for(lambda: "6 hours" in text(browser, "#group-range"), what="forward: range")
+    assert "per partition" in text(browser, "#group-lag-by")
+    shoot(browser, artifacts_dir, "group-forward")
+
+
 def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir) -> None:
     import redis
     from selenium.webdriver.common.by import By

@@ -214,9 +214,12 @@ def dash_callback(
     state: list[tuple[str, str, Any]] | None = None,
 ) -> dict:
     """POST one callback to Dash's endpoint, as the browser does; {output id: {property: value}}.
-    The route callback (`page.children`) is given the URL's query string as its state."""
+    The route callback (`page.children`) is given an empty query string and no page shown before,
+    as when a URL is first opened."""
     if state is None and outputs == [("page", "children")]:
-        state = [("url", "search", "")]
+        outputs = [("page", "children"), ("url-shown", "data")]
+        inputs = [*inputs, ("url", "search", "")]
+        state = [("url-shown", "data", None)]
     names = [f"{i}.{p}" for i, p in outputs]
     body = {
         "output": ".." + "...".join(names) + ".." if len(outputs) > 1 else names[0],

@@ -23,18 +23,30 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
       }
       return nu;
     },
-    // A page's query string into its URL (app.py), unless the user has gone to another page since.
-    toUrl: function (want) {
+    // A page's query string into its URL (app.py), unless the user has gone to another page since,
+    // and into the store of the URL shown, so the router knows the page wrote it (not Back or
+    // Forward). want.replace: the page restates the URL it was opened with; the history entry is
+    // replaced first, so dcc.Location, finding the address already at its new search, adds none.
+    toUrl: function (want, shown) {
       var nu = window.dash_clientside.no_update;
-      if (!want || window.location.pathname !== want.path) { return nu; }
-      return window.location.search === want.search ? nu : want.search;
+      if (!want || window.location.pathname !== want.path) { return [nu, nu]; }
+      var mark = Object.assign({}, shown || {}, { path: want.path, search: want.search });
+      if (window.location.search === want.search) { return [nu, mark]; }
+      if (want.replace) {
+        var url = want.path + want.search + window.location.hash;
+        window.history.replaceState(window.history.state, '', url);
+      }
+      return [want.search, mark];
     },
     gridUrlState: function (req, shown) {
       if (!req) { return window.dash_clientside.no_update; }
       var state = { filterModel: req.filterModel || {}, sortModel: req.sortModel || [] };
-      if (shown && JSON.stringify(state) === JSON.stringify(shown)) {
+      if (shown && JSON.stringify(state.filterModel) === JSON.stringify(shown.filterModel) &&
+          JSON.stringify(state.sortModel) === JSON.stringify(shown.sortModel)) {
         return window.dash_clientside.no_update;
       }
+      // the grid's first request is the filter and sort the page was opened with
+      state.first = !shown;
       return state;
     },
   },
