@@ -57,6 +57,10 @@ __all__ = [
 
 TP = tuple[str, int]
 
+# Kafka's `Uuid.ZERO_UUID` as `Uuid.toString()` prints it: a record's topic id field when it names no
+# topic (its default). Said once here; the codec and the pipeline's columns import it.
+ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
+
 
 # ---------------------------------------------------------------------------------------------
 # 1. __consumer_offsets records
@@ -742,11 +746,8 @@ def _described_member(m: dict, broker_members: dict[str, dict]) -> DescribedMemb
     )
 
 
-_ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
-
-
 def _topic_id(value: object) -> str | None:
-    return value if isinstance(value, str) and value and value != _ZERO_UUID else None
+    return value if isinstance(value, str) and value and value != ZERO_UUID else None
 
 
 def _topic_ids(broker: dict | None) -> tuple[tuple[str, str], ...]:

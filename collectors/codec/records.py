@@ -35,6 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator_model.evidence import ZERO_UUID
+
 TaggedFields = tuple[tuple[int, bytes], ...]
 
 # ----------------------------------------------------------------------------------------------
@@ -62,8 +64,6 @@ STREAMS_GROUP_TARGET_ASSIGNMENT_MEMBER = 21
 STREAMS_GROUP_CURRENT_MEMBER_ASSIGNMENT = 22
 STREAMS_GROUP_TOPOLOGY = 23
 
-# Kafka's `Uuid.ZERO_UUID` as `Uuid.toString()` prints it: the default of a topic id field.
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 # ConsumerGroupCurrentMemberAssignmentValue.state (Kafka's MemberState ids).
 MEMBER_STATE_STABLE = 0

@@ -25,8 +25,6 @@ from collectors.kafka_protocol.errors import KafkaProtocolError, ProtocolDecodeE
 from collectors.kafka_protocol.messages import API_VERSIONS, Api, Field
 from collectors.kafka_protocol.readers import Short, read_uvarint, reader, skip_tags
 
-ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"  # Uuid.ZERO_UUID
-
 _FIXED: dict[str, struct.Struct] = {
     "int8": struct.Struct(">b"),
     "int16": struct.Struct(">h"),

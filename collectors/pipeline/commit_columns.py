@@ -27,13 +27,14 @@ from typing import Any
 
 import numpy as np
 
+from coordinator_model.evidence import ZERO_UUID
+
 # version -> (exact length with empty metadata, position of the metadata length, of commitTimestamp)
 _LAYOUT = {0: (20, 10, 12), 1: (28, 10, 12), 2: (20, 10, 12), 3: (24, 14, 16)}
 # version 4 (flexible): metadata is a compact string (uvarint length + 1) at 14, commitTimestamp at 15,
 # then the tagged fields: none (24 bytes), or only topicId (tag 0, 16 bytes: 42 bytes).
 _V4_PLAIN, _V4_TOPIC_ID = 24, 42
 _V4_TAGS_AT, _V4_TOPIC_ID_AT = 23, 26
-_ZERO_UUID = "AAAAAAAAAAAAAAAAAAAAAA"
 
 
 @dataclass
@@ -176,4 +177,4 @@ def _uuid_str(raw: bytes) -> str | None:
     from collectors.codec.compiler import uuid_str
 
     text = uuid_str(raw)
-    return None if text == _ZERO_UUID else text
+    return None if text == ZERO_UUID else text
