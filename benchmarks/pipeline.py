@@ -244,6 +244,15 @@ def _complete(
     return missing
 
 
+def _pipeline_rows(r: Any, names: list[str], prefix: str = "gs") -> list[str]:
+    """The groups among `names` whose fleet row is the pipeline's (not a provisional one): the cheap
+    test before `_complete` reads and puts together a group's whole document. Read for all 10,000
+    groups four times a second, the documents cost the benchmark half a core during the catch-up it
+    was timing, on the collector's two cores."""
+    rows = r.hmget(f"{prefix}:fleet", names)
+    return [g for g, row in zip(names, rows, strict=True) if row is not None and b'"provisional"' not in row]
+
+
 class Collector:
     """`groupscope collect` as a user runs it (its own process, settings from the environment)."""
 
@@ -304,7 +313,10 @@ def collect_catch_up(
                     unseen = _complete(r, unseen, last, provisional_ok=True)
                     if not unseen:
                         view = time.monotonic() - t0
-                pending = _complete(r, pending, last)
+                written = set(_pipeline_rows(r, pending))
+                pending = [g for g in pending if g not in written] + _complete(
+                    r, [g for g in pending if g in written], last
+                )
                 if not pending:
                     done = time.monotonic() - t0
                     view = view if view is not None else done
