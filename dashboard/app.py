@@ -267,7 +267,7 @@ def create_app(
         if r.page == "group":
             return group.layout(r.group or "", _resolved(r), multi, search)
         if r.page == "whatif":
-            return whatif.layout(r.group or "", _resolved(r), multi)
+            return whatif.layout(r.group or "", _resolved(r), multi, search)
         if r.page == "alerts":
             return alerts.layout(r.cluster, multi)
         if r.page == "topics":

@@ -23,6 +23,7 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode
 from collectors.config import CLUSTER_NAME
 from collectors.storage.topics import TOPIC_SORT_KEYS
 from dashboard.data import GRID_SORT
+from dashboard.whatif_engine import assignor_options
 
 CLUSTERS = "clusters"
 
@@ -131,11 +132,15 @@ def _parse_page(parts: list[str]) -> Route:
 
 
 # ---- the query string: a page's filters, sort and time range -----------------------------------------
+MAX_TEXT = 200
+
+
 @dataclass(frozen=True)
 class Param:
     """One query parameter of a page. `choices`: its words and the value each stands for (None: any
-    text up to MAX_TEXT characters that `check` accepts); `many`: it may be given more than once (or
-    as a comma-separated list); `default`: the value the page has without it (never written)."""
+    text up to `max_len` characters that `check` accepts); `many`: it may be given more than once
+    (or, when `split`, as a comma-separated list); `default`: the value the page has without it
+    (never written)."""
 
     key: str
     choices: Mapping[str, Any] | None = None
@@ -143,9 +148,10 @@ class Param:
     default: Any = None
     check: Callable[[str], bool] | None = field(default=None, compare=False)
     what: str = "value"
+    split: bool = True  # a `many` parameter's value is a comma-separated list (False: one value each)
+    max_len: int = MAX_TEXT  # the longest text accepted
 
 
-MAX_TEXT = 200
 # The fleet's state filter (the dropdown's choices: the model's states, and Unknown).
 FLEET_STATES = (
     "Stable",
@@ -172,6 +178,17 @@ GROUP_RANGES = {
     "all": 0,
 }
 TOPIC_RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000}
+# The what-if form (dashboard/pages/whatif.py, FORM_URL): the assignors the engine knows; numbers
+# must be whole numbers here (whether they are in range, a member is the group's or a topic can have
+# that many partitions is the form's to say, beside its field, as for what a user types).
+WHATIF_ASSIGNORS = tuple(o["value"] for o in assignor_options())
+WHATIF_TEXT = 2_000  # a long list of partition changes or member ids still fits
+
+
+def _whole(word: str) -> bool:
+    return word.isascii() and word.isdigit() and len(word) <= 12
+
+
 METRICS = {"offsets": "lag", "seconds": "lag_seconds"}
 
 
@@ -200,6 +217,17 @@ QUERY: dict[str, tuple[Param, ...]] = {
     "topic": (
         Param("range", TOPIC_RANGES, default=3_600_000, what="time range"),
         Param("metric", METRICS, default="lag", what="lag metric"),
+    ),
+    "whatif": (
+        Param("assignor", {a: a for a in WHATIF_ASSIGNORS}, many=True, what="assignor"),
+        Param("add", check=_whole, what="number of members to add (a whole number)"),
+        # member ids are the client's own text: one a parameter, never split at commas
+        Param("remove", many=True, split=False, max_len=WHATIF_TEXT, what="member id"),
+        Param("partitions", max_len=WHATIF_TEXT, what="partition change"),
+        Param("member", max_len=WHATIF_TEXT, what="member id"),
+        Param("topics", max_len=WHATIF_TEXT, what="topic list"),
+        Param("session.timeout.ms", check=_whole, what="session.timeout.ms (a whole number of ms)"),
+        Param("max.poll.interval.ms", check=_whole, what="max.poll.interval.ms (a whole number of ms)"),
     ),
 }
 
@@ -235,7 +263,7 @@ def parse_query(page: str, search: str | None) -> Query:
             problems.append(f"{key!r} given more than once (the first is kept)")
             continue
         seen.add(key)
-        words = [w.strip() for w in raw.split(",")] if p.many else [raw]
+        words = [w.strip() for w in raw.split(",")] if p.many and p.split else [raw]
         for word in words:
             if word == "":
                 continue  # `?name=`: no filter, as the empty box means
@@ -255,8 +283,8 @@ def _one(p: Param, word: str) -> tuple[Any, str | None]:
         if word in p.choices:
             return p.choices[word], None
         return None, f"{p.key}={word!r} is not a known {p.what} (one of {', '.join(p.choices)})"
-    if len(word) > MAX_TEXT:
-        return None, f"{p.key} is longer than {MAX_TEXT} characters"
+    if len(word) > p.max_len:
+        return None, f"{p.key} is longer than {p.max_len:,} characters"
     if p.check is not None and not p.check(word):
         return None, f"{p.key}={word!r} is not a valid {p.what}"
     return word, None

@@ -316,6 +316,67 @@ def test_whatif_form_bad_values_then_side_by_side_results(served, browser, artif
     shoot(browser, artifacts_dir, "whatif-results")
 
 
+def test_a_whatif_is_a_link_that_reopens_with_its_inputs(served, browser, artifacts_dir) -> None:
+    """Issue 34: Compare puts the form in the URL; that URL, opened afresh, fills the form in the same
+    and compares at once; a URL with bad values says what it left out at the top of the page and the
+    comparison marks what does not fit the group beside its field, never a traceback."""
+    from urllib.parse import quote
+
+    from selenium.webdriver.common.by import By
+
+    doc = served["docs"]["lag-060433j"]
+    page = served["base"] + whatif_url(doc["group"])
+    browser.get(page)
+    wait_for(lambda: "1 member ·" in text(browser, "#wi-current-text"), what="starting point")
+    assert text(browser, "#wi-status") == ""  # a bare what-if URL does not compare by itself
+    set_input(browser, "wi-add_members", "3")
+    set_input(browser, "wi-session_timeout_ms", "30000")
+    browser.find_element(By.ID, "wi-run").click()
+    wait_for(lambda: text(browser, "#wi-status").startswith("Compared"), timeout=30, what="results")
+    want = "?assignor=range&assignor=cooperative-sticky&add=3&session.timeout.ms=30000"
+    link = wait_for(lambda: browser.current_url == page + want and browser.current_url, what="URL")
+
+    def checked() -> list[str]:
+        boxes = browser.find_elements(By.CSS_SELECTOR, "#wi-assignors input[type='checkbox']")
+        return [b.get_attribute("value") for b in boxes if b.is_selected()]
+
+    # the link, opened afresh: the same inputs, compared without a click
+    browser.get("about:blank")
+    browser.get(link)
+    wait_for(lambda: text(browser, "#wi-status").startswith("Compared 2"), timeout=30, what="compared")
+    assert browser.find_element(By.ID, "wi-add_members").get_attribute("value") == "3"
+    assert browser.find_element(By.ID, "wi-session_timeout_ms").get_attribute("value") == "30000"
+    assert checked() == ["range", "cooperative-sticky"]
+    titles = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".wi-result-title")]
+    assert titles == ["range", "cooperative-sticky"]
+    moves = [e.text for e in browser.find_elements(By.CSS_SELECTOR, ".wi-moves")]
+    assert moves == ["Partitions that move: 3", "Partitions that move: 3"]
+    assert "url-note" not in browser.page_source and browser.current_url == link
+    shoot(browser, artifacts_dir, "whatif-from-url")
+    # bad values: those that are no value of their field are left out and said; those the group
+    # refutes (a member it does not have, fewer partitions than its topic has) are marked by the form
+    bad = (
+        "?assignor=sticky&assignor=bogus&add=lots&remove=nobody"
+        f"&partitions={quote('lag-data-060433j=2', safe='')}&session.timeout.ms=12&colour=red"
+    )
+    browser.get(page + bad)
+    wait_for(
+        lambda: "not a member" in text(browser, "#wi-err-remove_members"), timeout=30, what="field errors"
+    )
+    note = text(browser, "#url-note")
+    assert "assignor='bogus' is not a known assignor" in note and "add='lots'" in note
+    assert "unknown parameter 'colour'" in note
+    assert "'nobody' is not a member of this group" in text(browser, "#wi-err-remove_members")
+    assert "cannot reduce" in text(browser, "#wi-err-partitions")
+    assert "between" in text(browser, "#wi-err-session_timeout_ms")
+    assert text(browser, "#wi-status") == "Fix the fields marked in red."
+    assert (
+        checked() == ["sticky"] and browser.find_element(By.ID, "wi-add_members").get_attribute("value") == ""
+    )
+    assert "Traceback" not in browser.page_source
+    shoot(browser, artifacts_dir, "whatif-bad-url")
+
+
 def test_odd_group_name_round_trips_through_urls(served, browser, artifacts_dir) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys

@@ -288,10 +288,30 @@ def test_the_same_group_name_in_two_clusters_is_two_groups(redis_client, redis_s
                 ("wi-remove_members", "options"),
                 ("wi-sub_member", "options"),
                 ("wi-assignors", "value"),
+                ("wi-autorun", "data"),
             ],
             [("url", "pathname", whatif_url("orders", cluster))],
+            [("wi-url", "data", {"assignors": None, "members": [], "run": False})],
         )
         assert set(init["wi-remove_members"]["options"]) == {m["member_id"] for m in doc["members"]}
+        assert init["wi-assignors"]["value"] and "wi-autorun" not in init  # the defaults; no run
+    # a what-if URL's form: its assignors, its member ids kept as choices (the comparison says one
+    # is not the group's), and the comparison run at once
+    init = dash_callback(
+        app,
+        [
+            ("wi-current", "children"),
+            ("wi-remove_members", "options"),
+            ("wi-sub_member", "options"),
+            ("wi-assignors", "value"),
+            ("wi-autorun", "data"),
+        ],
+        [("url", "pathname", whatif_url("orders", "prod"))],
+        [("wi-url", "data", {"assignors": ["sticky"], "members": ["nobody"], "run": True})],
+    )
+    ids = [m["member_id"] for m in docs["prod"]["members"]]
+    assert init["wi-remove_members"]["options"] == [*ids, "nobody"]
+    assert init["wi-assignors"]["value"] == ["sticky"] and init["wi-autorun"]["data"] == 1
 
 
 def test_legacy_urls_read_the_only_cluster(redis_client, redis_server, k848) -> None:

@@ -363,3 +363,36 @@ def _walk(component: object) -> Iterator[object]:
     for child in children if isinstance(children, list) else [children]:
         if child is not None and hasattr(child, "to_plotly_json"):
             yield from _walk(child)
+
+
+def test_a_whatif_form_round_trips_through_its_url() -> None:
+    """Issue 34: the what-if form in its URL. Every field's value comes back from the query string
+    it is written to (a member id with a comma included); what the URL would not take back is not
+    written; a URL's bad values are said and its good ones open the form, to be compared at once."""
+    from dashboard.pages import whatif
+
+    values = {
+        "assignors": ["range", "sticky"],
+        "add_members": "3",
+        "remove_members": ["c-1,odd", "c 2"],
+        "partitions": "orders=24, clicks=+4",
+        "sub_member": "c-3/α",
+        "sub_topics": "a, b",
+        "session_timeout_ms": "45000",
+        "max_poll_interval_ms": None,
+    }
+    search = whatif.query_from_form(values)
+    assert search.startswith("?assignor=range&assignor=sticky&add=3&remove=")
+    assert whatif.form_from_query(search) == (values, [])
+    assert whatif.query_from_form({"add_members": "lots", "assignors": ["bogus"], "partitions": " "}) == ""
+    page = whatif.layout("g", None, False, "?assignor=bogus&add=lots&remove=x&session.timeout.ms=1e3&y=1")
+    found = {c.id: c for c in _walk(page) if isinstance(getattr(c, "id", None), str)}
+    assert found["wi-url"].data == {"assignors": None, "members": ["x"], "run": True}
+    assert found["wi-remove_members"].value == ["x"] and found["wi-remove_members"].options == ["x"]
+    assert found["wi-add_members"].value == "" and found["wi-session_timeout_ms"].value == ""
+    note = str(found["url-note"].children)
+    for said in ("assignor='bogus'", "add='lots'", "session.timeout.ms='1e3'", "unknown parameter 'y'"):
+        assert said in note
+    # a bare what-if URL neither notes nor compares
+    found = {c.id: c for c in _walk(whatif.layout("g")) if isinstance(getattr(c, "id", None), str)}
+    assert "url-note" not in found and found["wi-url"].data["run"] is False

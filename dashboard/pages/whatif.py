@@ -3,21 +3,29 @@
 group of its URL's cluster.
 
 The computation runs as a Dash background callback (Celery in production) with a progress bar; form
-problems come back as messages beside their fields."""
+problems come back as messages beside their fields.
+
+The form is in the page's URL (`?assignor=range&assignor=sticky&add=3&partitions=orders%3D24`,
+dashboard/urls.py, QUERY["whatif"]; FORM_URL names each field's parameter), written when Compare
+is pressed: a link to a what-if opens the form filled in as it was and compares at once, so who
+opens it sees the same results. A URL value that is no value of its field (an unknown assignor, a
+count that is not a whole number) is left out and said in the note at the top; one that is, but
+not for this group (a member it does not have, fewer partitions than a topic has), is put in its
+field and the comparison says what is wrong beside it, as for a value typed in."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import dash_ag_grid as dag
-from dash import Dash, Input, Output, State, dcc, html
+from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from coordinator_model.document.types import DocumentError, GroupDocument
 from dashboard import whatif_engine
-from dashboard.components import cluster_label, empty_state
+from dashboard.components import QUERY_STORE, cluster_label, empty_state, query_store, url_note
 from dashboard.data import DashboardData, Unavailable
 from dashboard.figures import assignment_heatmap, per_member_bars
-from dashboard.urls import group_url, parse_path
+from dashboard.urls import QUERY, build_query, group_url, parse_path, parse_query
 from dashboard.whatif_form import parse_form, partition_counts
 
 FIELDS = [
@@ -29,6 +37,52 @@ FIELDS = [
     "session_timeout_ms",
     "max_poll_interval_ms",
 ]
+
+
+# The form's controls (wi-<key>), in the order the compute callback reads them, and the URL
+# parameter of each.
+FORM_URL: dict[str, str] = {
+    "assignors": "assignor",
+    "add_members": "add",
+    "remove_members": "remove",
+    "partitions": "partitions",
+    "sub_member": "member",
+    "sub_topics": "topics",
+    "session_timeout_ms": "session.timeout.ms",
+    "max_poll_interval_ms": "max.poll.interval.ms",
+}
+FORM_KEYS = list(FORM_URL)
+_LISTS = ("assignors", "remove_members")  # the controls whose value is a list
+
+
+def form_from_query(search: str | None) -> tuple[dict[str, Any], list[str]]:
+    """The form's values a what-if URL gives (a control's own kind of value: a list for the
+    checklist and the members to remove, text for the boxes, None for the member picked or for
+    nothing said), and the URL's problems, for the note."""
+    q = parse_query("whatif", search)
+    values: dict[str, Any] = {}
+    for key, param in FORM_URL.items():
+        v = q.get(param)
+        values[key] = list(v or []) if key in _LISTS else v
+    return values, q.problems
+
+
+def query_from_form(values: dict[str, Any]) -> str:
+    """The what-if URL's query string for the form's values (the inverse of form_from_query). A
+    value the URL would not take back (text that is no whole number in a number's box, a very long
+    text) is left out: the link says what it can and opening it says nothing is wrong."""
+    params = {p.key: p for p in QUERY["whatif"]}
+    out: dict[str, Any] = {}
+    for key, name in FORM_URL.items():
+        p, v = params[name], values.get(key)
+        if key in _LISTS:
+            words = [str(w) for w in v or [] if w not in (None, "")]
+            out[name] = [w for w in words if p.choices is None or w in p.choices]
+            continue
+        text = "" if v is None else str(v).strip()
+        if text and len(text) <= p.max_len and (p.check is None or p.check(text)):
+            out[name] = text
+    return build_query("whatif", out)
 
 
 def _field(label: str, control: Any, name: str, help_: str = "") -> list[Any]:
@@ -44,9 +98,26 @@ def _field(label: str, control: Any, name: str, help_: str = "") -> list[Any]:
     ]
 
 
-def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.Div:
+def layout(name: str, cluster: str | None = None, multi: bool = False, search: str | None = None) -> html.Div:
+    """`search`: the URL's query string, the form's values the page opens with (FORM_URL); with
+    any, the comparison runs as soon as the group is read (init)."""
+    form, problems = form_from_query(search)
+    said = [v for v in form.values() if v not in (None, [], "")]
+    # the members the URL names are options of their dropdowns from the start (init adds the
+    # group's): a dropdown shows only a value it has as an option
+    named = list(
+        dict.fromkeys([*form["remove_members"], *([form["sub_member"]] if form["sub_member"] else [])])
+    )
     return html.Div(
         [
+            # what init needs from the URL: the assignors it gives (None: the group's default ones),
+            # the member ids it names, and whether to compare at once
+            dcc.Store(
+                id="wi-url",
+                data={"assignors": form["assignors"] or None, "members": named, "run": bool(said)},
+            ),
+            dcc.Store(id="wi-autorun"),
+            query_store(),
             html.Div(
                 [
                     html.H2(
@@ -59,6 +130,7 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                     ),
                 ]
             ),
+            url_note(problems),
             html.Div(id="wi-current", className="card"),
             html.Div(
                 [
@@ -80,7 +152,7 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                                 dcc.Input(
                                     id="wi-add_members",
                                     type="text",
-                                    value="",
+                                    value=form["add_members"] or "",
                                     placeholder="0",
                                     style={"width": "200px"},
                                 ),
@@ -92,7 +164,8 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                                 dcc.Dropdown(
                                     id="wi-remove_members",
                                     multi=True,
-                                    options=[],
+                                    options=named,
+                                    value=form["remove_members"],
                                     style={"maxWidth": "660px"},
                                 ),
                                 "remove_members",
@@ -102,7 +175,7 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                                 dcc.Input(
                                     id="wi-partitions",
                                     type="text",
-                                    value="",
+                                    value=form["partitions"] or "",
                                     placeholder="orders=24, clicks=+4",
                                     style={"width": "320px"},
                                 ),
@@ -115,14 +188,15 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                                     [
                                         dcc.Dropdown(
                                             id="wi-sub_member",
-                                            options=[],
+                                            options=named,
+                                            value=form["sub_member"],
                                             placeholder="member",
                                             style={"width": "320px"},
                                         ),
                                         dcc.Input(
                                             id="wi-sub_topics",
                                             type="text",
-                                            value="",
+                                            value=form["sub_topics"] or "",
                                             placeholder="topic-a, topic-b",
                                             style={"width": "320px"},
                                         ),
@@ -136,7 +210,7 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                                 dcc.Input(
                                     id="wi-session_timeout_ms",
                                     type="text",
-                                    value="",
+                                    value=form["session_timeout_ms"] or "",
                                     placeholder="e.g. 45000",
                                     style={"width": "200px"},
                                 ),
@@ -148,7 +222,7 @@ def layout(name: str, cluster: str | None = None, multi: bool = False) -> html.D
                                 dcc.Input(
                                     id="wi-max_poll_interval_ms",
                                     type="text",
-                                    value="",
+                                    value=form["max_poll_interval_ms"] or "",
                                     placeholder="e.g. 300000",
                                     style={"width": "200px"},
                                 ),
@@ -272,41 +346,54 @@ def register(app: Dash, data: DashboardData) -> None:
         Output("wi-remove_members", "options"),
         Output("wi-sub_member", "options"),
         Output("wi-assignors", "value"),
+        Output("wi-autorun", "data"),
         Input("url", "pathname"),
+        State("wi-url", "data"),
     )
-    def init(pathname: str | None) -> tuple[Any, Any, Any, Any]:
+    def init(pathname: str | None, url: Any = None) -> tuple[Any, Any, Any, Any, Any]:
+        """The group's summary and members; the URL's assignors or the group's default ones; and,
+        for a URL that says a what-if, the signal to compare it at once (after the assignors are
+        set, so the comparison reads them)."""
+        url = url if isinstance(url, dict) else {}
+        named = [m for m in url.get("members") or [] if isinstance(m, str)]
         r = parse_path(pathname)
         name = r.group or ""
         try:
             doc = data.group(name, r.cluster)
         except Unavailable as e:
-            return empty_state("Redis is unreachable", str(e)), [], [], []
+            return empty_state("Redis is unreachable", str(e)), named, named, [], no_update
         except DocumentError as e:
-            return empty_state(f"The stored document of group {name!r} cannot be read", str(e)), [], [], []
+            msg = empty_state(f"The stored document of group {name!r} cannot be read", str(e))
+            return msg, named, named, [], no_update
         if doc is None:
-            return empty_state(f"No group named {name!r} in Redis"), [], [], []
-        ids = [m.member_id for m in doc.members]
-        return current_summary(doc), ids, ids, whatif_engine.default_assignors(doc)
+            return empty_state(f"No group named {name!r} in Redis"), named, named, [], no_update
+        # the URL's member ids that are not the group's stay choices, so they show in their
+        # dropdown and the comparison says they are not members
+        ids = list(dict.fromkeys([m.member_id for m in doc.members] + named))
+        assignors = url.get("assignors") or whatif_engine.default_assignors(doc)
+        return current_summary(doc), ids, ids, assignors, (1 if url.get("run") else no_update)
 
-    states = [
-        State(f"wi-{f}", "value")
-        for f in (
-            "assignors",
-            "add_members",
-            "remove_members",
-            "partitions",
-            "sub_member",
-            "sub_topics",
-            "session_timeout_ms",
-            "max_poll_interval_ms",
-        )
-    ]
+    states = [State(f"wi-{f}", "value") for f in FORM_KEYS]
+
+    @app.callback(
+        Output(QUERY_STORE, "data", allow_duplicate=True),
+        Input("wi-run", "n_clicks"),
+        State("url", "pathname"),
+        *states,
+        prevent_initial_call=True,
+    )
+    def to_url(clicks: int | None, path: str | None, *vals: Any) -> Any:
+        """The form compared into the URL, so the comparison can be shared as a link."""
+        if not clicks:
+            return no_update
+        return {"path": path, "search": query_from_form(dict(zip(FORM_KEYS, vals, strict=True)))}
 
     @app.callback(
         Output("wi-results", "children"),
         Output("wi-status", "children"),
         *[Output(f"wi-err-{f}", "children") for f in FIELDS],
         Input("wi-run", "n_clicks"),
+        Input("wi-autorun", "data"),
         State("url", "pathname"),
         *states,
         background=True,
@@ -321,18 +408,10 @@ def register(app: Dash, data: DashboardData) -> None:
         ],
         prevent_initial_call=True,
     )
-    def compute(set_progress: Any, _clicks: int, pathname: str | None, *vals: Any) -> tuple[Any, ...]:
-        keys = [
-            "assignors",
-            "add_members",
-            "remove_members",
-            "partitions",
-            "sub_member",
-            "sub_topics",
-            "session_timeout_ms",
-            "max_poll_interval_ms",
-        ]
-        values = dict(zip(keys, vals, strict=True))
+    def compute(
+        set_progress: Any, _clicks: int, _auto: Any, pathname: str | None, *vals: Any
+    ) -> tuple[Any, ...]:
+        values = dict(zip(FORM_KEYS, vals, strict=True))
         r = parse_path(pathname)
         return compute_outputs(
             data, r.group or "", values, lambda i, n: set_progress((str(i), str(n))), r.cluster
