@@ -91,19 +91,40 @@ def member_rows(doc: GroupDocument, now_ms: int) -> list[MemberRow]:
     return rows
 
 
+def shown_log_end(committed: int | None, end: int | None) -> tuple[int | None, bool]:
+    """(the log-end offset the partitions table shows, whether it is a lower bound) for a partition's
+    commit and the Admin poller's last log end.
+
+    A log end below the commit ("end 100, committed 120", lag 0) is the poller's reading from
+    before the commit: a consumer commits the offset after what it has read, so when it committed
+    the log reached at least that far. The table shows the committed offset as the log end's lower
+    bound ("≥ 120", the poller's reading in the cell's tooltip) rather than the old reading, which
+    contradicts the row's own lag of 0, or a bare "stale", which hides the best number known. The
+    lag is the model's and is not touched. (A client may commit past the log end, or the topic be
+    recreated shorter; the tooltip's reading is there for that case.)"""
+    if committed is not None and end is not None and end < committed:
+        return committed, True
+    return end, False
+
+
 def partition_rows(doc: GroupDocument) -> list[dict[str, Any]]:
     """One line per partition of the group's lag (every partition it commits to or owns), with the
-    time and metadata of its last commit. Raw values: the page formats them."""
+    time and metadata of its last commit. Raw values: the page formats them. `log_end` is at least
+    the committed offset (shown_log_end): `log_end_bound` says it was raised, `log_end_read` is
+    the poller's reading."""
     commits: dict[TopicPartition, OffsetDoc] = {(o.topic, o.partition): o for o in doc.offsets}
     out = []
     for p in doc.lag.partitions:
         o = commits.get((p.topic, p.partition))
+        log_end, bound = shown_log_end(p.committed, p.end_offset)
         out.append(
             {
                 "topic": p.topic,
                 "partition": p.partition,
                 "committed": p.committed,
-                "log_end": p.end_offset,
+                "log_end": log_end,
+                "log_end_bound": bound,
+                "log_end_read": p.end_offset,
                 "lag": p.lag,
                 "lag_seconds": p.lag_seconds,
                 "status": p.status,

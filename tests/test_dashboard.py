@@ -426,3 +426,29 @@ def test_a_member_is_labelled_by_its_client_where_its_id_does_not_say() -> None:
     label = member_label("gZh6TfiXRZ6dfsH2wuJq_A", "streams-1-StreamThread-1-consumer")
     assert label.startswith("streams-1-StreamThr") and label.endswith("(gZh6Tf…)"), label
     assert member_label("gZh6TfiXRZ6dfsH2wuJq_A", None) == "gZh6TfiXRZ6dfsH2wuJq_A"
+
+
+def test_a_log_end_read_before_the_commit_is_shown_as_at_least_the_commit() -> None:
+    """Issue 34: the Admin poller's log end (100) older than the commit (120): the row read "end 100,
+    committed 120" beside a lag of 0. The table shows the log end as at least the commit, marked as
+    a lower bound with the poller's reading kept; the lag is the model's, untouched."""
+    doc = GroupDocument(
+        group="g",
+        state="Stable",
+        lag=LagDoc(
+            total=5,
+            partitions=[
+                PartitionLag("t", 0, committed=120, has_commit=True, end_offset=100, lag=0),
+                PartitionLag("t", 1, committed=95, has_commit=True, end_offset=100, lag=5),
+                PartitionLag("t", 2, committed=None, end_offset=100),
+                PartitionLag("t", 3, committed=7, has_commit=True, end_offset=None),
+            ],
+        ),
+    )
+    rows = {r["partition"]: r for r in gd.partition_rows(doc)}
+    assert (rows[0]["log_end"], rows[0]["log_end_bound"], rows[0]["log_end_read"]) == (120, True, 100)
+    assert rows[0]["lag"] == 0 and rows[0]["committed"] == 120
+    assert (rows[1]["log_end"], rows[1]["log_end_bound"], rows[1]["lag"]) == (100, False, 5)
+    assert (rows[2]["log_end"], rows[2]["log_end_bound"]) == (100, False)  # no commit: as read
+    assert (rows[3]["log_end"], rows[3]["log_end_bound"]) == (None, False)  # not read: unknown
+    assert gd.shown_log_end(120, 120) == (120, False)

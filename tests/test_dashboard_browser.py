@@ -247,6 +247,52 @@ def test_lagging_group_members_heatmap_and_lag_history(served, browser, artifact
     shoot(browser, artifacts_dir, "group-lag-ramp")
 
 
+def test_a_log_end_older_than_the_commit_reads_as_at_least_the_commit(served, browser, artifacts_dir) -> None:
+    """Issue 34: a partition whose Admin-polled log end (read before the commit) is below its
+    committed offset: the table shows "≥ <committed>" as its log end, the poller's reading in the
+    tooltip, and the lag the document says (0)."""
+    import copy
+
+    import redis
+
+    from collectors.storage.redis_store import RedisStore
+
+    doc = copy.deepcopy(served["docs"]["lag-060433j"])
+    doc["group"] = "lag-end-read-before-commit"
+    first = doc["lag"]["partitions"][0]
+    committed = first["committed"]
+    first.update(end_offset=committed - 20, lag=0, lag_seconds=0.0)
+    RedisStore(redis.Redis.from_url(served["url"])).write_group(
+        doc, int(time.time() * 1000), as_of_ms=doc["as_of"]
+    )
+    served["docs"][doc["group"]] = doc  # what is served from now on (the topics pages count it)
+    browser.get(served["base"] + group_url(doc["group"]))
+    wait_for(lambda: grid_cells(browser, "group-partitions", "log_end"), what="partitions")
+    row = [
+        p["partition"] == first["partition"] and p["topic"] == first["topic"]
+        for p in browser.execute_script(
+            "const out = []; dash_ag_grid.getApi('group-partitions').forEachNodeAfterFilterAndSort("
+            "n => out.push(n.data)); return out;"
+        )
+    ].index(True)
+    cell = f"#group-partitions .ag-row[row-index='{row}'] .ag-cell[col-id='%s']"
+    shown = wait_for(lambda: text(browser, cell % "log_end"), what="the log end's cell")
+    assert shown == f"≥ {committed}"
+    assert text(browser, cell % "committed") == str(committed)
+    assert text(browser, cell % "lag") == "0"
+    tip = browser.execute_script(
+        "let t = null; dash_ag_grid.getApi('group-partitions').forEachNode(n => {"
+        " if (n.rowIndex === arguments[0]) t = n.data; }); return [t.log_end_read, t.log_end_bound];",
+        row,
+    )
+    assert tip == [committed - 20, True]
+    # every other partition shows its log end as read
+    others = grid_cells(browser, "group-partitions", "log_end_bound")
+    assert sum(others) == 1
+    browser.execute_script("document.querySelector('#group-partitions').scrollIntoView()")
+    shoot(browser, artifacts_dir, "group-log-end-bound")
+
+
 def test_kip848_group_shows_epochs_and_member_states(served, browser, artifacts_dir) -> None:
     doc = served["docs"]["k848-uniform-060433h"]
     browser.get(served["base"] + group_url(doc["group"]))

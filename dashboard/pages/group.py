@@ -132,7 +132,22 @@ PARTITION_COLUMNS = [
     {"field": "topic", "headerName": "Topic", "cellRenderer": "TopicLink", "flex": 1, "minWidth": 160},
     {"field": "partition", "headerName": "Partition", "type": "numericColumn", "width": 105},
     {"field": "committed", "headerName": "Committed offset", "type": "numericColumn", "width": 155},
-    {"field": "log_end", "headerName": "Log-end offset", "type": "numericColumn", "width": 140},
+    {
+        "field": "log_end",
+        "headerName": "Log-end offset",
+        "type": "numericColumn",
+        "width": 140,
+        # raised to the committed offset when the poller's reading is older than the commit
+        # (group_doc.shown_log_end): a lower bound, said so
+        "valueFormatter": {
+            "function": "params.data && params.data.log_end_bound ? '≥ ' + params.value : params.value"
+        },
+        "tooltipValueGetter": {
+            "function": "params.data && params.data.log_end_bound ? 'The Admin poller last read '"
+            " + params.data.log_end_read + ', before this commit: the log reaches at least the"
+            " committed offset' : null"
+        },
+    },
     {"field": "lag", "headerName": "Lag (offsets)", "type": "numericColumn", "width": 125},
     {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 95},
     {"field": "status", "headerName": "Status", "width": 100},
