@@ -736,3 +736,30 @@ def test_a_share_groups_lag_is_its_positions_against_the_log_ends_of_the_same_po
         assert row["lag"] == sum(broker_lag.values()), (k, row)
         shown = [(p.partition, p.lag) for p in doc.lag.partitions]
         assert doc.lag.total == sum(broker_lag.values()), (k, shown)
+
+
+def test_a_lag_refresh_round_makes_no_reference_cycles(redis_server, redis_client, monkeypatch) -> None:
+    """The refresher's rounds run with the cyclic collector paused (gc_pause.py): what a round makes
+    (heads, offsets, windows, documents, rows) must be freed by reference counting alone."""
+    import gc
+
+    groups = [f"g{i}" for i in range(20)]
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": T0 + 10_000}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    states: dict[int, BucketState] = {}
+    _run(update, pd.concat([_end_lines([], T0, {0: 400, 1: 400}), _commits(groups, T0 + 100, 300)]), states)
+    _run(update, _end_lines([], T0 + 5_000, {0: 500, 1: 520}), states)
+    refresher = LagRefresher(redis_server.url, "gs", 7 * 24 * 3600 * 1000, clock=lambda: clock["now"])
+    refresher.run_once(T0)  # its Redis client and caches, made before the count
+    gc.collect()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        assert refresher.run_once(T0 + LAG_REFRESH_MS + 1) == len(groups)
+        assert gc.collect() == 0
+    finally:
+        if was:
+            gc.enable()
+    assert json.loads(redis_client.hget("gs:fleet", "g0"))["lag"] == (500 - 300) + (520 - 300)

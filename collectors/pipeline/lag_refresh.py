@@ -177,7 +177,7 @@ class LagRefresher(threading.Thread):
     def run_once(self, now_ms: int | None = None, budget_s: float = 1.0) -> int:
         """Refresh groups due by `now_ms` (default: the clock less the lateness) for at most about
         `budget_s` of CPU; returns how many were refreshed."""
-        from collectors.pipeline.sink import DocWriter
+        from collectors.gc_pause import no_cyclic_gc
 
         store = self._open()
         at = (self.clock() - self.lateness_ms) if now_ms is None else now_ms
@@ -191,30 +191,42 @@ class LagRefresher(threading.Thread):
             first = store.lag_schedule.next_due()  # the longest due: `due`'s first
             self.behind_ms = max(0, at - (first if first is not None else at))
             bad: list[str] = []
-            found = moved_on(store, lambda topics: self._ends.histories(topics, copy=False), due, at, bad)
-            # a head as stored, with newer lag: its key is not written again; a whole document of
-            # before the parts is, with its lag moved on
-            heads, wholes = DocWriter(store, heads_stored=True), DocWriter(store)
-            nxt: dict[str, int] = {}
-            wall = self.clock()
-            for r in found:
-                (heads if r.head else wholes).add(r.doc, int(r.doc.as_of or 0), wall, r.text)
-                when = next_lag_due(r.doc, at, r.stop_at)
-                if when:
-                    nxt[r.group] = when
-            heads.flush()
-            wholes.flush()
+            # a round's heads, offsets, windows, documents and rows (a lagging 100-partition group is
+            # about 1,500 objects, none in a cycle) are kept out of the cyclic collector's way: its
+            # passes walked the driver's every object (gc_pause.py)
+            with no_cyclic_gc():
+                nxt, found = self._round(store, due, at, bad)
             for g in bad:  # tried again a phase later, not ahead of every other group at once
                 nxt[g] = lag_phase(g, at)
             gone = set(due) - set(nxt)  # caught up, or no head in Redis: the model stage puts it back
             store.lag_schedule.reschedule(nxt, gone)
-            done += len(found)
+            done += found
         if store.topics.touched and (time.monotonic() - self._topics_flushed >= 5 or not done):
             # the topics' aggregates, at most every 5 s: each is a walk over all its groups' rows
             store.topics.flush()
             self._topics_flushed = time.monotonic()
         self.refreshed += done
         return done
+
+    def _round(self, store: Any, due: list[str], at: int, bad: list[str]) -> tuple[dict[str, int], int]:
+        """Bring `due` up to the log ends at `at` and write what follows their lag: when each is next
+        due, and how many were refreshed (a group whose head could not be read is added to `bad`)."""
+        from collectors.pipeline.sink import DocWriter
+
+        found = moved_on(store, lambda topics: self._ends.histories(topics, copy=False), due, at, bad)
+        # a head as stored, with newer lag: its key is not written again; a whole document of
+        # before the parts is, with its lag moved on
+        heads, wholes = DocWriter(store, heads_stored=True), DocWriter(store)
+        nxt: dict[str, int] = {}
+        wall = self.clock()
+        for r in found:
+            (heads if r.head else wholes).add(r.doc, int(r.doc.as_of or 0), wall, r.text)
+            when = next_lag_due(r.doc, at, r.stop_at)
+            if when:
+                nxt[r.group] = when
+        heads.flush()
+        wholes.flush()
+        return nxt, len(found)
 
     def run(self) -> None:
         """Rounds of at most a second of work, each followed by a rest that keeps the thread's CPU
