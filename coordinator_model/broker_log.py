@@ -177,6 +177,25 @@ def parse_timestamp(stamp: str, tz: timezone = UTC) -> int:
     return int(naive.replace(tzinfo=tz).timestamp() * 1000)
 
 
+# Kafka's generation ids, epochs and member counts are Java ints. A line with a number past one was
+# not written by a coordinator: refused (a dead letter) rather than handed to the model, whose typed
+# columns cannot hold it and which fills in the generations a jump skipped (issue 32).
+_JAVA_INT = 2**31
+
+
+def _java_int(d: dict[str, str | None], name: str, line: str) -> int | None:
+    text = d.get(name)
+    if text is None:
+        return None
+    # the length first: int() of a huge run of digits is slow, then refused past 4300 digits
+    n = int(text) if len(text.lstrip("-")) <= 10 else _JAVA_INT
+    if not -_JAVA_INT <= n < _JAVA_INT:
+        raise EvidenceError(
+            f"{name} {text[:24]}{'...' if len(text) > 24 else ''} is past a Java int: {line[:200]!r}"
+        )
+    return n
+
+
 def parse_broker_log_line(line: str, tz: timezone = UTC) -> BrokerLogEvent | None:
     """A group-coordinator line -> BrokerLogEvent; any other server.log line -> None.
     A line that claims to be a coordinator line but is broken raises EvidenceError."""
@@ -214,12 +233,12 @@ def parse_broker_log_line(line: str, tz: timezone = UTC) -> BrokerLogEvent | Non
             ts=ts,
             group=d["group"],
             kind=kind,
-            generation=int(d["generation"]) if d.get("generation") is not None else None,
+            generation=_java_int(d, "generation", line),
             member_id=d.get("member"),
             group_instance_id=None if instance in (None, "null", "None") else instance,
             reason=reason,
-            member_count=int(d["count"]) if d.get("count") is not None else None,
-            epoch=int(d["epoch"]) if d.get("epoch") is not None else None,
+            member_count=_java_int(d, "count", line),
+            epoch=_java_int(d, "epoch", line),
             assignor=assignor_name(d.get("assignor")),
             state=d.get("state"),
             groups=groups,

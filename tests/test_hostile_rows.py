@@ -441,3 +441,44 @@ def test_a_full_redis_is_waited_for_like_a_lost_one() -> None:
         assert done["result"] is True and r.get("gs:after") == b"1"
     finally:
         server.stop()
+
+
+# ---------------------------------------------------------------------------------------------
+# the broker-log source (found by the fault suite, tests/faults: one such line grew the live
+# collector's model worker past 15 GB)
+COORDINATOR_LINE = (
+    "[2026-12-07 10:00:{:02d},000] INFO [GroupCoordinator id=1 topic=__consumer_offsets partition=7] "
+    "Stabilized group g generation {} with 1 members. "
+    "(org.apache.kafka.coordinator.group.GroupMetadataManager)"
+)
+
+
+@pytest.mark.parametrize("number", [str(2**31), str(10**20), "9" * 5000])
+def test_a_coordinator_line_with_a_number_past_a_java_int_is_a_dead_letter(number: str) -> None:
+    line = COORDINATOR_LINE.format(0, number).encode()
+    assert route_and_account([(TOPIC_OF["broker_log"], 0, 0, 5, None, line)]) == {
+        "routed": 0,
+        "dead": 1,
+        "dropped": 0,
+    }
+    fine = COORDINATOR_LINE.format(0, 2**31 - 1).encode()
+    assert route_and_account([(TOPIC_OF["broker_log"], 0, 0, 5, None, fine)])["routed"] == 1
+
+
+def test_a_generation_jump_of_billions_fills_in_at_most_the_generations_a_group_keeps() -> None:
+    """A generation far past the last one (a Java int's largest, which a coordinator line may say)
+    fills in the generations the jump skipped only as far back as a group keeps them: quickly, and
+    in bounded memory."""
+    import time
+
+    from coordinator_model.broker_log import parse_broker_log_line
+    from coordinator_model.membership import MAX_GENERATIONS
+    from coordinator_model.rebuild import rebuild
+
+    evs = [parse_broker_log_line(COORDINATOR_LINE.format(s, n)) for s, n in ((0, 1), (5, 2**31 - 1))]
+    t0 = time.monotonic()
+    engine = rebuild(evs, at_ms=1_796_700_000_000)["g"]
+    numbers = [g["generation"] for g in engine.document_json()["generations"]]
+    assert time.monotonic() - t0 < 10
+    assert numbers[-1] == 2**31 - 1 and len(numbers) <= MAX_GENERATIONS
+    assert numbers == sorted(set(numbers))

@@ -305,7 +305,10 @@ class ClassicRebalances:
         if self.generation is None or gen > self.generation:
             # a jump of more than one: rebalances that left no record (abandoned before SyncGroup)
             if self.generation is not None and gen > self.generation + 1:
-                for missing in range(self.generation + 1, gen):
+                # at most the MAX_GENERATIONS numbers below `gen` (the older ones would be trimmed):
+                # a jump of billions (a forged or corrupt broker-log line) made billions of
+                # placeholders, and a live collector's model worker grew to 16 GB (issue 32)
+                for missing in range(max(self.generation + 1, gen - MAX_GENERATIONS), gen):
                     if missing not in self.generations:
                         self.generations[missing] = Generation(
                             generation=missing,
@@ -313,6 +316,8 @@ class ClassicRebalances:
                             end=g.start,
                             inferred={"start", "cause", "members", "assignment"},
                         )
+                for old in sorted(self.generations)[: max(0, len(self.generations) - MAX_GENERATIONS)]:
+                    del self.generations[old]
             self.generation = gen
         if inferred:
             self.generation_inferred = True
