@@ -482,3 +482,25 @@ def test_a_generation_jump_of_billions_fills_in_at_most_the_generations_a_group_
     assert time.monotonic() - t0 < 10
     assert numbers[-1] == 2**31 - 1 and len(numbers) <= MAX_GENERATIONS
     assert numbers == sorted(set(numbers))
+
+
+@pytest.mark.servers
+def test_a_dead_letter_in_redis_keeps_its_records_whole_size(redis_client) -> None:
+    """The sink writes a dead letter's prefix and the whole record's size (the fault suite found the
+    size dropped on the way to Redis: a cut record read like a small one)."""
+    from collectors.pipeline.model_state import DEAD_LETTER_BYTES, dead_letter_payload
+    from collectors.pipeline.sink import write_rows
+    from collectors.storage.redis_store import RedisStore
+
+    big = b"x" * (DEAD_LETTER_BYTES * 3)
+    payload = dead_letter_payload("hb", 2, 99, 1, "bad", b"k", big)
+    store = RedisStore(redis_client)
+    assert (
+        write_rows(store, [{"group": "", "kind": "dead", "ts": 1, "refreshed": 1, "payload": payload}])[
+            "dead"
+        ]
+        == 1
+    )
+    (d,) = store.dead_letters()
+    assert d["value_bytes"] == len(big) and "key_bytes" not in d
+    assert base64.b64decode(d["value"]) == big[:DEAD_LETTER_BYTES] and d["position"] == "hb/2@99"
