@@ -56,13 +56,13 @@ def iso(ms: int | float | None) -> str | None:
 
 
 def _layout(fig: go.Figure, title: str, height: int = 320, **kw: Any) -> go.Figure:
+    """A chart's common look; `kw` adds to it or replaces a part (a chart's own `legend`)."""
     fig.update_layout(
         title={"text": title, "x": 0.01, "font": {"size": 15}},
         height=height,
         margin={"l": 10, "r": 10, "t": 40, "b": 30},
         template="groupscope",
-        legend={"orientation": "h", "y": -0.2},
-        **kw,
+        **{"legend": {"orientation": "h", "y": -0.2}, **kw},
     )
     return fig
 
@@ -194,7 +194,23 @@ def generations_figure(
         range=[lo - 0.5, max(hi, lo + 11) + 0.5],
     )
     fig.update_yaxes(title="rebalance duration (s)")
-    return _layout(fig, f"{title} ({len(shown)})", 320, barmode="overlay")
+    # The causes' legend to the right of the bars, titled, not under them as on the other charts:
+    # under them it lay over the axis title "generation" (seen with 300 generations, issue 34), and a
+    # group with many causes would wrap it further down over the tick labels.
+    return _layout(
+        fig,
+        f"{title} ({len(shown)})",
+        320,
+        barmode="overlay",
+        legend={
+            "orientation": "v",
+            "x": 1.01,
+            "xanchor": "left",
+            "y": 1,
+            "yanchor": "top",
+            "title": {"text": "cause"},
+        },
+    )
 
 
 def _short(member_id: str, n: int = 28) -> str:

@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from browser.dashboard_driver import (
+    chart_problems,
     chromium,
     grid_cells,
     serve_in_thread,
@@ -291,6 +292,66 @@ def test_a_log_end_older_than_the_commit_reads_as_at_least_the_commit(served, br
     assert sum(others) == 1
     browser.execute_script("document.querySelector('#group-partitions').scrollIntoView()")
     shoot(browser, artifacts_dir, "group-log-end-bound")
+
+
+def many_generations(base: dict[str, Any], name: str, n: int) -> dict[str, Any]:
+    """`base`'s document as group `name` with n generations, one a minute up to its last, of causes
+    in turn and rebalances of 0.1 to 40 s: a group that has rebalanced for hours."""
+    import copy
+
+    doc = copy.deepcopy(base)
+    doc["group"] = name
+    last = base["generations"][-1]
+    causes = ["member_joined", "member_left", "session_timeout", "poll_timeout", "metadata_change"]
+    gens = []
+    for i in range(n):
+        start = last["start"] - (n - 1 - i) * 60_000
+        took = 100 + (i * 7919) % 40_000
+        g = copy.deepcopy(last)
+        g.update(
+            generation=i + 1,
+            start=start,
+            end=start + 59_000,
+            stabilized=start + took,
+            stable=start + took,
+            duration_ms=took,
+            cause="group_created" if i == 0 else causes[i % len(causes)],
+            inferred=[],
+        )
+        gens.append(g)
+    doc["generations"] = gens
+    doc["generation"] = n
+    return doc
+
+
+def test_a_group_of_300_generations_keeps_its_generations_chart_readable(
+    served, browser, artifacts_dir
+) -> None:
+    """Issue 34: a group of 300 generations, written through RedisStore as the collector writes one,
+    has one bar per generation in its generations chart, and the chart reads: its axis labels
+    thinned to a few, none over another, none cut at the chart's edge, the axis titles and the
+    legend clear of them."""
+    import redis
+
+    from collectors.storage.redis_store import RedisStore
+
+    doc = many_generations(served["docs"]["storm-060433f"], "gens-300", 300)
+    RedisStore(redis.Redis.from_url(served["url"])).write_group(
+        doc, int(time.time() * 1000), as_of_ms=doc["as_of"]
+    )
+    served["docs"][doc["group"]] = doc  # what is served from now on (the topics pages count it)
+    browser.get(served["base"] + group_url(doc["group"]))
+    bars = wait_for(lambda: plot_data(browser, "group-generations"), what="generations chart")
+    assert sorted(x for t in bars for x in t["x"]) == list(range(1, 301))
+    assert plot_layout(browser, "group-generations", "title.text") == "Generations (300)"
+    browser.execute_script("document.querySelector('#group-generations').scrollIntoView()")
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: chart_problems(browser, "group-generations") == [], what="a readable chart")
+    shoot(browser, artifacts_dir, "group-300-generations")
+    # the chart alone, at full size, to look at its labels
+    chart = browser.find_element("id", "group-generations")
+    chart.screenshot(str(artifacts_dir / "dashboard-group-300-generations-chart.png"))
+    assert chart_problems(browser, "group-generations") == []
 
 
 def test_kip848_group_shows_epochs_and_member_states(served, browser, artifacts_dir) -> None:

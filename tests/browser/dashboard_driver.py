@@ -88,6 +88,59 @@ def unreadable_headers(driver: Any, grid_id: str) -> list[str]:
     )
 
 
+def chart_problems(driver: Any, graph_id: str, most_labels: int = 30) -> list[str]:
+    """What keeps a drawn Plotly chart (a dcc.Graph's) from reading, each said in a few words: an
+    axis with no tick labels, or more than `most_labels` (not thinned), two tick labels overlapping,
+    a label, axis title or the legend cut at the chart's edge, an axis title or the legend over the
+    tick labels. Empty when the chart reads."""
+    return driver.execute_script(
+        r"""
+        const root = document.querySelector('#' + arguments[0] + ' .js-plotly-plot');
+        const most = arguments[1];
+        const edge = root.querySelector('.main-svg').getBoundingClientRect();
+        const shown = sel => [...root.querySelectorAll(sel)]
+          .filter(e => e.textContent.trim() !== '' && e.getBoundingClientRect().width > 0)
+          .map(e => ({t: e.textContent.trim(), r: e.getBoundingClientRect()}));
+        const over = (a, b) => a.r.left < b.r.right - 1 && b.r.left < a.r.right - 1
+          && a.r.top < b.r.bottom - 1 && b.r.top < a.r.bottom - 1;
+        const out = [];
+        const ticks = {x: shown('.xtick text'), y: shown('.ytick text')};
+        for (const [axis, labels] of Object.entries(ticks)) {
+          if (labels.length === 0) { out.push(axis + ' axis: no labels'); }
+          if (labels.length > most) { out.push(axis + ' axis: ' + labels.length + ' labels, not thinned'); }
+          for (let i = 0; i < labels.length; i++) {
+            for (let j = i + 1; j < labels.length; j++) {
+              if (over(labels[i], labels[j])) {
+                out.push(axis + ' labels ' + labels[i].t + ' and ' + labels[j].t + ' overlap');
+              }
+            }
+          }
+        }
+        const titles = shown('.g-xtitle text, .g-ytitle text, .gtitle');
+        const legend = shown('.legend .traces text');
+        for (const e of [...ticks.x, ...ticks.y, ...titles, ...legend]) {
+          if (e.r.left < edge.left - 1 || e.r.right > edge.right + 1 || e.r.top < edge.top - 1
+              || e.r.bottom > edge.bottom + 1) {
+            out.push("'" + e.t + "' cut at the chart's edge");
+          }
+        }
+        for (const e of [...titles, ...legend]) {
+          for (const l of [...ticks.x, ...ticks.y]) {
+            if (over(e, l)) { out.push("'" + e.t + "' over the label " + l.t); }
+          }
+        }
+        for (let i = 0; i < legend.length; i++) {
+          for (const t of titles) {
+            if (over(legend[i], t)) { out.push("legend '" + legend[i].t + "' over '" + t.t + "'"); }
+          }
+        }
+        return out;
+        """,
+        graph_id,
+        most_labels,
+    )
+
+
 def shoot(driver: Any, artifacts_dir: Path, name: str) -> Path:
     path = artifacts_dir / f"dashboard-{name}.png"
     driver.save_screenshot(str(path))
