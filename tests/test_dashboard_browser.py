@@ -706,7 +706,8 @@ def choose(driver: Any, dropdown_id: str, label: str) -> None:
 
 def test_back_and_forward_reapply_the_urls_filters_and_range(served, browser, artifacts_dir) -> None:
     """Issue 34: Back and Forward change the address, and the page follows it: the fleet's filter
-    boxes and grid, the group page's time range and lag choices are those of the URL gone back or
+    boxes and grid, the group page's time range and lag choices, the topics grid's filter and a
+    topic page's lag history span are those of the URL gone back or
     forward to, not the last ones shown. The page restating a URL it was opened with (a bad
     parameter left out) adds no history entry, so Back goes past it."""
     from selenium.webdriver.common.keys import Keys
@@ -772,6 +773,25 @@ def test_back_and_forward_reapply_the_urls_filters_and_range(served, browser, ar
     wait_for(lambda: "6 hours" in text(browser, "#group-range"), what="forward: range")
     assert "per partition" in text(browser, "#group-lag-by")
     shoot(browser, artifacts_dir, "group-forward")
+    # the topics grid's name filter, and a topic page's lag history span
+    browser.get(base + "/topics?name=k848")
+    wait_for(lambda: grid_cells(browser, "topics-grid", "name") == ["k848-data-060433h"], what="k848 topic")
+    search = browser.find_element("id", "topics-filter-name")
+    search.send_keys(Keys.CONTROL, "a")
+    search.send_keys("lag-data", Keys.ENTER)
+    wait_for(lambda: browser.current_url == base + "/topics?name=lag-data", what="topics URL")
+    wait_for(lambda: grid_cells(browser, "topics-grid", "name") == ["lag-data-060433j"], what="lag topic")
+    browser.back()
+    wait_for(lambda: grid_cells(browser, "topics-grid", "name") == ["k848-data-060433h"], what="back: k848")
+    assert browser.find_element("id", "topics-filter-name").get_attribute("value") == "k848"
+    topic = base + topic_url("k848-data-060433h")
+    browser.get(topic)
+    wait_for(lambda: "last hour" in text(browser, "#topic-lag-range"), what="topic's default span")
+    choose(browser, "topic-lag-range", "last 6 hours")
+    wait_for(lambda: browser.current_url == topic + "?range=6h", what="span in the URL")
+    browser.back()
+    wait_for(lambda: "last hour" in text(browser, "#topic-lag-range"), what="back: the default span")
+    assert browser.current_url == topic
 
 
 def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir) -> None:
