@@ -504,3 +504,31 @@ def test_a_dead_letter_in_redis_keeps_its_records_whole_size(redis_client) -> No
     (d,) = store.dead_letters()
     assert d["value_bytes"] == len(big) and "key_bytes" not in d
     assert base64.b64decode(d["value"]) == big[:DEAD_LETTER_BYTES] and d["position"] == "hb/2@99"
+
+
+def test_a_full_redis_is_still_read() -> None:
+    """Over maxmemory (noeviction) Redis refuses every command queued in a MULTI, reads included:
+    the cluster registry, read first by every CLI command and dashboard page, reads without one, so
+    a full Redis is shown as full (memory_full) and its groups listed, not taken for unreachable."""
+    import redis
+
+    from collectors.demo.servers.processes import RedisServer
+    from collectors.storage.clusters import ClusterRegistry
+    from collectors.storage.redis_store import RedisStore
+
+    server = RedisServer().start()
+    try:
+        r = redis.Redis.from_url(server.url)
+        ClusterRegistry(r).register("default", "127.0.0.1:9092")
+        r.config_set("maxmemory-policy", "noeviction")
+        r.config_set("maxmemory", int(r.info("memory")["used_memory"]) + 100_000)
+        with pytest.raises(redis.exceptions.OutOfMemoryError):
+            for i in range(10_000):
+                r.set(f"fill:{i}", b"x" * 1000)
+        with pytest.raises(redis.exceptions.OutOfMemoryError), r.pipeline() as p:
+            p.hgetall("anything").execute()  # what the registry's read did
+        assert ClusterRegistry(r).names() == ["default"]
+        store = RedisStore(r)
+        assert store.memory_full() is not None and store.list_groups() == (0, [])
+    finally:
+        server.stop()

@@ -72,7 +72,10 @@ class ClusterRegistry:
     def clusters(self, configured: Iterable[str] = ()) -> list[ClusterInfo]:
         """Every cluster with data here or configured: `default` first, then by name. `default` is
         there also when only data of the layout before clusters exists (no registry entry)."""
-        p = self.r.pipeline()
+        # no MULTI: Redis refuses every command queued in one while it is over its maxmemory, and
+        # this read comes first in every CLI command and dashboard page, which must still show a
+        # full Redis (RedisStore.memory_full) rather than fail as if it were unreachable (issue 32)
+        p = self.r.pipeline(transaction=False)
         p.hgetall(self.key)
         p.exists(f"{self.base}:fleet", f"{self.base}:collector:heartbeat")
         raw, legacy = p.execute()
