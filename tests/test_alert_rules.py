@@ -441,3 +441,49 @@ def test_a_streams_group_ready_again_does_not_alert() -> None:
     assert R.RULES["streams_not_ready"](doc, T0 + 200 * S, p).finding is None
     # while it was NotReady, past for_s, it did
     assert R.RULES["streams_not_ready"](doc, T0 + 80 * S, p).finding is not None
+
+
+# --- member_not_converging ----------------------------------------------------------------------
+def _epochs_doc(kind: str, target: int, member_epochs: dict[str, int]) -> GroupDocument:
+    """A KIP-848 (or streams, share) group at target assignment epoch `target`, its epochs 1-`target`
+    begun 10 s apart from T0, and its members at the epochs given."""
+    from coordinator_model.document.types import GenerationDoc
+
+    return GroupDocument(
+        group="g848",
+        type=kind,
+        state="Reconciling",
+        group_epoch=target,
+        assignment_epoch=target,
+        members=[MemberDoc(m, modern=True, member_epoch=e) for m, e in member_epochs.items()],
+        generations=[GenerationDoc(n, T0 + (n - 1) * 10 * S) for n in range(1, target + 1)],
+    )
+
+
+def test_a_member_behind_the_target_epoch_past_for_s_alerts_and_not_before() -> None:
+    p = dict(DEFAULT_RULES["member_not_converging"])
+    # "a" converged; "b" is still at epoch 2 of 4: behind since epoch 3 began (T0 + 20 s)
+    doc = _epochs_doc("consumer", 4, {"a": 4, "b": 2})
+    early = R.RULES["member_not_converging"](doc, T0 + 50 * S, p)
+    assert early.finding is None and early.recheck_at == T0 + 20 * S + 60 * S
+    late = R.RULES["member_not_converging"](doc, T0 + 100 * S, p)
+    assert late.finding is not None and late.finding.since == T0 + 80 * S
+    behind = [{"member_id": "b", "member_epoch": 2, "behind_since": T0 + 20 * S}]
+    assert late.finding.evidence["members"] == behind
+    assert "1 member(s) behind the target assignment (epoch 4) for 80 s" in late.finding.summary
+    # a streams group's members reconcile towards their target tasks the same way
+    assert R.RULES["member_not_converging"](_epochs_doc("streams", 4, {"a": 2}), T0 + 100 * S, p).finding
+
+
+def test_members_at_the_target_epoch_or_of_other_kinds_never_alert() -> None:
+    p = dict(DEFAULT_RULES["member_not_converging"])
+    late = T0 + 3600 * S
+    rule = R.RULES["member_not_converging"]
+    assert rule(_epochs_doc("consumer", 4, {"a": 4, "b": 4}), late, p).finding is None
+    # a share group's members take their partitions at once; a classic group has no member epochs
+    assert rule(_epochs_doc("share", 4, {"a": 1}), late, p).finding is None
+    assert rule(_epochs_doc("classic", 4, {"a": 1}), late, p).finding is None
+    # judged as of a moment before the epoch it lags began, it was not behind yet
+    doc = _epochs_doc("consumer", 4, {"a": 3})
+    assert R.members_behind(doc, T0 + 25 * S) == []
+    assert R.members_behind(doc, T0 + 35 * S) == [("a", 3, T0 + 30 * S)]

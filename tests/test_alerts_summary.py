@@ -161,6 +161,13 @@ def documents(draw) -> dict[str, Any]:
     )
     if draw(st.integers(0, 5)) == 0:
         doc.group_epoch = draw(st.integers(0, 9))
+    if draw(st.integers(0, 2)) == 0:
+        # a group whose members reconcile epoch by epoch (member_not_converging), or a share group
+        doc.type = draw(st.sampled_from(["consumer", "streams", "share"]))
+        doc.assignment_epoch = draw(st.none() | st.integers(0, 6))
+        for m in doc.members:
+            m.modern = True
+            m.member_epoch = draw(st.none() | st.integers(0, 6))
     return json.loads(json.dumps(doc.to_json()))  # as Redis holds it
 
 
@@ -200,6 +207,8 @@ def configs(draw) -> AlertConfig:
         rules["rebalance_stuck"] = {"after_s": draw(st.sampled_from([1, 30]))}
     if draw(st.booleans()):
         rules["streams_not_ready"] = {"for_s": draw(st.sampled_from([0, 1, 30]))}
+    if draw(st.booleans()):
+        rules["member_not_converging"] = {"for_s": draw(st.sampled_from([0, 1, 60]))}
     if draw(st.booleans()):
         rules["member_flapping"] = {
             "joins": draw(st.integers(2, 3)),

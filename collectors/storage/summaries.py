@@ -61,14 +61,14 @@ from coordinator_model.alert_rules.docview import (
     StateSpan,
     state_at,
 )
-from coordinator_model.alert_rules.rules import NOT_READY
+from coordinator_model.alert_rules.rules import NOT_READY, members_behind
 from coordinator_model.document import GroupDocument, PartitionLag
 from coordinator_model.statuses import STATUS_RULES, STATUSES, judge
 
 # Bumped whenever the layout of the rule input or the facts changes. It is part of the head's key,
 # so a new collector rewrites every head; an evaluator reads only the version it knows and falls
 # back to the document for any other (a collector and a worker of different versions in an upgrade).
-RULES_VERSION = 3  # 3: facts with the lag rows (2: without retention and log start)
+RULES_VERSION = 4  # 4: facts with behind_since (3: with the lag rows; 2: without retention and log start)
 # The most lag rows the facts keep (`_lag_frontier`); a group with more is read from its document.
 MAX_LAG_ROWS = 32
 
@@ -102,6 +102,9 @@ class Facts(NamedTuple):
     # Those rows as [status, lag, seconds], reduced to the ones no other row of the same status
     # outdoes (`_lag_frontier`); None when too many are left (read the document).
     lag_rows: list[list[Any]] | None
+    # when the first of its members fell behind the target assignment epoch (rules.members_behind,
+    # over all the document's epochs); None when none is: member_not_converging cannot fire
+    behind_since: int | None
 
 
 @dataclass(frozen=True)
@@ -119,8 +122,10 @@ class Summaries:
 def head_key(doc: GroupDocument, history_digest: str) -> str:
     """Digest of everything the head is built from: the timeline and generations (through the
     store's history digest of them), the state, and the members' ids, instance ids and client ids
-    (generations name members by id; their keys come from the member list)."""
-    members = [[m.member_id, m.group_instance_id, m.client_id] for m in doc.members]
+    (generations name members by id; their keys come from the member list), and their epochs: a
+    member catching up with the target assignment changes what member_not_converging says, and a
+    group whose key did not change is not judged again (collectors/alerts/evaluate.py)."""
+    members = [[m.member_id, m.group_instance_id, m.client_id, m.member_epoch] for m in doc.members]
     text = json.dumps([RULES_VERSION, history_digest, doc.state, members], separators=(",", ":"), default=str)
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
@@ -177,7 +182,9 @@ def summarize(
         head, from_head = rule_head(doc)
     facts, topics = _scan_lag(doc.lag.partitions)
     lines = metric_lines(doc.group, _values(row, topics))
-    return Summaries(head=head, facts=Facts(key, *from_head, *facts), metrics=lines)
+    behind = members_behind(doc, 2**62)
+    behind_since = min(since for _, _, since in behind) if behind else None
+    return Summaries(head=head, facts=Facts(key, *from_head, *facts, behind_since), metrics=lines)
 
 
 def _scan_lag(rows: list[PartitionLag]) -> tuple[list[Any], dict[str, list[float]]]:
@@ -518,6 +525,12 @@ class Silence:
         return NOT_READY not in self._state(f, now)
 
     @staticmethod
+    def converging(f: Facts) -> bool:
+        """`member_not_converging`: no member is behind the target assignment epoch (over all the
+        document's epochs: as of an earlier moment, fewer)."""
+        return f.behind_since is None
+
+    @staticmethod
     def generations(f: Facts, since: int) -> bool:
         """`rebalance_storm`, `member_flapping`, `member_lost`: no generation after the look-back."""
         return f.newest_generation is None or f.newest_generation <= since
@@ -580,6 +593,8 @@ class PackedEvaluator:
             silent.add("rebalance_stuck")
         if s.not_ready(facts, now_ms):
             silent.add("streams_not_ready")
+        if s.converging(facts):
+            silent.add("member_not_converging")  # else read from the document
         if s.generations(facts, since):
             silent.update(_GENERATION_RULES)
         todo = [(name, p) for name, p in rules.items() if name not in silent]

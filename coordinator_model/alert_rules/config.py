@@ -41,6 +41,14 @@ DEFAULT_RULES: dict[str, dict[str, Any]] = {
         "severity": "critical",
         "for_s": 60,  # a streams group (KIP-1071) NotReady this long: its application runs nothing
     },
+    "member_not_converging": {
+        "enabled": True,
+        "severity": "warning",
+        # a KIP-848 or streams member whose epoch stays behind the group's target assignment this
+        # long: it has not revoked what it must give up (its poll loop is stuck, or it is slow to
+        # commit and revoke); the coordinator fences it after its rebalance timeout (300 s default)
+        "for_s": 60,
+    },
     "member_flapping": {
         "enabled": True,
         "severity": "warning",

@@ -305,6 +305,68 @@ def streams_not_ready(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
     return RuleResult(finding, None)
 
 
+# --- member not converging ---------------------------------------------------------------------
+
+# The kinds of group whose members reconcile towards a target assignment epoch by epoch (KIP-848
+# consumer groups, KIP-1071 streams groups). A share group's members take their partitions at once.
+CONVERGING_TYPES = frozenset({"consumer", "streams"})
+
+
+def members_behind(doc: GroupDocument, now_ms: int) -> list[tuple[str, int, int]]:
+    """The members whose epoch is behind the group's target assignment epoch as of `now_ms`, each
+    as (member id, its epoch, since when it has been behind: the start of the first epoch past its
+    own). A member whose next epoch's start the document no longer holds is left out (it cannot be
+    timed). Both the rule and the alert summaries (collectors/storage/summaries.py) read this."""
+    target = doc.assignment_epoch
+    if doc.type not in CONVERGING_TYPES or target is None:
+        return []
+    starts = sorted(
+        (g.generation, g.start)
+        for g in doc.generations
+        if g.generation is not None and g.start is not None and g.start <= now_ms
+    )
+    out = []
+    for m in doc.members:
+        epoch = m.member_epoch
+        if epoch is None or epoch >= target:
+            continue
+        since = next((start for n, start in starts if n > epoch), None)
+        if since is not None:
+            out.append((m.member_id, epoch, since))
+    return out
+
+
+def member_not_converging(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
+    v = view_of(doc)
+    behind = members_behind(v.doc, now_ms)
+    if not behind:
+        return RuleResult()
+    for_ms = int(p["for_s"] * 1000)
+    late = [(mid, epoch, since) for mid, epoch, since in behind if now_ms - since >= for_ms]
+    if not late:
+        return RuleResult(None, min(since for _, _, since in behind) + for_ms)
+    target = v.doc.assignment_epoch
+    oldest = min(since for _, _, since in late)
+    finding = Finding(
+        group=v.group,
+        rule="member_not_converging",
+        severity=p["severity"],
+        summary=(
+            f"{len(late)} member(s) behind the target assignment (epoch {target}) for "
+            f"{(now_ms - oldest) / 1000:.0f} s"
+        ),
+        since=oldest + for_ms,
+        evidence={
+            "assignment_epoch": target,
+            "for_s": p["for_s"],
+            "members": [{"member_id": mid, "member_epoch": e, "behind_since": s} for mid, e, s in late],
+        },
+    )
+    # a member still within for_s may turn late later while the others stay: look again then
+    pending = [since + for_ms for _, _, since in behind if now_ms - since < for_ms]
+    return RuleResult(finding, min(pending) if pending else None)
+
+
 # --- group became Empty or Dead ----------------------------------------------------------------
 
 
@@ -430,6 +492,7 @@ RULES: dict[str, Callable[[Doc, int, dict[str, Any]], RuleResult]] = {
     "rebalance_storm": rebalance_storm,
     "rebalance_stuck": rebalance_stuck,
     "streams_not_ready": streams_not_ready,
+    "member_not_converging": member_not_converging,
     "member_flapping": member_flapping,
     "member_lost": member_lost,
     "group_empty": group_empty,
