@@ -35,6 +35,7 @@ from collectors.config import CLUSTER_NAME
 from collectors.storage.redis_store import KNOWN_STATES
 from collectors.storage.topics import TOPIC_SORT_KEYS
 from coordinator_model.document.types import DocumentError
+from coordinator_model.streams.tasks import TaskLag, task_lags
 from dashboard.data import GRID_SORT, DashboardData, Unavailable
 
 PREFIX = ("api", "v1")
@@ -315,6 +316,18 @@ def group(data: DashboardData, cluster: str, name: str) -> dict[str, Any]:
         "cluster": cluster,
         "document": doc.to_json(),
         "last_refreshed": row.get("last_refreshed") if row else None,
+        "tasks": [_task_json(t) for t in task_lags(doc)],
+    }
+
+
+def _task_json(t: TaskLag) -> dict[str, Any]:
+    return {
+        "task": t.task,
+        "member_id": t.member_id,
+        "client_id": t.client_id,
+        "partitions": [[topic, p] for topic, p in t.partitions],
+        "lag": t.lag,
+        "lag_seconds": t.lag_seconds,
     }
 
 

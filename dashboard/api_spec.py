@@ -296,6 +296,21 @@ def schemas() -> dict[str, Schema]:
                 "cluster": STR,
                 "document": ref("GroupDocument"),
                 "last_refreshed": desc(nullable(INT), "When the collector last refreshed it (epoch ms)."),
+                "tasks": desc(
+                    array(ref("TaskLag")),
+                    "A streams group's lag per active task, as its application reads it (the group "
+                    "page's 'Lag per task'); [] for any other group, or a streams group with no topology.",
+                ),
+            }
+        ),
+        "TaskLag": obj(
+            {
+                "task": desc(STR, "The task id as Kafka prints it: <subtopology>_<partition>."),
+                "member_id": desc(nullable(STR), "The member running it (null: no member holds it now)."),
+                "client_id": nullable(STR),
+                "partitions": desc(array(TP), "The topic-partitions it reads: source and repartition."),
+                "lag": desc(nullable(INT), "The sum of their lags in offsets (null: none known)."),
+                "lag_seconds": desc(nullable(NUM), "The worst of their lags in seconds."),
             }
         ),
         "TimelineResponse": obj(
