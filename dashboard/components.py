@@ -20,6 +20,17 @@ def zoned_columns(columns: Iterable[dict[str, Any]], *fields: str) -> list[dict[
     ]
 
 
+# Every client-side grid's columns: sorted, resized and filtered by the user, and a header longer than
+# its column wraps onto a second line (the header row growing to fit) instead of ending in "…"
+# ("Rebalance timeout", "Lag (offsets)"): the fleet's server-side grid does the same (server_grid.py).
+GRID_COLUMNS = {
+    "sortable": True,
+    "resizable": True,
+    "filter": True,
+    "wrapHeaderText": True,
+    "autoHeaderHeight": True,
+}
+
 QUERY_STORE = "page-query"
 
 

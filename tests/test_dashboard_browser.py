@@ -227,6 +227,15 @@ def test_follow_a_link_to_the_storm_group(served, browser, artifacts_dir) -> Non
     wait_for(lambda: "0 members" in text(browser, "#wi-current-text"), what="starting point")
 
 
+def _readable_headers(browser: Any, grid: str) -> None:
+    """Every header of a grid reads whole (the grid may still be drawing: waited for a while, then
+    the headers that do not read are what the assertion says)."""
+    with contextlib.suppress(AssertionError):
+        wait_for(lambda: unreadable_headers(browser, grid) == [], timeout=5, what=f"{grid}'s headers")
+    problems = unreadable_headers(browser, grid)
+    assert not problems, f"{grid}: {problems}"
+
+
 def test_lagging_group_members_heatmap_and_lag_history(served, browser, artifacts_dir) -> None:
     doc = served["docs"]["lag-060433j"]
     browser.get(served["base"] + group_url(doc["group"]))
@@ -245,6 +254,9 @@ def test_lagging_group_members_heatmap_and_lag_history(served, browser, artifact
     # the last point of each partition's line is the document's lag for that partition
     last = {t["name"]: t["y"][-1] for t in lines}
     assert last == {f"{p['topic']}:{p['partition']}": float(p["lag"]) for p in doc["lag"]["partitions"]}
+    # every table of the page reads whole: long headers wrap, none ends in "…"
+    for grid in ("group-generations-table", "group-members", "group-partitions"):
+        _readable_headers(browser, grid)
     shoot(browser, artifacts_dir, "group-lag-ramp")
 
 
@@ -573,6 +585,7 @@ def test_topic_page_groups_heatmap_history_and_links(served, browser, artifacts_
         assert all((m.get("client_id") or m["member_id"]) in o for m in docs[g]["members"])
     heat = wait_for(lambda: plot_data(browser, "topic-heatmap"), what="heatmap")
     assert heat[0]["y"] == rows
+    _readable_headers(browser, "topic-groups")
     for g, zrow in zip(rows, heat[0]["z"], strict=True):
         want = sorted(float(p["lag"]) for p in docs[g]["lag"]["partitions"] if p["topic"] == topic)
         assert sorted(v for v in zrow if v is not None) == want
@@ -807,6 +820,8 @@ def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir)
         lambda: (c := grid_cells(browser, "alerts-active", "group")) and len(c) == len(active) and c
     )
     assert sorted(groups) == sorted(a["group"] for a in active)
+    for grid in ("alerts-active", "alerts-history"):
+        _readable_headers(browser, grid)
     shoot(browser, artifacts_dir, "alerts")
     # live refresh can be paused and resumed
     pause = browser.find_element(By.ID, "pause")

@@ -9,7 +9,7 @@ from typing import Any
 import dash_ag_grid as dag
 from dash import Dash, Input, Output, html
 
-from dashboard.components import empty_state, zoned_columns
+from dashboard.components import GRID_COLUMNS, empty_state, zoned_columns
 from dashboard.data import DashboardData, Unavailable
 from dashboard.timefmt import fmt_time
 from dashboard.urls import parse_path
@@ -47,7 +47,7 @@ def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
                         columnDefs=columns(multi),
                         rowData=[],
                         className="ag-theme-alpine",
-                        defaultColDef={"sortable": True, "resizable": True, "filter": True},
+                        defaultColDef=GRID_COLUMNS,
                         style={"height": "300px"},
                     ),
                     html.H3("History"),
@@ -56,7 +56,7 @@ def layout(cluster: str | None = None, multi: bool = False) -> html.Div:
                         columnDefs=columns(multi),
                         rowData=[],
                         className="ag-theme-alpine",
-                        defaultColDef={"sortable": True, "resizable": True, "filter": True},
+                        defaultColDef=GRID_COLUMNS,
                         style={"height": "360px"},
                     ),
                 ],

@@ -13,6 +13,7 @@ from dash import Dash, Input, Output, State, dcc, html
 
 from collectors.storage.topics import owners
 from dashboard.components import (
+    GRID_COLUMNS,
     LAG_METRICS,
     QUERY_STORE,
     choice,
@@ -85,7 +86,7 @@ def layout(name: str, cluster: str | None = None, multi: bool = False, search: s
                         id="topic-groups",
                         columnDefs=GROUP_COLUMNS,
                         rowData=[],
-                        defaultColDef={"sortable": True, "resizable": True, "filter": True},
+                        defaultColDef=GRID_COLUMNS,
                         dashGridOptions={
                             "tooltipShowDelay": 300,
                             "enableCellTextSelection": True,
