@@ -303,6 +303,19 @@ def test_forged_joins_change_nothing_where_the_records_speak() -> None:
     assert PHANTOM not in {m["member_id"] for m in forged["members"]}
 
 
+def test_a_members_host_is_the_coordinators_not_what_its_events_say() -> None:
+    """The host the coordinator saw the member connect from (its records, a describe: what
+    kafka-consumer-groups.sh prints) stands; events in the member's name, which anyone with the
+    probe's credentials can write, do not replace it. Where the coordinator has said nothing yet, the
+    client's word fills in."""
+    forged = [hb(ts, A, host="evil.example.com") for ts in range(T0 + 1_000, T0 + 30_000, 3_000)]
+    doc = doc_of([record(T0, 1, [A, B], T0 - 200), *forged, describe(T0 + 20_000, [A, B])])
+    assert {m["member_id"]: m["client_host"] for m in doc["members"]} == {A: "/10.0.0.1", B: "/10.0.0.1"}
+    # a group its clients' events describe alone: their word is all there is
+    alone = doc_of([hb(T0, A, "join", host="app-1"), hb(T0 + 100, A, "assigned", partitions=[["t", 0]])])
+    assert [m["client_host"] for m in alone["members"]] == ["app-1"]
+
+
 def test_a_forged_join_is_taken_back_by_the_next_snapshot() -> None:
     """Snapshots and the probe (no records): client events are the account of each rebalance, but a
     new member id's event alone is taken back when the next snapshot does not list it. (Made-up

@@ -346,7 +346,10 @@ class ClassicGroupModel(ClassicRebalances):
         m = self.engine.member(mid)
         m.group_instance_id = ev.group_instance_id or m.group_instance_id
         m.client_id = ev.client_id or m.client_id
-        m.client_host = ev.host or m.client_host
+        # the host as the coordinator saw the connection (its records, a describe: what
+        # kafka-consumer-groups.sh prints) stands; the client's own word only fills in where the
+        # coordinator has said nothing yet (anyone who may write the heartbeat topic can forge it)
+        m.client_host = m.client_host or ev.host
         # The client's word on its timeouts, held to the broker's limits (evidence.session_timeout),
         # where nothing said them before: a member's settings do not change under its member id, and
         # the coordinator's record of them (GroupMetadata, which always sets them) is exact, where a
