@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 from array import array
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -230,14 +231,23 @@ def _run(update, raw: pd.DataFrame, states: dict[int, BucketState], known=None) 
     return out
 
 
+def _live_stages(redis_server, monkeypatch, now: int, lateness_ms: int) -> tuple[Any, dict[str, int]]:
+    """The live model stage in parts (shared log ends, a sink on the test's Redis) and the clock it
+    reads (`clock["now"]`, set by the test)."""
+    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
+    clock = {"now": now}
+    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
+    update = model_state.make_update(
+        True, 7 * 24 * 3600 * 1000, 5000, lateness_ms, sink=sink, shared_ends=True
+    )
+    return update, clock
+
+
 def test_live_log_ends_are_shared_and_lag_follows_them_without_the_engine(
     redis_server, redis_client, monkeypatch
 ) -> None:
     groups = ["a", "b", "c"]
-    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
-    clock = {"now": T0 + 10_000}
-    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
-    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    update, clock = _live_stages(redis_server, monkeypatch, T0 + 10_000, lateness_ms=0)
     states: dict[int, BucketState] = {}
     _run(
         update, pd.concat([_end_lines(groups, T0, {0: 500, 1: 700}), _commits(groups, T0 + 100, 400)]), states
@@ -330,9 +340,7 @@ def test_the_commit_path_writes_what_the_engine_would_and_never_touches_it(
     redis_client.flushall()
     groups = ["a", "b", "c", "d"]
     sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
-    clock = {"now": T0}
-    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
-    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    update, clock = _live_stages(redis_server, monkeypatch, T0, lateness_ms=0)
     states: dict[int, BucketState] = {}
     unpickled = []
     real_setstate = GroupEngine.__setstate__
@@ -503,10 +511,7 @@ def test_commits_are_shown_at_once_even_when_other_evidence_of_the_group_waits(
     collector's clock): its commits to partitions it holds still take the commit path and show in
     the next read, not after the watermark passes the held rows."""
     groups = ["a", "b"]
-    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
-    clock = {"now": T0}
-    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
-    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=True)
+    update, clock = _live_stages(redis_server, monkeypatch, T0, lateness_ms=5000)
     states: dict[int, BucketState] = {}
     store = RedisStore(redis_client)
     kinds = {**KINDS, "groupscope.heartbeats": "heartbeat"}
@@ -587,10 +592,7 @@ def test_the_lag_refresher_thread_refreshes_what_is_due_notes_its_state_and_stop
     far behind its schedule it is, and stops when told (a thread's own `_stop` must not be shadowed:
     Thread.join calls it)."""
     groups = ["a", "b"]
-    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
-    clock = {"now": T0 + 10_000}
-    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
-    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    update, _ = _live_stages(redis_server, monkeypatch, T0 + 10_000, lateness_ms=0)
     states: dict[int, BucketState] = {}
     _run(
         update, pd.concat([_end_lines(groups, T0, {0: 500, 1: 700}), _commits(groups, T0 + 100, 400)]), states
@@ -619,10 +621,7 @@ def test_a_group_whose_stored_head_cannot_be_read_does_not_stop_the_lag_refresh(
     """One unreadable head (a value someone else wrote under the group's key) is logged and tried
     again a phase later; the other due groups are refreshed, and the refresher does not stop."""
     groups = ["a", "b", "c"]
-    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
-    clock = {"now": T0 + 10_000}
-    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
-    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    update, _ = _live_stages(redis_server, monkeypatch, T0 + 10_000, lateness_ms=0)
     _run(update, pd.concat([_end_lines(groups, T0, {0: 500, 1: 700}), _commits(groups, T0 + 100, 400)]), {})
     LogEnds(redis_client, "gs").merge({("orders", 0): [(T0 + 30_000, 1500)]})
     redis_client.set("gs:group:{b}:doc", b"\xff not a document")
@@ -700,10 +699,7 @@ def test_a_share_groups_lag_is_its_positions_against_the_log_ends_of_the_same_po
     from collectors.pipeline.admin_lines import share_describe_json, share_offsets_line
     from tests.test_share_describe import TOPIC_ID, described_group
 
-    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
-    clock = {"now": T0}
-    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
-    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 5000, sink=sink, shared_ends=True)
+    update, clock = _live_stages(redis_server, monkeypatch, T0, lateness_ms=5000)
     states: dict[int, BucketState] = {}
     store = RedisStore(redis_client)
     broker_lag = {0: 4, 1: 0, 2: 7}
@@ -744,10 +740,7 @@ def test_a_lag_refresh_round_makes_no_reference_cycles(redis_server, redis_clien
     import gc
 
     groups = [f"g{i}" for i in range(20)]
-    sink = SinkConfig(redis_server.url, "gs", live=True, redis_retry_s=1)
-    clock = {"now": T0 + 10_000}
-    monkeypatch.setattr(model_state, "_now_ms", lambda: clock["now"])
-    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, sink=sink, shared_ends=True)
+    update, clock = _live_stages(redis_server, monkeypatch, T0 + 10_000, lateness_ms=0)
     states: dict[int, BucketState] = {}
     _run(update, pd.concat([_end_lines([], T0, {0: 400, 1: 400}), _commits(groups, T0 + 100, 300)]), states)
     _run(update, _end_lines([], T0 + 5_000, {0: 500, 1: 520}), states)
