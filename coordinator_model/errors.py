@@ -5,3 +5,7 @@ from __future__ import annotations
 
 class EvidenceError(ValueError):
     """A piece of evidence (record, log line, JSON object) that cannot be understood."""
+
+
+class AlertConfigError(ValueError):
+    """The alert configuration cannot be used; the message names the setting."""

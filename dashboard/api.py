@@ -467,9 +467,9 @@ def route(data: DashboardData, seg: list[str]) -> dict[str, Any]:
 
 
 def register(server: Flask, data: DashboardData) -> None:
-    """Mount the API (and Burrow's endpoints) on the dashboard's Flask server. Its authentication
-    (dashboard.app.add_basic_auth, a before_request hook of the server) covers them as any route."""
-    from dashboard import api_burrow
+    """Mount the API on the dashboard's Flask server (Burrow's endpoints are api_burrow.register's,
+    which builds on this module). Its authentication (dashboard.app.add_basic_auth, a before_request
+    hook of the server) covers them as any route."""
 
     def view(**_: Any) -> Response:
         if request.method not in ("GET", "HEAD"):
@@ -488,4 +488,3 @@ def register(server: Flask, data: DashboardData) -> None:
 
     for rule in ("/api/v1", "/api/v1/", "/api/v1/<path:_rest>"):
         server.add_url_rule(rule, endpoint=f"groupscope_api:{rule}", view_func=view, methods=ALL_METHODS)
-    api_burrow.register(server, data)

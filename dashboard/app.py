@@ -33,7 +33,7 @@ from flask import Response, request
 
 from collectors.config import Settings, load_settings
 from collectors.endpoints import CHALLENGE, basic_auth_ok
-from dashboard import api, background
+from dashboard import api, api_burrow, background
 from dashboard.components import QUERY_STORE, empty_state, fmt_age
 from dashboard.data import DashboardData, Health, Unavailable
 from dashboard.pages import alerts, fleet, group, topic, topics, whatif
@@ -402,7 +402,8 @@ def create_app(
     alerts.register(app, data)
     topics.register(app, data)
     topic.register(app, data)
-    api.register(app.server, data)  # the JSON API and Burrow's endpoints (docs/api.md)
+    api.register(app.server, data)  # the JSON API (docs/api.md)
+    api_burrow.register(app.server, data)  # and Burrow's endpoints
     auth = settings.basic_auth()  # Settings refuses user without password and the reverse
     if auth is not None:
         add_basic_auth(app, *auth)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from coordinator_model.alert_rules.config import AlertConfigError
+from coordinator_model.errors import AlertConfigError
 
 SPEC_KEYS = frozenset(
     {

@@ -18,6 +18,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator_model.alert_rules.alertmanager_spec import validate_spec
+from coordinator_model.errors import AlertConfigError
+
 # Every rule and its parameters with the defaults that apply out of the box. Times are seconds.
 DEFAULT_RULES: dict[str, dict[str, Any]] = {
     "rebalance_storm": {
@@ -97,10 +100,6 @@ DEFAULT_RULES: dict[str, dict[str, Any]] = {
 }
 
 SEVERITIES = ("info", "warning", "critical")
-
-
-class AlertConfigError(ValueError):
-    """The alert configuration cannot be used; the message names the setting."""
 
 
 class GroupPattern:
@@ -368,8 +367,6 @@ def parse_alert_config(data: dict[str, Any] | None) -> AlertConfig:
         if n.get("type") not in ("webhook", "slack", "email", "alertmanager"):
             raise AlertConfigError(f"notifiers[{i}].type must be webhook, slack, email or alertmanager")
         if n["type"] == "alertmanager":
-            from coordinator_model.alert_rules.alertmanager_spec import validate_spec  # imports this
-
             validate_spec(n, f"notifiers[{i}]")
         if n["type"] in ("webhook", "slack") and not n.get("url"):
             raise AlertConfigError(f"notifiers[{i}] ({n['type']}) needs a url")
