@@ -1,6 +1,10 @@
-"""The fault suite's bench: ONE `groupscope collect` process (its own process group, as a user runs it)
-on the session's Apache Kafka broker, over a small fleet of real groups that keep committing, writing
-to a redis-server of the suite's own (with a password) that the tests flush, restart and fill.
+"""The fault suite's bench: ONE `groupscope collect --all-clusters` process (its own process group, as
+a user runs it) watching two clusters: `default`, the session's Apache Kafka broker, and `own`, a
+broker of the suite's own (collectors/demo/servers, its data kept across restarts) that a test stops
+and kills; over a small fleet of real groups on each that keep committing; writing to a redis-server
+of the suite's own (with a password) that the tests flush, restart and fill. One Spark application
+for both clusters (a query each): the broker faults need no second collector, and a cluster that is
+down is seen not to hold up the other.
 
 - The fleet: FLEET groups that commit every partition of a topic a few times a second through
   AlterConsumerGroupOffsets (real commits, written by the broker's group coordinator: Kafka refuses
@@ -42,10 +46,14 @@ from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartiti
 from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import SASL_USERS
 
-from collectors.demo.servers.processes import RedisServer
+from collectors.demo.servers.kafka import KafkaBroker
+from collectors.demo.servers.processes import RedisServer, _die_with_parent
+from collectors.storage.clusters import cluster_prefix
 from collectors.storage.redis_store import RedisStore
 
-FLEET = 12  # groups that commit by AlterConsumerGroupOffsets
+FLEET = 12  # groups that commit by AlterConsumerGroupOffsets, on the session's broker
+OWN_FLEET = 4  # the same, on the suite's own broker
+OWN = "own"  # that broker's cluster name
 PARTITIONS = 4
 ADMIN_POLL_S = 1.0  # the collector's Admin poll interval (GROUPSCOPE_ADMIN_POLL_INTERVAL_S)
 SESSION_MS = 4000  # the probed members' session timeout
@@ -89,15 +97,16 @@ class Collector:
     """`groupscope collect` in its own process group, settings from the environment, its output
     appended to `log`."""
 
-    def __init__(self, env: dict[str, str], checkpoint: str, log: Path) -> None:
+    def __init__(self, env: dict[str, str], log: Path) -> None:
         exe = Path(sys.executable).with_name("groupscope")
         self.out = log.open("ab")
         self.proc = subprocess.Popen(
-            [str(exe), "collect", "--checkpoint", checkpoint, "--no-progress", "--master", "local[2]"],
+            [str(exe), "collect", "--all-clusters", "--no-progress", "--master", "local[2]"],
             env=env,
             stdout=self.out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            preexec_fn=_die_with_parent,  # a test run that dies (a crash) leaves no collector behind
         )
 
     @property
@@ -164,10 +173,11 @@ class Committer:
                     self.commit_all(admin, self.offset + 1)
                     self.offset += 1
                     self.rounds += 1
-                except Exception:  # the broker down or restarting: the same round again
+                except Exception:  # the broker restarting: the same round again, with a new client
+                    # (one that met the broker down kept failing its group requests after it was back)
                     self.failures += 1
                     admin = self._admin()
-            self._stop.wait(0.3 if self.failures == 0 else 0.5)
+            self._stop.wait(0.3)
 
     def start(self) -> Committer:
         self._thread.start()
@@ -263,6 +273,10 @@ class Bench:
         self.live_group = f"faults-{u}-live"
         self.groups = [*self.fleet, self.live_group]
         self.admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        self.own_topic = f"own-faults-{u}"
+        self.own_fleet = [f"own-faults-{u}-{i}" for i in range(OWN_FLEET)]
+        self.own_broker: KafkaBroker | None = None
+        self.own_committer: Committer | None = None
         self.log = tmp / "collector.log"
         self.outputs: dict[str, str] = {}  # every CLI output the suite captured, for the secret scan
         self.members: list[Member] = []
@@ -270,7 +284,7 @@ class Bench:
         self.redis: PasswordRedis | None = None
         self.collector: Collector | None = None
         self.committer: Committer | None = None
-        self.checkpoint = tempfile.mkdtemp(prefix="gs-faults-ck-", dir=tmp)
+        self.checkpoint = tempfile.mkdtemp(prefix="gs-faults-ck-", dir=tmp)  # collect@CLUSTER in it
 
     # -- setup -----------------------------------------------------------------------------------
     def start(self) -> Bench:
@@ -286,11 +300,31 @@ class Bench:
         self.committer = Committer(self.bootstrap, self.topic, self.fleet, 10)
         self.committer.commit_all(self.admin, 10)
         self.add_member("c1")
+        # fewer offsets-topic partitions than Kafka's 50: each start loads them all before it answers
+        workdir = self.tmp / "own-broker"
+        workdir.mkdir()
+        self.own_broker = KafkaBroker(
+            workdir=workdir, heap="512m", config={"offsets.topic.num.partitions": "5"}
+        ).start()
+        own_admin = AdminClient({"bootstrap.servers": self.own_broker.bootstrap_servers})
+        own_admin.create_topics([NewTopic(self.own_topic, PARTITIONS, 1)])[self.own_topic].result(15)
+        self.own_committer = Committer(self.own_broker.bootstrap_servers, self.own_topic, self.own_fleet, 0)
+        self.own_committer.commit_all(own_admin, 0)
         self.redis = PasswordRedis().start()
-        self.store = RedisStore.from_url(self.redis.url)
-        self.collector = Collector(self.env(), self.checkpoint, self.log)
+        self.collector = Collector(self.env(), self.log)
         self.committer.start()
+        self.own_committer.start()
         return self
+
+    @property
+    def store(self) -> RedisStore:
+        assert self.redis is not None
+        return RedisStore.from_url(self.redis.url)
+
+    @property
+    def own_store(self) -> RedisStore:
+        assert self.redis is not None
+        return RedisStore.from_url(self.redis.url, prefix=cluster_prefix(OWN))
 
     def env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -307,6 +341,10 @@ class Bench:
             GROUPSCOPE_REDIS_URL=self.redis.url if self.redis else "",
             GROUPSCOPE_HEARTBEAT_TOPIC=self.hb_topic,
             GROUPSCOPE_BROKER_LOG_TOPIC=self.log_topic,
+            GROUPSCOPE_CLUSTERS__OWN__BOOTSTRAP_SERVERS=self.own_broker.bootstrap_servers
+            if self.own_broker
+            else "",
+            GROUPSCOPE_CHECKPOINT_DIR=self.checkpoint,
             GROUPSCOPE_ADMIN_POLL_INTERVAL_S=str(ADMIN_POLL_S),
             GROUPSCOPE_TRIGGER_INTERVAL_S="0.5",
             GROUPSCOPE_PROGRESS_LOG=str(self.tmp / "progress.jsonl"),  # each micro-batch, to diagnose
@@ -324,11 +362,24 @@ class Bench:
         stable_with(self.admin, self.live_group, n)
 
     # -- the check after each fault ----------------------------------------------------------------
-    def disagreement(self) -> str | None:
-        """Why Redis does not agree with the broker now, or None."""
+    def own_disagreement(self) -> str | None:
+        """Why Redis does not agree with the suite's own broker now, or None."""
+        assert self.own_broker is not None
+        admin = AdminClient({"bootstrap.servers": self.own_broker.bootstrap_servers})
+        broker, shown = broker_offsets(admin, self.own_fleet), shown_offsets(self.own_store, self.own_fleet)
+        wrong = {g: (broker[g], shown[g]) for g in self.own_fleet if broker[g] != shown[g]}
+        if wrong:
+            return f"cluster {OWN}: offsets differ (broker, Redis): {dict(list(wrong.items())[:2])}"
+        return windows_once(self.own_store, self.own_fleet)
+
+    def disagreement(self, own: bool = True) -> str | None:
+        """Why Redis does not agree with the brokers now (the session's; the suite's own too unless
+        `own` is False), or None."""
         assert self.collector is not None
         if not self.collector.running:
             return f"the collector exited with status {self.collector.proc.returncode}"
+        if own and (why := self.own_disagreement()):
+            return why
         broker = broker_offsets(self.admin, self.groups)
         shown = shown_offsets(self.store, self.groups)
         wrong = {g: (broker[g], shown[g]) for g in self.groups if broker[g] != shown[g]}
@@ -356,12 +407,16 @@ class Bench:
             return f"groups the broker does not know: {[e[:60] for e in extra]}"
         return None
 
-    def agrees(self, timeout_s: float, what: str) -> float:
-        """Wait (the fleet held still) until Redis agrees with the broker; seconds it took."""
-        assert self.committer is not None
+    def agrees(self, timeout_s: float, what: str, own: bool = True) -> float:
+        """Wait (the fleets held still) until Redis agrees with the brokers (the suite's own too
+        unless `own` is False: it is down); seconds it took."""
+        assert self.committer is not None and self.own_committer is not None
         t0 = time.monotonic()
-        with self.committer.paused():
-            wait_until(lambda: self.disagreement() or True, timeout_s, what)
+        with contextlib.ExitStack() as held:
+            held.enter_context(self.committer.paused())
+            if own:
+                held.enter_context(self.own_committer.paused())
+            wait_until(lambda: self.disagreement(own) or True, timeout_s, what)
         return time.monotonic() - t0
 
     # -- outputs ----------------------------------------------------------------------------------
@@ -374,8 +429,9 @@ class Bench:
         return proc
 
     def stop(self) -> None:
-        if self.committer is not None:
-            self.committer.stop()
+        for c in (self.committer, self.own_committer):
+            if c is not None:
+                c.stop()
         if self.collector is not None and self.collector.running:
             self.collector.stop()
         for m in self.members:
@@ -384,6 +440,8 @@ class Bench:
                 m.proc.wait(10)
         if self.redis is not None:
             self.redis.stop()
+        if self.own_broker is not None:
+            self.own_broker.stop()
 
 
 @pytest.fixture(scope="package")
