@@ -29,6 +29,7 @@ from collectors.storage.redis_store import RedisStore
 
 from .conftest import (
     ADMIN_POLL_S,
+    OWN,
     REDIS_PASSWORD,
     USER,
     Bench,
@@ -143,6 +144,8 @@ def test_hostile_records_on_every_source_topic_are_counted_dead_letters(bench: B
 
     wait_until(all_dead, 150, "every hostile record a dead letter")
     assert len(expected_dead) == 12
+    counted = [d["position"] for d in bench.store.dead_letters(10_000)]
+    assert all(counted.count(p) == 1 for p in expected_dead), "a dead letter counted twice"
     bench.timings["hostile"] = bench.agrees(90, "Redis as the broker has it, after the hostile records")
     # a dead letter keeps a bounded prefix of its record, not 600 KB
     big = [d for d in bench.store.dead_letters(10_000) if d.get("value_bytes", 0) > 500_000]
@@ -209,6 +212,11 @@ def test_a_full_redis_is_an_outage_and_nothing_is_lost_once_there_is_room(bench:
     time.sleep(2)
     assert bench.collector is not None and bench.collector.running
     full_out = bench.cli("groups while Redis is full", "groups")
+    from dashboard.data import DashboardData
+
+    assert bench.redis is not None
+    health = DashboardData(bench.redis.url).healths("default")[0]
+    assert health.reachable and health.redis_full, health  # what the pages' banner says
     said = bench.log.read_bytes()[log_before:].decode(errors="replace")
     assert "Redis is full (maxmemory)" in said, said[-3000:]
     stale = shown_offsets(bench.store, bench.fleet[:1])[bench.fleet[0]]
@@ -285,6 +293,12 @@ def test_the_brokers_stop_and_kill_the_collector_waits_and_shows_every_commit(be
             own.proc.wait(10)
         t0 = time.monotonic()
         bench.agrees(60, f"the session's cluster as its broker has it, the other broker {how}", own=False)
+
+        def shown_down() -> Any:
+            st = bench.own_store.freshness()["sources"].get("admin") or {}
+            return True if st.get("ok") is False else st
+
+        wait_until(shown_down, 30, f"the {OWN} cluster's admin source down, its broker {how}")
         time.sleep(max(0.0, 3 - (time.monotonic() - t0)))  # the collector meets a dead broker a while
         assert bench.collector is not None and bench.collector.running, f"the collector exited ({how})"
         own.start()
