@@ -498,3 +498,25 @@ def test_the_probe_counts_events_not_delivered_by_reason() -> None:
     counters = emitter.counts.snapshot()
     assert counters.undeliverable_reasons == (("_MSG_TIMED_OUT", 2),)
     assert counters.dropped == 2 and counters.errors == 0
+
+
+def test_no_admin_request_goes_out_while_no_bootstrap_server_accepts_a_connection() -> None:
+    """After a failed poll the Admin poller asks nothing of librdkafka until a bootstrap server
+    accepts a TCP connection (confluentinc/librdkafka#4605: an Admin client that keeps asking a
+    broker that went away can abort the process), and says why it waits."""
+    import socket
+
+    from collectors.demo.servers.processes import free_port
+    from collectors.pipeline.admin_poller import bootstrap_unreachable
+
+    closed = free_port()
+    why = bootstrap_unreachable({"bootstrap.servers": f"127.0.0.1:{closed}"}, timeout_s=1)
+    assert why is not None and f"127.0.0.1:{closed}" in why
+    with socket.socket() as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen()
+        port = listening.getsockname()[1]
+        # one server of the list answering is enough
+        servers = f"127.0.0.1:{closed}, 127.0.0.1:{port}"
+        assert bootstrap_unreachable({"bootstrap.servers": servers}, timeout_s=1) is None
+    assert "none configured" in (bootstrap_unreachable({}) or "")

@@ -149,6 +149,24 @@ def _bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
     return phase
 
 
+def bootstrap_unreachable(conf: Any, timeout_s: float = 2.0) -> str | None:
+    """None when a TCP connection to one of the bootstrap servers opens (not a Kafka request: no
+    librdkafka client is involved), else why none does."""
+    import socket
+
+    servers = [s.strip() for s in str(conf.get("bootstrap.servers", "")).split(",") if s.strip()]
+    tried = []
+    for server in servers:
+        host, _, port = server.rpartition(":")
+        host = host.strip("[]")  # an IPv6 address in brackets
+        try:
+            with socket.create_connection((host, int(port)), timeout=timeout_s):
+                return None
+        except (OSError, ValueError) as e:
+            tried.append(f"{server}: {e}")
+    return "no bootstrap server accepts a connection (" + "; ".join(tried or ["none configured"]) + ")"
+
+
 class AdminPoller(Loop):
     def __init__(
         self,
@@ -243,9 +261,21 @@ class AdminPoller(Loop):
         watch = ErrorWatch()
         admin = AdminClient(client_config(self.cfg.kafka, watch))
         delay = self.cfg.admin_poll_interval_s
+        failing = False
         while not self._stop_evt.is_set():
             t0 = time.monotonic()
             try:
+                if failing:
+                    # librdkafka can abort the whole process (an assertion on its admin requests'
+                    # timed-out responses, confluentinc/librdkafka#4605) when an Admin client keeps
+                    # asking a broker that went away: while the last poll failed, no request goes
+                    # out before a bootstrap server accepts a connection, and it goes out on a new
+                    # client (the old one, its requests timed out, is dropped)
+                    unreachable = bootstrap_unreachable(self.cfg.kafka)
+                    if unreachable is not None:
+                        raise ConnectionError(unreachable)
+                    admin = AdminClient(client_config(self.cfg.kafka, watch))
+                    failing = False
                 admin.poll(0)  # serve its log lines and error callbacks (they queue until polled)
                 producer = self._fit_producer(watch)
                 n = self.poll_once(admin, producer)
@@ -257,6 +287,7 @@ class AdminPoller(Loop):
                     self.store.set_source_status("admin", not failed, detail[:600], _now_ms())
             except Exception as e:
                 self.failures += 1
+                failing = True
                 delay = min(max(delay, 1.0) * 2, 60.0)  # backoff while the broker is unreachable
                 with contextlib.suppress(Exception):
                     admin.poll(0)  # serve the error callback before saying why
