@@ -229,6 +229,26 @@ def shown_offsets(store: RedisStore, groups: list[str]) -> dict[str, dict[tuple[
     return out
 
 
+def lag_wrong(admin: AdminClient, store: RedisStore, groups: list[str], topic: str) -> str | None:
+    """Why some group's lag on `topic` is not the broker's (ListOffsets' log end minus the committed
+    offset, with the log end Redis shows equal to the broker's), or None."""
+    from confluent_kafka.admin import OffsetSpec
+
+    futs = admin.list_offsets(
+        {TopicPartition(topic, p): OffsetSpec.latest() for p in range(PARTITIONS)}, request_timeout=10
+    )
+    end = {tp.partition: f.result(15).offset for tp, f in futs.items()}
+    for g in groups:
+        doc = store.get_document(g)
+        rows = {p.partition: p for p in (doc.lag.partitions if doc is not None else ()) if p.topic == topic}
+        for p, e in end.items():
+            r = rows.get(p)
+            if r is None or r.end_offset != e or r.committed is None or r.lag != e - r.committed:
+                shown = None if r is None else (r.committed, r.end_offset, r.lag)
+                return f"{g} {topic}-{p}: (committed, log end, lag) {shown}, the broker's log end {e}"
+    return None
+
+
 def described(admin: AdminClient, group: str) -> tuple[str, dict[str, list[list[Any]]]]:
     from test_pipeline_live import described as of_broker
 
@@ -400,6 +420,8 @@ class Bench:
         if {m.member_id for m in doc.members} != set(members):
             return f"members {[m.member_id[:40] for m in doc.members]}, the broker has {list(members)}"
         if why := windows_once(self.store, self.fleet):
+            return why
+        if why := lag_wrong(self.admin, self.store, self.fleet, self.topic):
             return why
         _, rows_u = self.store.list_groups(name_contains=f"faults-{self.u}", limit=1000)
         extra = sorted({r["name"] for r in rows_u} - set(self.groups))

@@ -2,9 +2,12 @@
 broker and a killed collector, one after another under ONE running `groupscope collect --all-clusters`
 (conftest.py's bench: the session's broker and one of the suite's own, a redis-server of the suite's
 own, fleets that keep committing). After each fault `Bench.agrees` holds Redis to the brokers: the
-collector still runs, every group's committed offsets are the broker's, each generation the
-coordinator wrote is a row once, no commit slot is doubled and no group the broker does not know
-appeared.
+collector still runs, every group's committed offsets are the broker's, its lag is ListOffsets'
+log end minus that offset (the fleet lags: each round produces before it commits), each generation
+the coordinator wrote is a row once, no commit slot is doubled and no group the broker does not know
+appeared. The collector SIGKILLed mid-batch (commits applied to Redis before Spark commits the
+batch, read again on restart) is one of these faults; it was a test of its own before
+(test_collector_killed.py), which started a collector of its own for it.
 
 The tests run in file order and each leaves the bench as it found it (Redis up and roomy, no DENY
 ACL, both brokers and the collector running). Only the suite's own broker is stopped and killed: the
