@@ -238,6 +238,17 @@ def dash_callback(
 GROUP_OUTPUTS = list(group_page.VIEW_OUTPUTS)
 
 
+# what the what-if page's start from its URL sets: the group's current assignment, the members to
+# remove and to change, the assignors chosen, and whether to compare at once
+WHATIF_INIT = [
+    ("wi-current", "children"),
+    ("wi-remove_members", "options"),
+    ("wi-sub_member", "options"),
+    ("wi-assignors", "value"),
+    ("wi-autorun", "data"),
+]
+
+
 def test_the_same_group_name_in_two_clusters_is_two_groups(redis_client, redis_server, k848) -> None:
     docs = _two_clusters(redis_client, k848)
     app = create_app(Settings(redis_url=redis_server.url), background_mode="celery")
@@ -283,13 +294,7 @@ def test_the_same_group_name_in_two_clusters_is_two_groups(redis_client, redis_s
     for cluster, doc in docs.items():
         init = dash_callback(
             app,
-            [
-                ("wi-current", "children"),
-                ("wi-remove_members", "options"),
-                ("wi-sub_member", "options"),
-                ("wi-assignors", "value"),
-                ("wi-autorun", "data"),
-            ],
+            WHATIF_INIT,
             [("url", "pathname", whatif_url("orders", cluster))],
             [("wi-url", "data", {"assignors": None, "members": [], "run": False})],
         )
@@ -299,13 +304,7 @@ def test_the_same_group_name_in_two_clusters_is_two_groups(redis_client, redis_s
     # is not the group's), and the comparison run at once
     init = dash_callback(
         app,
-        [
-            ("wi-current", "children"),
-            ("wi-remove_members", "options"),
-            ("wi-sub_member", "options"),
-            ("wi-assignors", "value"),
-            ("wi-autorun", "data"),
-        ],
+        WHATIF_INIT,
         [("url", "pathname", whatif_url("orders", "prod"))],
         [("wi-url", "data", {"assignors": ["sticky"], "members": ["nobody"], "run": True})],
     )

@@ -39,7 +39,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from confluent_kafka import ConsumerGroupTopicPartitions, Producer, TopicPartition
@@ -50,6 +50,9 @@ from collectors.demo.servers.kafka import KafkaBroker
 from collectors.demo.servers.processes import RedisServer, _die_with_parent
 from collectors.storage.clusters import cluster_prefix
 from collectors.storage.redis_store import RedisStore
+
+if TYPE_CHECKING:
+    from test_pipeline_live import Member
 
 FLEET = 12  # groups that commit by AlterConsumerGroupOffsets, on the session's broker
 OWN_FLEET = 4  # the same, on the suite's own broker
@@ -191,24 +194,6 @@ class Committer:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(30)
-
-
-class Member:
-    """One classic member in its own OS process (the demo's probed consumer): `close()` leaves the
-    group (LeaveGroup)."""
-
-    def __init__(self, bootstrap: str, group: str, topic: str, client_id: str, hb_topic: str, logs: Path):
-        argv = [sys.executable, "-m", "collectors.demo.worker", "consumer", "--bootstrap-servers", bootstrap]
-        argv += ["--group", group, "--topic", topic, "--client-id", client_id, "--heartbeat-topic", hb_topic]
-        argv += ["--session-timeout-ms", str(SESSION_MS), "--heartbeat-interval-ms", "500"]
-        self.log = logs / f"{client_id}.log"
-        with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-
-    def close(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            self.proc.wait(30)
 
 
 def broker_offsets(admin: AdminClient, groups: list[str]) -> dict[str, dict[tuple[str, int], int]]:
@@ -372,6 +357,10 @@ class Bench:
         return env
 
     def add_member(self, client_id: str) -> Member:
+        # one classic member in its own OS process (the demo's probed consumer), as the live pipeline's
+        # tests run them: `close()` leaves the group (LeaveGroup)
+        from test_pipeline_live import Member
+
         m = Member(self.bootstrap, self.live_group, self.live_topic, client_id, self.hb_topic, self.tmp)
         self.members.append(m)
         return m
