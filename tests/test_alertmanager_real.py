@@ -23,7 +23,8 @@ from test_alert_docs import MIN, part, steady_doc
 
 from collectors.alerts import tasks
 from collectors.alerts.alertmanager import AlertmanagerNotifier
-from collectors.alerts.notify import NotifyError, build_notifier, make_event, send_with_retry
+from collectors.alerts.notifiers import build_notifier
+from collectors.alerts.notify import NotifyError, make_event, send_with_retry
 from collectors.alerts.store import AlertStore
 from collectors.config import ConfigError
 from collectors.demo.servers.processes import free_port

@@ -16,7 +16,8 @@ from test_notif_servers import HookServer, SMTPServer
 from collectors.alerts import tasks
 from collectors.alerts.clusters import cluster_names
 from collectors.alerts.evaluate import ClusterEvaluator, Evaluator
-from collectors.alerts.notify import ThreadDispatcher, build_notifier, make_event
+from collectors.alerts.notifiers import build_notifier
+from collectors.alerts.notify import ThreadDispatcher, make_event
 from collectors.alerts.store import Alert, AlertStore
 from collectors.cli.main import cli
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix

@@ -12,12 +12,12 @@ from click.testing import CliRunner
 from test_alert_docs import T0, S, storm_doc
 from test_notif_servers import HookServer, SMTPServer, closed_port, three_channels, wait_for
 
+from collectors.alerts.notifiers import build_notifier
 from collectors.alerts.notify import (
     NotifyError,
     ThreadDispatcher,
     WebhookNotifier,
     backoff_delay,
-    build_notifier,
     send_with_retry,
 )
 from collectors.cli.main import cli

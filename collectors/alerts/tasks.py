@@ -19,7 +19,8 @@ from typing import Any
 from celery import Celery
 
 from collectors.alerts.evaluate import ClusterEvaluator
-from collectors.alerts.notify import Notifier, NotifyError, backoff_delay, build_notifier, make_event
+from collectors.alerts.notifiers import build_notifier
+from collectors.alerts.notify import Notifier, NotifyError, backoff_delay, make_event
 from collectors.redis_tls import celery_tls_conf
 from coordinator_model.alert_rules import AlertConfig
 

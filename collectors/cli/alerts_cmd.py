@@ -75,7 +75,8 @@ def evaluate(
 
     from collectors.alerts.config import load_alert_config
     from collectors.alerts.evaluate import ClusterEvaluator
-    from collectors.alerts.notify import ThreadDispatcher, build_notifier, make_event
+    from collectors.alerts.notifiers import build_notifier
+    from collectors.alerts.notify import ThreadDispatcher, make_event
     from collectors.storage.clusters import cluster_prefix
 
     settings = settings_from(redis_url=redis_url)
