@@ -154,16 +154,19 @@ def bootstrap_unreachable(conf: Any, timeout_s: float = 2.0) -> str | None:
     librdkafka client is involved), else why none does."""
     import socket
 
-    servers = [s.strip() for s in str(conf.get("bootstrap.servers", "")).split(",") if s.strip()]
+    from collectors.kafka_protocol.connection import ConfigError, parse_servers
+
+    try:
+        servers = parse_servers(conf.get("bootstrap.servers", ""))
+    except (ConfigError, ValueError):
+        servers = []
     tried = []
-    for server in servers:
-        host, _, port = server.rpartition(":")
-        host = host.strip("[]")  # an IPv6 address in brackets
+    for host, port in servers:
         try:
-            with socket.create_connection((host, int(port)), timeout=timeout_s):
+            with socket.create_connection((host, port), timeout=timeout_s):
                 return None
-        except (OSError, ValueError) as e:
-            tried.append(f"{server}: {e}")
+        except OSError as e:
+            tried.append(f"{host}:{port}: {e}")
     return "no bootstrap server accepts a connection (" + "; ".join(tried or ["none configured"]) + ")"
 
 

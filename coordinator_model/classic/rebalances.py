@@ -282,6 +282,13 @@ class ClassicRebalances:
             g.joined.append(mid)
         return g
 
+    def _keep_newest(self) -> None:
+        """The newest MAX_GENERATIONS generations, the older dropped."""
+        if len(self.generations) <= MAX_GENERATIONS:
+            return  # (every generation closes here: no sort of them each time)
+        for old in sorted(self.generations)[: max(0, len(self.generations) - MAX_GENERATIONS)]:
+            del self.generations[old]
+
     def close_generation(self, gen: int, ts: int, inferred: bool) -> Generation:
         """Generation `gen` exists from now on: attach the open rebalance to it."""
         g = self.generations.get(gen)
@@ -291,8 +298,7 @@ class ClassicRebalances:
                 g = Generation(generation=gen, start=ts, inferred={"start", "cause"})
             g.generation = gen
             self.generations[gen] = g
-            if len(self.generations) > MAX_GENERATIONS:
-                del self.generations[min(self.generations)]
+            self._keep_newest()
             # the previous generation ends where this rebalance began
             prev = [k for k in self.generations if k < gen]
             if prev:
@@ -316,8 +322,7 @@ class ClassicRebalances:
                             end=g.start,
                             inferred={"start", "cause", "members", "assignment"},
                         )
-                for old in sorted(self.generations)[: max(0, len(self.generations) - MAX_GENERATIONS)]:
-                    del self.generations[old]
+                self._keep_newest()
             self.generation = gen
         if inferred:
             self.generation_inferred = True

@@ -150,12 +150,13 @@ def evaluate_partition(window: PartitionWindow, current_lag: int | None, now_ms:
     if not samples or current_lag is None:
         return "OK"
     n = len(samples)
+    first, last = samples[0].ts, samples[-1].ts
+    stop = n > 1 and now_ms - last > last - first
     if current_lag > 1:
         # the current lag counts whatever the log did: the cheap answers (STOP, one sample) come
         # before any walk of the window (a lagging fleet's refresh evaluates every partition of
         # every group, and most of a quiet one's partitions are STOP)
-        last = samples[-1].ts
-        if n > 1 and now_ms - last > last - samples[0].ts:
+        if stop:
             return "STOP"
         if n < 2:
             return "OK"
@@ -166,8 +167,7 @@ def evaluate_partition(window: PartitionWindow, current_lag: int | None, now_ms:
     current = 0 if (current_lag <= 1 and idle) else current_lag
     if current == 0:
         return "OK"
-    first, last = samples[0].ts, samples[-1].ts
-    if n > 1 and now_ms - last > last - first:
+    if stop:
         return "STOP"
     lags = [_effective_lag(s, idle) for s in samples] if low else [s.lag for s in samples]
     if n < 2 or any(v is None for v in lags):
