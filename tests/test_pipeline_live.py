@@ -1,5 +1,6 @@
-"""The live pipeline against real Apache Kafka (the harness's `kafka_broker`, or a broker of the test's
-own) and a redis-server of its own (so the test can restart it).
+"""The live pipeline against real Apache Kafka (the harness's `kafka_broker`) and a redis-server of its
+own (so the test can restart it). A broker that goes away under the collector is the fault suite's
+(tests/faults/: its own broker, stopped and killed).
 
 Every `__consumer_offsets` record here is the coordinator's own: Kafka refuses a produce to that topic,
 so groups are made the way they are in production, with AdminClient.alter_consumer_group_offsets and
@@ -15,7 +16,6 @@ Groups and topics are named per test, so the tests share the one broker with the
 from __future__ import annotations
 
 import base64
-import os
 import signal
 import subprocess
 import sys
@@ -30,7 +30,6 @@ import pytest
 from confluent_kafka import Consumer, ConsumerGroupTopicPartitions, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic, OffsetSpec
 
-from collectors.demo.servers.kafka import KafkaBroker
 from collectors.demo.servers.processes import RedisServer
 from collectors.pipeline.job import PipelineConfig, run_pipeline
 from collectors.pipeline.route import decode_one
@@ -510,62 +509,3 @@ def test_malformed_record_is_counted_and_set_aside(spark, kafka_broker, own_redi
 
 def b64(b: bytes | None) -> str | None:
     return base64.b64encode(b).decode() if b is not None else None
-
-
-def test_broker_unreachable_retries_and_freshness_shows_it(spark, own_redis, tmp_path):
-    """The test's own broker dies under a running collector: the sources say the Admin API is down,
-    the collector keeps running and says it is alive, the group keeps its last refresh time. A broker
-    started again on the same port and data is picked up again: a commit made then reaches Redis."""
-    workdir = tmp_path / "kafka"
-    workdir.mkdir()
-    broker = KafkaBroker(workdir=workdir).start()
-    again: KafkaBroker | None = None
-    try:
-        bootstrap = broker.bootstrap_servers
-        u = uid()
-        data, group = f"data-{u}", f"fresh-{u}"
-        create_topics(bootstrap, {data: 1})
-        produce(bootstrap, data, per_partition=10, partitions=1)
-        commit(AdminClient({"bootstrap.servers": bootstrap}), group, {(data, 0): 5})
-        store = RedisStore.from_url(own_redis.url)
-        cfg = live_cfg(own_redis.url, bootstrap, str(tmp_path / "ckpt"), u, metadata_timeout_s=2.0)
-
-        def offsets() -> list[tuple[str, int, int]]:
-            doc = store.get_group(group) or {"offsets": []}
-            return [(o["topic"], o["partition"], o["offset"]) for o in doc["offsets"]]
-
-        with Running(cfg, spark) as run:
-            wait_until(lambda: offsets() == [(data, 0, 5)], 240, "the group's commit")
-            wait_until(lambda: store.freshness()["sources"].get("admin", {}).get("ok"), 60, "admin up")
-            # SIGKILL, as a crash or a cut cable leaves it: nothing answers any more. (A graceful stop
-            # first answers group requests with NOT_COORDINATOR while it unloads the coordinator, and
-            # librdkafka 2.16 crashes the process on that answer to ListConsumerGroupOffsets:
-            # confluentinc/librdkafka#5040. Unreachable is this test's subject, not that.)
-            os.killpg(broker.proc.pid, signal.SIGKILL)
-            broker.proc.wait(10)
-            wait_until(
-                lambda: store.freshness()["sources"].get("admin", {}).get("ok") is False,
-                120,
-                "admin source down",
-            )
-            f0 = store.freshness([group])
-            time.sleep(3)
-            f = store.freshness([group])
-            assert f["collector"]["ts"] > f0["collector"]["ts"]  # the collector is alive and says so
-            refreshed = f0["groups"][group]
-            assert f["groups"][group] == refreshed  # the group's data is as old as it is
-            assert "unreachable" in f["sources"]["admin"]["detail"]
-            assert run.thread.is_alive() and run.error is None  # retrying or waiting, not dead
-
-            # The same broker (port, data) comes back: the collector reads on from where it was.
-            again = KafkaBroker(port=broker.port, controller_port=broker.controller_port, workdir=workdir)
-            again.start()
-            commit(AdminClient({"bootstrap.servers": bootstrap}), group, {(data, 0): 8})
-            wait_until(lambda: offsets() == [(data, 0, 8)], 240, "a commit after the broker came back")
-            wait_until(lambda: store.freshness()["sources"]["admin"]["ok"], 120, "admin up again")
-            assert store.freshness([group])["groups"][group] > refreshed
-            assert run.query.isActive  # the query runs (again, if a read task gave up on the broker)
-    finally:
-        broker.stop()
-        if again is not None:
-            again.stop()

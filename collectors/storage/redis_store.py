@@ -44,6 +44,7 @@ log = logging.getLogger(__name__)
 SCHEMA_VERSION = "1"
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 HOUR_MS = 3600 * 1000
+FULL_HEADROOM_BYTES = 1024 * 1024  # memory_full: this close to maxmemory is full
 # A lag point keeps its partitions and members this long, then its totals only (trim): per partition a
 # 100-partition group's point is about 6 KB, its totals under 100 bytes (docs/redis-schema.md).
 LAG_DETAIL_MS = 3 * HOUR_MS
@@ -959,7 +960,10 @@ class RedisStore:
             return None
         limit, used = int(info.get("maxmemory") or 0), int(info.get("used_memory") or 0)
         policy = str(info.get("maxmemory_policy") or "")
-        if not limit or used < limit * 0.98 or policy.startswith("allkeys-"):
+        # used memory swings by the clients' buffers (a refused write's query buffer is counted, then
+        # freed), so "at the limit" has room for them: a batch of documents does not fit in it either
+        headroom = max(limit * 0.02, FULL_HEADROOM_BYTES)
+        if not limit or used < limit - headroom or policy.startswith("allkeys-"):
             return None
         mb = 1024 * 1024
         return f"used {used / mb:,.0f} MB of maxmemory {limit / mb:,.0f} MB (policy {policy})"

@@ -80,6 +80,9 @@ class PasswordRedis(RedisServer):
         return f"redis://:{self.password}@{self.host}:{self.port}/0"
 
 
+_MSG = 12_000  # a failure message's length: what the check saw, whole enough to tell why
+
+
 def wait_until(check: Callable[[], Any], timeout_s: float, what: str, every: float = 0.5) -> Any:
     """check() until it returns True (or a truthy value that is not a report); its last answer is
     the failure's message."""
@@ -93,7 +96,7 @@ def wait_until(check: Callable[[], Any], timeout_s: float, what: str, every: flo
         if last is True:
             return last
         time.sleep(every)
-    raise AssertionError(f"{what}: not reached in {timeout_s:.0f} s; last: {str(last)[:3000]}")
+    raise AssertionError(f"{what}: not reached in {timeout_s:.0f} s; last: {str(last)[:_MSG]}")
 
 
 class Collector:
@@ -230,7 +233,14 @@ def lag_wrong(admin: AdminClient, store: RedisStore, groups: list[str], topic: s
             r = rows.get(p)
             if r is None or r.end_offset != e or r.committed is None or r.lag != e - r.committed:
                 shown = None if r is None else (r.committed, r.end_offset, r.lag)
-                return f"{g} {topic}-{p}: (committed, log end, lag) {shown}, the broker's log end {e}"
+                # what the reader put together, and from what (a failure seen once on a busy machine)
+                seen = {
+                    "offsets": None if doc is None else doc.offsets,
+                    "lag": None if doc is None else doc.lag.partitions,
+                    "fields": store.r.hgetall(store.gk(g, "offsets")),
+                    "head": store.r.get(store.gk(g, "doc")),
+                }
+                return f"{g} {topic}-{p}: (committed, log end, lag) {shown}, the broker's log end {e}; {seen}"
     return None
 
 

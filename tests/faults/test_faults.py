@@ -322,8 +322,16 @@ def _broker_fault(bench: Bench, how: str) -> None:
             return True if st.get("ok") is False else st
 
         wait_until(shown_down, 30, f"the {OWN} cluster's admin source down, its broker {how}")
+        watched = bench.own_fleet[0]
+        f0 = bench.own_store.freshness([watched])
         time.sleep(max(0.0, 3 - (time.monotonic() - t0)))  # the collector meets a dead broker a while
         assert bench.collector is not None and bench.collector.running, f"the collector exited ({how})"
+        f = bench.own_store.freshness([watched])
+        # alive and saying so, while the group's data is as old as it is, and the sources say why
+        assert f["collector"]["ts"] > f0["collector"]["ts"], (f0["collector"], f["collector"])
+        refreshed = f0["groups"][watched]
+        assert refreshed is not None and f["groups"][watched] == refreshed
+        assert "unreachable" in f["sources"]["admin"]["detail"], f["sources"]["admin"]
     finally:
         if not own.running:
             own.start()
@@ -332,6 +340,7 @@ def _broker_fault(bench: Bench, how: str) -> None:
         ).start()
     wait_until(lambda: committer.offset > before + 3 or "no commits yet", 90, "commits again")
     bench.timings[f"broker {how}"] = bench.agrees(180, f"both clusters as their brokers have them, {how}")
+    assert bench.own_store.freshness([watched])["groups"][watched] > refreshed  # refreshed again
 
 
 @pytest.mark.parametrize("how", ["stopped", "killed"])
