@@ -1,4 +1,5 @@
-"""The Admin API poller, on the driver of the live pipeline: it turns what it sees into evidence
+"""The Admin API poller of the live pipeline (in a process of its own, started by the driver:
+admin_process.py, which survives librdkafka's aborts): it turns what it sees into evidence
 records on a Kafka topic, so its output goes through the same checkpointed stream as everything else
 (ordered, replayable). Groups in motion are described more often between polls (admin_hot.py); the
 lines it writes are admin_lines.py's; the topic check at start is topic_check.py, the broker-log
@@ -273,7 +274,8 @@ class AdminPoller(Loop):
                     # timed-out responses, confluentinc/librdkafka#4605) when an Admin client keeps
                     # asking a broker that went away: while the last poll failed, no request goes
                     # out before a bootstrap server accepts a connection, and it goes out on a new
-                    # client (the old one, its requests timed out, is dropped)
+                    # client (the old one, its requests timed out, is dropped). That makes the abort
+                    # rarer; admin_process.py starts the poller's process again when it happens.
                     unreachable = bootstrap_unreachable(self.cfg.kafka)
                     if unreachable is not None:
                         raise ConnectionError(unreachable)

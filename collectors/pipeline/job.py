@@ -378,11 +378,10 @@ def run_pipeline(
     on_started: Any = None,
 ) -> RunResult:
     """Run the pipeline until the replay is done, `duration_s` passes, or `stop_event` is set."""
-    from collectors.pipeline.admin_poller import AdminPoller
+    from collectors.pipeline.admin_process import AdminProcess
     from collectors.pipeline.broker_log_shipper import BrokerLogShipper
     from collectors.pipeline.kafka_source import CLUSTER_GONE
     from collectors.pipeline.lag_refresh import LagRefresher
-    from collectors.pipeline.provisional_heads import ProvisionalHeads
     from collectors.pipeline.topic_check import answers_now, check_topics, wait_until_answers
 
     t0 = time.monotonic()
@@ -397,17 +396,18 @@ def run_pipeline(
         topics, offsets_ok = check_topics(cfg, store)
         if cfg.admin_enabled:
             refill = _lost_while_down(cfg, store)
-            heads = None
             if cfg.provisional_documents:
                 store.forget_pipeline_writes()
-                heads = ProvisionalHeads(
-                    lambda: RedisStore.from_url(
-                        cfg.redis_url, prefix=cfg.prefix, retention_ms=cfg.retention_ms
-                    )
-                )
-                threads.append(heads)
+            # the poller (and the provisional documents it feeds) in a process of its own, started
+            # again if librdkafka aborts it (admin_process.py)
             threads.append(
-                AdminPoller(cfg, store, offsets_readable=bool(offsets_ok), refill=refill, provisional=heads)
+                AdminProcess(
+                    cfg,
+                    store,
+                    offsets_readable=bool(offsets_ok),
+                    refill=refill,
+                    provisional=cfg.provisional_documents,
+                )
             )
         if cfg.broker_log_files and not cfg.broker_log_topic:
             threads.append(BrokerLogShipper(cfg))

@@ -8,12 +8,12 @@ fleet (the row the fleet page sorts by, the lag alerts' summaries, the topic row
 is brought up to date here, each lagging group once every LAG_REFRESH_MS at its own phase of it.
 
 The schedule is a sorted set in Redis (storage/lag_schedule.py) that the model stage feeds. This
-runs in the driver, as a thread beside the Admin poller, and spends at most `cpu_share` of a core:
-when a fleet is too large for every group to be refreshed every LAG_REFRESH_MS within it, a round
-takes longer (the groups longest due first) and the collector says so
-(`{prefix}:collector:lag_refresh`, `behind_s`), rather than slowing the commits behind it. It once
-ran inside the model stage, where a refresh rewrote the bucket's whole state and moved its timeout:
-a quiet lagging fleet of 10,000 groups kept the stateful operator busy with nothing but lag.
+runs in the driver, as a thread, and spends at most `cpu_share` of a core: when a fleet is too large
+for every group to be refreshed every LAG_REFRESH_MS within it, a round takes longer (the groups
+longest due first) and the collector says so (`{prefix}:collector:lag_refresh`, `behind_s`), rather
+than slowing the commits behind it. It once ran inside the model stage, where a refresh rewrote the
+bucket's whole state and moved its timeout: a quiet lagging fleet of 10,000 groups kept the stateful
+operator busy with nothing but lag.
 """
 
 from __future__ import annotations

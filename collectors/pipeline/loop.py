@@ -1,5 +1,6 @@
-"""The collector's background threads (the Admin poller, the broker-log shipper): daemons that run
-until `stop()`, waiting on their stop event so that they end at once."""
+"""The collector's background threads (the keeper of the Admin poller's process, the broker-log
+shipper, the lag refresher): daemons that run until `stop()`, waiting on their stop event so that
+they end at once."""
 
 from __future__ import annotations
 

@@ -290,14 +290,6 @@ def test_the_admin_topics_writes_refused_by_an_acl_are_shown_and_sent_again(benc
     bench.timings["acl"] = bench.agrees(90, "Redis as the broker has it, after the DENY is lifted")
 
 
-# librdkafka 2.16's abort in its admin client (confluentinc/librdkafka#4605, open): an admin request
-# that timed out, answered late ("Dropping outdated ... Local: Timed out"), fails this assertion and
-# takes the whole process down. The collector's Admin poller asks the brokers through librdkafka
-# (list and describe groups, list offsets), so a broker that stays down can kill the collector: seen
-# here on about one run in three. Not fixed in groupscope yet; see the broker test below.
-LIBRDKAFKA_4605 = b"rd_kafka_enq_once_del_source_return"
-
-
 def _broker_fault(bench: Bench, how: str) -> None:
     own, committer = bench.own_broker, bench.own_committer
     assert own is not None and own.proc is not None and committer is not None
@@ -314,7 +306,6 @@ def _broker_fault(bench: Bench, how: str) -> None:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(own.proc.pid, signal.SIGKILL)
             own.proc.wait(10)
-        t0 = time.monotonic()
         bench.agrees(60, f"the session's cluster as its broker has it, the other broker {how}", own=False)
 
         def shown_down() -> Any:
@@ -324,14 +315,17 @@ def _broker_fault(bench: Bench, how: str) -> None:
         wait_until(shown_down, 30, f"the {OWN} cluster's admin source down, its broker {how}")
         watched = bench.own_fleet[0]
         f0 = bench.own_store.freshness([watched])
-        time.sleep(max(0.0, 3 - (time.monotonic() - t0)))  # the collector meets a dead broker a while
+        time.sleep(3)  # the collector meets a dead broker a while (and says it is alive meanwhile)
         assert bench.collector is not None and bench.collector.running, f"the collector exited ({how})"
         f = bench.own_store.freshness([watched])
         # alive and saying so, while the group's data is as old as it is, and the sources say why
         assert f["collector"]["ts"] > f0["collector"]["ts"], (f0["collector"], f["collector"])
         refreshed = f0["groups"][watched]
         assert refreshed is not None and f["groups"][watched] == refreshed
-        assert "unreachable" in f["sources"]["admin"]["detail"], f["sources"]["admin"]
+        # (or that librdkafka aborted the poller's process on the dead broker: started again)
+        said = f["sources"]["admin"]
+        why = said["detail"]
+        assert said["ok"] is False and ("unreachable" in why or "process ended" in why), said
     finally:
         if not own.running:
             own.start()
@@ -349,25 +343,11 @@ def test_the_brokers_stop_and_kill_the_collector_waits_and_shows_every_commit(be
     SIGKILLed, then started again on its data: meanwhile the collector runs on and the session's
     cluster is not held up (a commit made there shows); once it is back, every commit it took shows.
 
-    Where the collector died of librdkafka's abort (LIBRDKAFKA_4605, and that alone), the test says
-    so as an expected failure, after starting the collector again so that the suite goes on with a
-    sound bench: a known fault of the product, not of this test, and any other failure fails."""
-    since = bench.log.stat().st_size
-    try:
-        _broker_fault(bench, how)
-    except AssertionError:
-        assert bench.collector is not None and bench.own_broker is not None
-        if bench.collector.running or LIBRDKAFKA_4605 not in bench.log.read_bytes()[since:]:
-            raise
-        if not bench.own_broker.running:
-            bench.own_broker.start()
-        bench.collector.kill()
-        bench.collector = Collector(bench.env(), bench.log)
-        bench.agrees(240, "both clusters as their brokers have them, the collector started again")
-        pytest.xfail(
-            f"the broker {how}: librdkafka 2.16 aborted the collector (rd_kafka_enq_once_del_source_return, "
-            "confluentinc/librdkafka#4605): its Admin poller's librdkafka calls on a broker that is down"
-        )
+    librdkafka 2.16 can abort a process whose admin client asks a broker that went away
+    (confluentinc/librdkafka#4605): the collector's Admin poller runs in a child process that is
+    started again when that happens (collectors/pipeline/admin_process.py), so the collector runs on
+    whether or not it happened here."""
+    _broker_fault(bench, how)
 
 
 def test_the_collector_sigkilled_mid_batch_and_restarted_loses_and_doubles_nothing(bench: Bench) -> None:

@@ -1,0 +1,82 @@
+"""The Admin poller in a process of its own (collectors/pipeline/admin_process.py), on the harness's
+real broker and Redis: a child that dies as librdkafka's abort kills it (SIGABRT) is said to have
+died, in the log and the "admin" source's status, and another is started that polls on; stopping the
+collector's thread stops its child."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+import uuid
+from typing import Any
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from collectors.pipeline.admin_process import AdminProcess, death_reason
+from collectors.pipeline.job import PipelineConfig
+from collectors.storage.redis_store import RedisStore
+
+
+def wait_until(check: Any, timeout_s: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(0.2)
+    raise AssertionError(f"{what}: not within {timeout_s:.0f} s (last: {last!r})")
+
+
+def test_death_reasons_name_the_signal_and_the_abort() -> None:
+    assert death_reason(-int(signal.SIGABRT)).startswith("SIGABRT: librdkafka aborted it")
+    assert death_reason(-int(signal.SIGKILL)) == "SIGKILL"
+    assert death_reason(3) == "exit status 3"
+
+
+@pytest.mark.servers
+def test_an_aborted_poller_process_is_said_and_started_again(kafka_broker, redis_server, tmp_path, caplog):
+    u = uuid.uuid4().hex[:8]
+    bs = kafka_broker.bootstrap_servers
+    admin_topic = f"admin-proc-{u}"
+    client = AdminClient({"bootstrap.servers": bs})  # held until its answer: a dropped client cancels
+    client.create_topics([NewTopic(admin_topic, 1, 1)])[admin_topic].result(30)
+    cfg = PipelineConfig(
+        redis_url=redis_server.url,
+        checkpoint_dir=str(tmp_path / "ckpt"),
+        cluster=f"proc{u}",  # a Redis prefix of its own
+        kafka={"bootstrap.servers": bs},
+        admin_topic=admin_topic,
+        admin_poll_interval_s=1.0,
+    )
+    store = RedisStore.from_url(redis_server.url, prefix=cfg.prefix)
+
+    def admin_status() -> dict[str, Any]:
+        return store.freshness()["sources"].get("admin") or {}
+
+    ap = AdminProcess(cfg, store, offsets_readable=True)
+    ap.start()
+    try:
+        wait_until(lambda: admin_status().get("ok") is True, 60, "the first child's poll")
+        assert ap.proc is not None
+        first = ap.proc.pid
+        with caplog.at_level(logging.WARNING, logger="groupscope.admin"):
+            os.kill(first, signal.SIGABRT)
+            wait_until(lambda: ap.deaths, 20, "the death seen")
+            assert ap.deaths[0].startswith("SIGABRT"), ap.deaths
+            said = wait_until(lambda: "SIGABRT" in (admin_status().get("detail") or ""), 20, "its status")
+            assert said and admin_status()["ok"] is False
+            assert any("Admin poller's process ended (SIGABRT" in r.getMessage() for r in caplog.records)
+        # another child, which polls: the source is well again (its status written after a poll)
+        wait_until(lambda: ap.proc is not None and ap.proc.pid != first, 20, "a new child")
+        wait_until(lambda: admin_status().get("ok") is True, 60, "the new child's poll")
+        assert ap.starts == 2 and ap.is_alive()
+    finally:
+        ap.stop()
+        ap.join(30)
+    assert not ap.is_alive()
+    assert ap.proc is not None and ap.proc.poll() is not None  # the child went with the thread
+    assert len(ap.deaths) == 1  # a child told to stop is not a death
