@@ -12,7 +12,10 @@ from coordinator_model.document.types import (
     LagDoc,
     MemberDoc,
     PartitionLag,
+    SubtopologyDoc,
+    TasksDoc,
     TimelineSpan,
+    TopologyDoc,
 )
 
 S = 1000
@@ -144,3 +147,34 @@ def capture_doc(scenario: str, offset_ms: int, now_ms: int) -> dict[str, Any]:
     at = min(e.ts for e in cap.evidence) + offset_ms
     [engine] = rebuild(cap.evidence, at_ms=at).values()
     return shifted(engine.document_json(at), now_ms - at)
+
+
+def wordcount_doc(group: str = "wordcount") -> GroupDocument:
+    """A streams group (KIP-1071): a word count's two subtopologies (0 reads `lines` and writes the
+    repartition topic, 1 reads it), two members running tasks 0_0 and 1_0, and 0_1; lag on three
+    partitions, so task 0_0 lags 10 (2.5 s), 0_1 none, 1_0 7 (1 s)."""
+    return GroupDocument(
+        group=group,
+        type="streams",
+        state="Stable",
+        group_epoch=3,
+        assignment_epoch=3,
+        members=[
+            MemberDoc("m1", client_id="app-1", modern=True, tasks=TasksDoc(active=["0_0", "1_0"])),
+            MemberDoc("m2", client_id="app-2", modern=True, tasks=TasksDoc(active=["0_1"])),
+        ],
+        topology=TopologyDoc(
+            3,
+            [
+                SubtopologyDoc("0", source_topics=["lines"], repartition_sink_topics=["words-repartition"]),
+                SubtopologyDoc("1", repartition_source_topics=["words-repartition"]),
+            ],
+        ),
+        lag=LagDoc(
+            partitions=[
+                PartitionLag("lines", 0, 90, True, 100, 10, 2.5, "OK", "m1"),
+                PartitionLag("lines", 1, 100, True, 100, 0, 0.0, "OK", "m2"),
+                PartitionLag("words-repartition", 0, 40, True, 47, 7, 1.0, "OK", "m1"),
+            ]
+        ),
+    )

@@ -21,7 +21,7 @@ from prometheus_client import generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import CollectorRegistry
-from test_alert_docs import MIN, T0, S, mid, part, steady_doc, storm_doc
+from test_alert_docs import MIN, T0, S, mid, part, steady_doc, storm_doc, wordcount_doc
 
 from collectors.alerts.evaluate import Evaluator
 from collectors.alerts.metrics import MetricsSource, make_registry, make_wsgi_app
@@ -48,6 +48,7 @@ from coordinator_model.document.types import (
 from coordinator_model.rebuild import rebuild
 from coordinator_model.statuses import STATUSES as GROUP_STATUSES
 from coordinator_model.statuses import group_statuses
+from coordinator_model.streams.tasks import task_lags
 
 # --- documents, configurations and moments ---------------------------------------------------------
 
@@ -455,7 +456,18 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
             )
             firing = g("groupscope_alert_firing", "1 per firing alert", labels=["group", "rule", "severity"])
             active_rule = g("groupscope_alerts_active", "Firing alerts per rule", labels=["rule"])
+            task_lag = g(
+                "groupscope_streams_task_lag_offsets",
+                "A streams group's lag in messages per active task",
+                labels=["group", "task"],
+            )
+            task_lag_s = g(
+                "groupscope_streams_task_lag_seconds",
+                "A streams group's worst lag in seconds per active task",
+                labels=["group", "task"],
+            )
             out = [groups, by_type, state, members, generation, rebalances, lag, lag_s, tlag, tlag_s]
+            out += [task_lag, task_lag_s]
             per_state: dict[str, int] = {}
             per_type: dict[tuple[str, str], int] = {}
             names = []
@@ -510,6 +522,12 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
                 for topic, (off, sec) in sorted(topics.items()):
                     tlag.add_metric([name, topic], off)
                     tlag_s.add_metric([name, topic], sec)
+                whole = GroupDocument.from_json(json.loads(raw))
+                for t in task_lags(whole) if whole.type == "streams" else ():
+                    if t.lag is not None:
+                        task_lag.add_metric([name, t.task], t.lag)
+                    if t.lag is not None and t.lag_seconds is not None:
+                        task_lag_s.add_metric([name, t.task], t.lag_seconds)
             if per_partition:
                 out += [plag, plag_s]
             per_rule: dict[str, int] = {}
@@ -601,7 +619,8 @@ def _fill_metrics_fleet(redis_client, mixed: bool = True) -> None:
     odd = steady_doc('we"ird\\name\nx', lag=[part('t"q', 0, 40, 2.5, "OK"), part("t\\b", 3, 7, 0.5)])
     lagging = steady_doc("lagging", lag=[part("orders", 0, 5000, 300.0, "STOP"), part("orders", 1, 0, 0.0)])
     storm, end = storm_doc("storm")
-    docs = json.loads(json.dumps([*docs, odd, lagging, storm]))
+    streams = [wordcount_doc(f"wordcount-{i}").to_json() for i in range(3)]  # summarised or not
+    docs = json.loads(json.dumps([*docs, odd, lagging, storm, *streams]))
     RedisStore(redis_client).write_groups(docs[0::3] + docs[1::3], end)
     RedisStore(redis_client, summaries=not mixed).write_groups(docs[2::3], end)
     Evaluator(redis_client, parse_alert_config(None)).run_cycle(now_ms=end)

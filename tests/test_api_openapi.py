@@ -383,41 +383,9 @@ def test_the_declared_query_parameters_are_the_ones_the_api_takes(apps) -> None:
 def test_a_streams_groups_answer_carries_its_lag_per_task(apps, redis_client) -> None:
     """A streams group's answer has its lag per active task, as the group page shows it
     (coordinator_model/streams/tasks.py); any other group's has none. Both match the document."""
-    from coordinator_model.document.types import (
-        GroupDocument,
-        LagDoc,
-        MemberDoc,
-        PartitionLag,
-        SubtopologyDoc,
-        TasksDoc,
-        TopologyDoc,
-    )
+    from test_alert_docs import wordcount_doc
 
-    doc = GroupDocument(
-        group="wordcount",
-        type="streams",
-        state="Stable",
-        group_epoch=3,
-        assignment_epoch=3,
-        members=[
-            MemberDoc("m1", client_id="app-1", modern=True, tasks=TasksDoc(active=["0_0", "1_0"])),
-            MemberDoc("m2", client_id="app-2", modern=True, tasks=TasksDoc(active=["0_1"])),
-        ],
-        topology=TopologyDoc(
-            3,
-            [
-                SubtopologyDoc("0", source_topics=["lines"], repartition_sink_topics=["words-repartition"]),
-                SubtopologyDoc("1", repartition_source_topics=["words-repartition"]),
-            ],
-        ),
-        lag=LagDoc(
-            partitions=[
-                PartitionLag("lines", 0, 90, True, 100, 10, 2.5, "OK", "m1"),
-                PartitionLag("lines", 1, 100, True, 100, 0, 0.0, "OK", "m2"),
-                PartitionLag("words-repartition", 0, 40, True, 47, 7, 1.0, "OK", "m1"),
-            ]
-        ),
-    )
+    doc = wordcount_doc()
     RedisStore(redis_client).write_groups([doc], NOW)
     template = "/api/v1/clusters/{cluster}/groups/{group}"
     resp = apps["open"].get("/api/v1/clusters/default/groups/wordcount")

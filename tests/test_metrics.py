@@ -8,10 +8,10 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from test_alert_docs import T0, S, part, steady_doc, storm_doc
+from test_alert_docs import T0, S, part, steady_doc, storm_doc, wordcount_doc
 
 from collectors.alerts.evaluate import Evaluator
-from collectors.alerts.metrics import make_wsgi_app
+from collectors.alerts.metrics import MetricsSource, make_wsgi_app
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.alert_rules import parse_alert_config
 
@@ -86,6 +86,31 @@ def test_metrics_per_partition_when_enabled(redis_client, redis_server) -> None:
     key = (("group", "m-lagging"), ("partition", "0"), ("topic", "orders"))
     assert m["groupscope_partition_lag_offsets"][key] == 5000
     assert m["groupscope_partition_lag_seconds"][key] == 300.0
+
+
+def test_a_streams_groups_lag_per_task(redis_client, redis_server) -> None:
+    """A streams group's lag per active task (its subtopology's partitions summed, their worst
+    seconds), from the sink's summaries and, the same, from the document; no task series for a group
+    of another kind."""
+    _fill(redis_client)
+    RedisStore(redis_client).write_groups([wordcount_doc()], T0)
+    m = _scrape(make_wsgi_app(redis_server.url))
+    offsets, seconds = m["groupscope_streams_task_lag_offsets"], m["groupscope_streams_task_lag_seconds"]
+    assert offsets == {
+        (("group", "wordcount"), ("task", "0_0")): 10,
+        (("group", "wordcount"), ("task", "0_1")): 0,
+        (("group", "wordcount"), ("task", "1_0")): 7,
+    }
+    assert seconds[(("group", "wordcount"), ("task", "0_0"))] == 2.5 and len(seconds) == 3
+    # every group read from its document: the same lines
+    text = MetricsSource(redis_client, summaries=False).render().decode()
+    assert 'groupscope_streams_task_lag_offsets{cluster="default",group="wordcount",task="1_0"} 7.0' in text
+    assert "m-lagging" not in "".join(line for line in text.splitlines() if "task_lag" in line)
+    # stored for the streams group alone, and gone with it
+    assert redis_client.hkeys("gs:summary:metrics:groupscope_streams_task_lag_offsets") == [b"wordcount"]
+    RedisStore(redis_client).delete_group("wordcount")
+    assert not redis_client.exists("gs:summary:metrics:groupscope_streams_task_lag_offsets")
+    assert "groupscope_streams_task_lag_offsets" not in _scrape(make_wsgi_app(redis_server.url))
 
 
 def test_unreachable_redis_is_reported_not_raised() -> None:

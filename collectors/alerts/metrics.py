@@ -13,6 +13,8 @@ covers every cluster of the Redis, those of its registry and the configured ones
 - groupscope_group_lag_seconds{group}                   worst partition's lag in seconds
 - groupscope_group_topic_lag_offsets{group,topic}       lag per group and topic
 - groupscope_group_topic_lag_seconds{group,topic}       worst lag per group and topic
+- groupscope_streams_task_lag_offsets{group,task}     a streams group's lag per active task
+- groupscope_streams_task_lag_seconds{group,task}     (coordinator_model/streams/tasks.py)
 - groupscope_partition_lag_offsets{group,topic,partition}  only with metrics_per_partition (cardinality)
 - groupscope_partition_lag_seconds{group,topic,partition}  idem
 - groupscope_groups_in_status{status}                   groups in a rebalance storm, flapping, lagging
@@ -78,9 +80,18 @@ from collectors.gc_pause import no_cyclic_gc
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.fleet_statuses import FleetStatuses, read_statuses
 from collectors.storage.redis_store import RedisStore
-from collectors.storage.summaries import GROUP_FAMILIES, esc, metric_lines, metric_values, num
+from collectors.storage.summaries import (
+    GROUP_FAMILIES,
+    TASK_FAMILIES,
+    esc,
+    metric_lines,
+    metric_values,
+    num,
+    task_lines,
+    task_values,
+)
 from coordinator_model.alert_rules import AlertConfig, parse_alert_config
-from coordinator_model.document.types import DocumentError, GroupDocument, PartitionLag
+from coordinator_model.document.types import DocumentError, GroupDocument
 from coordinator_model.statuses import STATUSES
 
 log = logging.getLogger(__name__)
@@ -99,6 +110,8 @@ FAMILIES: dict[str, str] = {
     "groupscope_group_lag_seconds": "Worst partition lag in seconds",
     "groupscope_group_topic_lag_offsets": "Lag in messages per topic",
     "groupscope_group_topic_lag_seconds": "Worst lag in seconds per topic",
+    "groupscope_streams_task_lag_offsets": "A streams group's lag in messages per active task",
+    "groupscope_streams_task_lag_seconds": "A streams group's worst lag in seconds per active task",
     "groupscope_partition_lag_offsets": "Lag in messages",
     "groupscope_partition_lag_seconds": "Lag in seconds",
     "groupscope_groups_in_status": "Groups in a rebalance storm, flapping or lagging (the alert rules)",
@@ -182,7 +195,9 @@ class Scrape:
     """What one scrape read from one cluster's Redis layout, before it is written out."""
 
     # per-group family -> its lines of every group, as stored by the sink (bytes) or made here
-    lines: dict[str, list[bytes]] = field(default_factory=lambda: {f: [] for f in GROUP_FAMILIES})
+    lines: dict[str, list[bytes]] = field(
+        default_factory=lambda: {f: [] for f in (*GROUP_FAMILIES, *TASK_FAMILIES)}
+    )
     partition_lines: dict[str, list[str]] = field(
         default_factory=lambda: {
             "groupscope_partition_lag_offsets": [],
@@ -289,19 +304,30 @@ class MetricsSource:
                 complete = fleet.intersection(*(hash_.keys() for hash_ in stored))
                 for family, hash_ in zip(families, stored, strict=True):
                     scrape.lines[family] = [v for k, v in hash_.items() if k in complete]
+        if families:
+            # streams groups' lag per task: stored for those groups only, taken for the groups whose
+            # other lines were (the others' come with them from their documents, below)
+            pipe = self.r.pipeline(transaction=False)
+            for family in TASK_FAMILIES:
+                pipe.hgetall(data.sk(f"metrics:{family}"))
+            for family, hash_ in zip(TASK_FAMILIES, pipe.execute(), strict=True):
+                scrape.lines[family] = [v for k, v in hash_.items() if v and k in complete]
         missing = [n.decode() for n in names if n not in complete]
         if missing:
             scrape.from_documents = len(missing)
-            for name, values, _ in self._from_documents(data, missing, partitions=False):
+            for name, values, _, tasks in self._from_documents(data, missing, partitions=False):
                 for family, lines in zip(GROUP_FAMILIES, metric_lines(name, values), strict=True):
                     scrape.lines[family].append(lines.encode())
+                if tasks is not None:
+                    for family, lines in zip(TASK_FAMILIES, task_lines(name, tasks), strict=True):
+                        scrape.lines[family].append(lines.encode())
                 # (a group whose fleet row is gone since the listing is counted in its old state)
         if self.per_partition:
             # Per-partition lag is not summarised (it would cost the sink a row of work per partition
             # for an option that is off by default): it comes from the documents.
             offs = scrape.partition_lines["groupscope_partition_lag_offsets"]
             secs = scrape.partition_lines["groupscope_partition_lag_seconds"]
-            for name, _, parts in self._from_documents(data, [n.decode() for n in names], partitions=True):
+            for name, _, parts, _ in self._from_documents(data, [n.decode() for n in names], partitions=True):
                 g = esc(name)
                 for topic, p, p_off, p_sec in parts:
                     label = f'{{{scrape.label},group="{g}",partition="{p}",topic="{esc(topic)}"}}'
@@ -316,9 +342,9 @@ class MetricsSource:
 
     def _from_documents(
         self, data: RedisStore, names: list[str], partitions: bool
-    ) -> Iterator[tuple[str, list[Any], list[list[Any]]]]:
-        """(name, metric values, per-partition rows) of groups from their fleet rows and documents:
-        the same computation the sink's summaries are made with."""
+    ) -> Iterator[tuple[str, list[Any], list[list[Any]], list[list[Any]] | None]]:
+        """(name, metric values, per-partition rows, a streams group's task values or None) of groups
+        from their fleet rows and documents: the same computation the sink's summaries are made with."""
         for i in range(0, len(names), self.chunk):
             chunk = names[i : i + self.chunk]
             rows = self.r.hmget(data.k("fleet"), chunk)
@@ -327,8 +353,11 @@ class MetricsSource:
                 row = _loads(raw_row)
                 if not isinstance(row, dict):
                     continue  # gone since the fleet was listed, or unreadable
-                values, parts = metric_values(row, _lag_rows(name, raw_doc), per_partition=partitions)
-                yield name, values, parts
+                doc = _document(name, raw_doc)
+                lag_rows = doc.lag.partitions if doc is not None else []
+                values, parts = metric_values(row, lag_rows, per_partition=partitions)
+                tasks = task_values(doc) if doc is not None and doc.type == "streams" else None
+                yield name, values, parts, tasks
 
     def text(self, scrapes: list[Scrape] | Scrape, names: Iterable[str] | None = None) -> bytes:
         """The scrape of every cluster in Prometheus' text format (0.0.4), each family once with the
@@ -341,7 +370,7 @@ class MetricsSource:
             shown &= want
         # The stored lines first: a cluster whose lines had to be left out reports scrape_errors 1.
         stored: dict[str, list[memoryview]] = {}
-        for name in GROUP_FAMILIES:
+        for name in (*GROUP_FAMILIES, *TASK_FAMILIES):
             if name in shown:
                 stored[name] = []
                 for scrape in scrapes:
@@ -455,17 +484,16 @@ class MetricsSource:
             return body.encode()
 
 
-def _lag_rows(group: str, raw: bytes | None) -> list[PartitionLag]:
-    """The lag rows of a group's stored document (none when it has no document, or the value is not
-    one)."""
+def _document(group: str, raw: bytes | None) -> GroupDocument | None:
+    """A group's stored document (None when it has none, or the value is not one: no lag shown)."""
     value = _loads(raw)
     if value is None:
-        return []
+        return None
     try:
-        return GroupDocument.from_json(value).lag.partitions
+        return GroupDocument.from_json(value)
     except DocumentError as e:
         log.warning("group %s: the value in Redis is not a group document (%s); no lag shown", group, e)
-        return []
+        return None
 
 
 def _loads(raw: bytes | None) -> Any:

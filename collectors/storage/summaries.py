@@ -25,7 +25,8 @@ for its per-topic lag and spent the rest in prometheus_client's per-sample forma
   rule skips lag <= `ignore_lag_at_most` (kept non-negative, see `summaries_usable`) and group_empty
   sums lags above 1.
 - The metrics summary is the fleet row's values plus the per-topic lag the scrape used to compute
-  from the document, with the same code, at write time.
+  from the document, with the same code, at write time; and a streams group's lag per task
+  (TASK_FAMILIES, coordinator_model/streams/tasks.py), stored for streams groups only.
 - The statuses (in a rebalance storm, flapping, lagging: coordinator_model/statuses.py, each one
   alert rule) are found from the same summaries (`PackedEvaluator.statuses`, read over a fleet by
   collectors/storage/fleet_statuses.py): the storm and flapping rules on the rule head, the lag rule
@@ -47,7 +48,7 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import orjson
@@ -64,6 +65,7 @@ from coordinator_model.alert_rules.docview import (
 from coordinator_model.alert_rules.rules import NOT_READY, members_behind
 from coordinator_model.document import GroupDocument, PartitionLag
 from coordinator_model.statuses import STATUS_RULES, STATUSES, judge
+from coordinator_model.streams.tasks import task_lags
 
 # Bumped whenever the layout of the rule input or the facts changes. It is part of the head's key,
 # so a new collector rewrites every head; an evaluator reads only the version it knows and falls
@@ -114,6 +116,9 @@ class Summaries:
     head: str | None  # the rule head; None when the stored one stands (same key)
     facts: Facts
     metrics: list[str]  # the group's exposition lines of each of GROUP_FAMILIES ("" for none)
+    # a streams group's lines of each of TASK_FAMILIES; None for a group of another kind (nothing
+    # stored for it)
+    tasks: list[str] | None = field(default=None)
 
     def facts_text(self) -> str:
         return _checked(list(self.facts))
@@ -184,7 +189,10 @@ def summarize(
     lines = metric_lines(doc.group, _values(row, topics))
     behind = members_behind(doc, 2**62)
     behind_since = min(since for _, _, since in behind) if behind else None
-    return Summaries(head=head, facts=Facts(key, *from_head, *facts, behind_since), metrics=lines)
+    tasks = task_lines(doc.group, task_values(doc)) if doc.type == "streams" else None
+    return Summaries(
+        head=head, facts=Facts(key, *from_head, *facts, behind_since), metrics=lines, tasks=tasks
+    )
 
 
 def _scan_lag(rows: list[PartitionLag]) -> tuple[list[Any], dict[str, list[float]]]:
@@ -335,6 +343,34 @@ def metric_lines(group: str, values: list[Any]) -> list[str]:
         "".join(
             f'groupscope_group_topic_lag_seconds{{group="{g}",topic="{esc(t)}"}} {num(sec)}\n'
             for t, _, sec in topics
+        ),
+    ]
+
+
+# A streams group's lag per active task (a task reads partition p of its subtopology's topics: their
+# lags summed, their worst seconds). Apart from GROUP_FAMILIES, whose hashes hold every group (a
+# scrape takes them whole when they do): these hold streams groups only.
+TASK_FAMILIES = ("groupscope_streams_task_lag_offsets", "groupscope_streams_task_lag_seconds")
+
+
+def task_values(doc: GroupDocument) -> list[list[Any]]:
+    """[[task, lag, lag_seconds or None], ...] of the group's tasks whose lag is known, in task order
+    ([] for a group without a topology)."""
+    return [[t.task, t.lag, t.lag_seconds] for t in task_lags(doc) if t.lag is not None]
+
+
+def task_lines(group: str, tasks: list[list[Any]]) -> list[str]:
+    """A streams group's lines of each of TASK_FAMILIES, from its `task_values`."""
+    g = esc(group)
+    return [
+        "".join(
+            f'groupscope_streams_task_lag_offsets{{group="{g}",task="{esc(t)}"}} {num(off)}\n'
+            for t, off, _ in tasks
+        ),
+        "".join(
+            f'groupscope_streams_task_lag_seconds{{group="{g}",task="{esc(t)}"}} {num(sec)}\n'
+            for t, _, sec in tasks
+            if sec is not None
         ),
     ]
 
