@@ -497,6 +497,7 @@ def _log_progress(path: str, prog: dict) -> None:
     """A micro-batch's figures (where its time went, rows in, state size) as one line of `path`."""
     ops = prog.get("stateOperators") or [{}]
     line = {
+        "query": prog.get("name"),  # one line per cluster's query in the same file (--all-clusters)
         "batch": prog.get("batchId"),
         "at": prog.get("timestamp"),
         "rows": prog.get("numInputRows"),

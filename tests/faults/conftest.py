@@ -437,8 +437,28 @@ class Bench:
             held.enter_context(self.committer.paused())
             if own:
                 held.enter_context(self.own_committer.paused())
-            wait_until(lambda: self.disagreement(own) or True, timeout_s, what)
+            try:
+                wait_until(lambda: self.disagreement(own) or True, timeout_s, what)
+            except AssertionError as e:
+                raise AssertionError(f"{e}\n{self.diagnosis()}") from None
         return time.monotonic() - t0
+
+    def diagnosis(self) -> str:
+        """What the collector was doing when a check failed: each query's last micro-batch (its
+        progress log) and the collector's last lines of its own (not Spark's "falling behind")."""
+        last: dict[str, Any] = {}
+        progress = self.tmp / "progress.jsonl"
+        if progress.exists():
+            for line in progress.read_text(errors="replace").splitlines():
+                with contextlib.suppress(ValueError):
+                    d = json.loads(line)
+                    last[str(d.get("query"))] = {k: d.get(k) for k in ("batch", "at", "rows")}
+        said = [
+            line
+            for line in self.log.read_text(errors="replace").splitlines()
+            if line.startswith("groupscope:") or (" WARN " in line and "falling behind" not in line)
+        ]
+        return f"last micro-batch of each query: {last}\ncollector's last lines:\n" + "\n".join(said[-25:])
 
     # -- outputs ----------------------------------------------------------------------------------
     def cli(self, name: str, *args: str, redis_url: str | None = None) -> subprocess.CompletedProcess:
