@@ -531,7 +531,7 @@ class GroupEngine:
                         self.conflict("end_offsets", h.ts[-1], note)
 
     def _expire_offsets(self, now: int) -> None:
-        """GroupMetadata.removeExpiredOffsets (seed 000), with the group's state and protocol type."""
+        """Kafka's GroupMetadata.removeExpiredOffsets, with the group's state and protocol type."""
         rule = self._expiry_rule()
         if rule is None:
             return

@@ -1,7 +1,6 @@
-"""Kafka's classic group metadata, as the seeds describe it (000 GroupMetadata, 001 heartbeats, 004 basics).
-
-`GroupMetadata` and `MemberMetadata` follow GroupMetadata.scala / MemberMetadata.scala and the parts of
-GroupCoordinator.scala the seeds quote (handleHeartbeat, onExpireHeartbeat, prepareRebalance). Times
+"""Kafka's classic group metadata: `GroupMetadata` and `MemberMetadata` follow Kafka's
+GroupMetadata.scala / MemberMetadata.scala and the parts of GroupCoordinator.scala that drive them
+(handleHeartbeat, onExpireHeartbeat, prepareRebalance). Times
 are explicit `now_ms` arguments: the model never reads a clock, so the reconstruction can replay
 history at the speed of the evidence.
 """
@@ -60,7 +59,7 @@ class MemberMetadata:
     rebalance_timeout_ms: int = 300_000
     session_timeout_ms: int = 45_000
     protocol_type: str = CONSUMER_PROTOCOL_TYPE
-    # Ordered: the member prefers earlier protocols (seed 000: [B, A] differs from [A, B]).
+    # Ordered: the member prefers earlier protocols (GroupMetadata.scala: [B, A] differs from [A, B]).
     supported_protocols: list[tuple[str, bytes]] = field(default_factory=list)
     assignment: bytes = b""
     is_awaiting_join: bool = False
@@ -280,7 +279,7 @@ class GroupMetadata:
             # everyone that was expected to rejoin is gone: the join completes as an empty generation
             self.init_next_generation(now_ms)
 
-    # -- heartbeats (seed 001: GroupCoordinator.handleHeartbeat / onExpireHeartbeat) ---------------
+    # -- heartbeats (GroupCoordinator.handleHeartbeat / onExpireHeartbeat) --------------------------
     def handle_heartbeat(
         self, member_id: str, group_instance_id: str | None, generation_id: int, now_ms: int
     ) -> HeartbeatError:

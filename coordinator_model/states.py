@@ -1,6 +1,6 @@
 """Group states as Kafka defines them.
 
-Classic groups follow GroupMetadata.scala (seed 000): each state carries the set of its legal
+Classic groups follow Kafka's GroupMetadata.scala: each state carries the set of its legal
 previous states and `transitionTo` refuses anything else. KIP-848 ("consumer") groups have no
 transition table: their state is derived from epochs each time (`derive_consumer_group_state`).
 """

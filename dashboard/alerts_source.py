@@ -1,23 +1,26 @@
 """The /alerts page's one connection to the alerts component (collectors.alerts.store.AlertStore,
 documented in docs/alerts.md), kept in one place so the page does not depend on how alerts are
-stored. Without the component the page says alerts are not set up. Each cluster's alerts are under
-its own prefix (collectors/storage/clusters.py): one AlertStore per cluster."""
+stored. Each cluster's alerts are under its own prefix (collectors/storage/clusters.py): one
+AlertStore per cluster. Where no evaluation cycle ever ran (no `groupscope worker`), the page says
+alerts are not set up."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
+from collectors.alerts.store import AlertStore
 
-def read_alerts(client: Any, prefix: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
-    """(active alerts, recent history, both newest first), or None if no alert store is installed."""
-    try:
-        mod = importlib.import_module("collectors.alerts.store")
-    except ImportError:
-        return None
-    store = mod.AlertStore(client, prefix=prefix)
+
+def read_alerts(client: Any, prefix: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(active alerts, recent history), both newest first."""
+    store = AlertStore(client, prefix=prefix)
     return list(store.active()), list(store.history(limit=200))
+
+
+def evaluated(client: Any, prefixes: Mapping[str, str]) -> bool:
+    """Whether the alert evaluator ran a cycle for any of these clusters (name -> its key prefix)."""
+    return any(AlertStore(client, prefix=prefix).last_cycle() is not None for prefix in prefixes.values())
 
 
 HISTORY_SHOWN = 200  # the newest alerts of the history the page lists, over every cluster
@@ -25,7 +28,7 @@ HISTORY_SHOWN = 200  # the newest alerts of the history the page lists, over eve
 
 def read_cluster_alerts(
     client: Any, prefixes: Mapping[str, str]
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """read_alerts of several clusters (name -> its key prefix), merged newest first, each alert
     with the `cluster` whose store holds it: derived from where it was read, not from a field of
     the alert, so alerts written before clusters existed (or by any writer) are placed right."""
@@ -33,8 +36,6 @@ def read_cluster_alerts(
     history: list[dict[str, Any]] = []
     for cluster, prefix in prefixes.items():
         got = read_alerts(client, prefix)
-        if got is None:
-            return None
         active += [{**a, "cluster": cluster} for a in got[0]]
         history += [{**a, "cluster": cluster} for a in got[1]]
     active.sort(key=_newest_first)

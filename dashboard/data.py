@@ -31,6 +31,7 @@ from coordinator_model.alert_rules import AlertConfig, parse_alert_config
 from coordinator_model.document.types import DocumentError, GenerationDoc, GroupDocument, TimelineSpan
 from coordinator_model.states import MODERN_TYPES
 from coordinator_model.statuses import STATUSES, GroupStatuses, definitions, group_statuses
+from dashboard import alerts_source
 
 T = TypeVar("T")
 
@@ -353,18 +354,19 @@ class DashboardData:
         store = self.store_for(self.resolve(cluster))
         return self._call_on(store.topics, "lag_history", name, groups, span_ms)
 
-    def alerts(self, cluster: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]] | None:
+    def alerts(self, cluster: str | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """(active, recent history), each alert with the `cluster` whose store holds it, from the
-        alerts component (collectors/alerts) of every cluster in scope; None when it is not
-        installed."""
-        from dashboard import alerts_source
+        alerts component (collectors/alerts) of every cluster in scope."""
+        return self._alerts_read(alerts_source.read_cluster_alerts, cluster)
 
+    def alerts_evaluated(self, cluster: str | None = None) -> bool:
+        """Whether the alert evaluator ever ran for a cluster in scope (`groupscope worker`)."""
+        return self._alerts_read(alerts_source.evaluated, cluster)
+
+    def _alerts_read(self, read: Callable[[Any, dict[str, str]], T], cluster: str | None) -> T:
+        prefixes = {c: cluster_prefix(c, self.prefix) for c in self.scope(cluster)}
         try:
-            return self._guard(
-                lambda: alerts_source.read_cluster_alerts(
-                    self.client, {c: cluster_prefix(c, self.prefix) for c in self.scope(cluster)}
-                )
-            )
+            return self._guard(lambda: read(self.client, prefixes))
         except Unavailable:
             raise
         except Exception as e:  # its own errors must not take the page down

@@ -4,16 +4,14 @@ report looks like in detail."""
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from coordinator_model import whatif
+from coordinator_model.assignors import AssignorError
 from coordinator_model.document.types import GroupDocument
 from dashboard.whatif_form import WhatIfRequest
-
-CLIENT_ASSIGNORS = ["range", "roundrobin", "sticky", "cooperative-sticky"]
-SERVER_ASSIGNORS = ["uniform", "server-range"]
 
 Progress = Callable[[int, int], None]
 
@@ -59,18 +57,8 @@ class WhatIfOutcome:
     error: str | None = None
 
 
-def _engine() -> Any | None:
-    try:
-        return importlib.import_module("coordinator_model.whatif")
-    except ImportError:
-        return None
-
-
 def assignor_options() -> list[dict[str, str]]:
-    eng = _engine()
-    known = getattr(eng, "ASSIGNORS", None) if eng else None
-    names = list(known) if known else list(CLIENT_ASSIGNORS)
-    return [{"label": n, "value": n} for n in names]
+    return [{"label": n, "value": n} for n in whatif.ASSIGNORS]
 
 
 def default_assignors(doc: GroupDocument) -> list[str]:
@@ -89,9 +77,7 @@ def default_assignors(doc: GroupDocument) -> list[str]:
 
 def whatif_input(doc: GroupDocument, req: WhatIfRequest, assignors: list[str]) -> dict[str, Any]:
     """The `groupscope whatif` input (docs/assign-format.md) for this group, request and assignors."""
-    eng = _engine()
-    assert eng is not None
-    data = eng.whatif_input_from_group_document(doc.to_json())
+    data = whatif.whatif_input_from_group_document(doc.to_json())
     changes: list[dict[str, Any]] = []
     if req.remove_members:
         changes.append({"kind": "remove_members", "member_ids": list(req.remove_members)})
@@ -166,19 +152,12 @@ def timeouts_text(t: Mapping[str, Any] | None) -> str | None:
 
 def run(doc: GroupDocument, req: WhatIfRequest, progress: Progress) -> WhatIfOutcome:
     """Run the engine once per assignor (so the progress bar moves), in the order the user picked."""
-    eng = _engine()
-    if eng is None:
-        return WhatIfOutcome(
-            error="The what-if engine (coordinator_model.whatif) is not installed in this build."
-        )
-    from coordinator_model.assignors import AssignorError
-
     out = WhatIfOutcome()
     total = len(req.assignors)
     progress(0, total)
     for i, name in enumerate(req.assignors):
         try:
-            rep = eng.run_whatif(whatif_input(doc, req, [name]))
+            rep = whatif.run_whatif(whatif_input(doc, req, [name]))
         except AssignorError as e:
             return WhatIfOutcome(error=f"The what-if engine rejected the request: {e}")
         if i == 0:

@@ -348,6 +348,13 @@ def test_alerts_of_every_cluster_carry_their_cluster(redis_client, redis_server)
     assert {a["cluster"] for a in history} == {"prod", "staging"}
     active, _ = data.alerts("staging")
     assert [a["summary"] for a in active] == ["staging lags"]
+    # whether alerts are set up at all: an evaluation cycle ran (`groupscope worker`) for the cluster
+    assert not data.alerts_evaluated("staging")
+    from collectors.alerts.evaluate import Evaluator
+    from coordinator_model.alert_rules import parse_alert_config
+
+    Evaluator(redis_client, parse_alert_config(None), prefix=cluster_prefix("staging")).run_cycle(now_ms=now)
+    assert data.alerts_evaluated("staging") and data.alerts_evaluated() and not data.alerts_evaluated("prod")
     # the page: a cluster column and rows whose group links carry it
     app = create_app(Settings(redis_url=redis_server.url), background_mode="celery")
     out = dash_callback(

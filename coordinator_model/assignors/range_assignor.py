@@ -2,8 +2,8 @@
 
 Per topic: the subscribed members in MemberInfo order, the partitions in numeric order; each member
 takes numPartitions / numMembers, and the first numPartitions % numMembers members take one more
-(seed 002: 5 partitions over c0, c1, c2 -> [0, 1], [2, 3], [4]). Topics are independent, which is
-why range can leave a member idle that round robin would use.
+(RangeAssignor's javadoc: 5 partitions over c0, c1, c2 -> [0, 1], [2, 3], [4]). Topics are
+independent, which is why range can leave a member idle that round robin would use.
 
 Rack awareness (KIP-881) as Kafka 4.0 does it, when members have racks and the description carries
 the partitions' replica racks: if some topic's partitions are not all on every rack its members are

@@ -2,7 +2,7 @@
 
 All partitions of all subscribed topics laid out in (topic, partition) order; a circular iterator over
 the members in MemberInfo order hands each partition to the next member subscribed to its topic,
-skipping the others (seed 002: t0p0->C0, t0p1->C1, t0p2->C0, t1p0->C1, ...).
+skipping the others (RoundRobinAssignor's javadoc: t0p0->C0, t0p1->C1, t0p2->C0, t1p0->C1, ...).
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ class ClassicGroupModel(ClassicRebalances):
                 return  # not a member the group has (now): nobody's leave, or a forged one
             m.last_heartbeat = ev.ts
             if m.group_instance_id or ev.group_instance_id:
-                # static members never send LeaveGroup (seed 001): the session timeout will remove it
+                # static members never send LeaveGroup (Kafka's consumer): the session timeout will remove it
                 m.closed = True
                 self.engine.arm(m)
                 return

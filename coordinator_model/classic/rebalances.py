@@ -1,11 +1,11 @@
 """A classic group's state machine and its generations: the moves between Kafka's five states
-(seed 000, GroupMetadata.transitionTo with its legal previous states, states.py), the rebalance
+(Kafka's GroupMetadata.transitionTo with its legal previous states, states.py), the rebalance
 that opens when a group leaves Stable and the generation it produces, and why it happened.
 
 Evidence often skips states Kafka never writes down (no record says PreparingRebalance): `goto`
 passes the states Kafka must have passed, marks them inferred, and checks every step against the
-seed's table, so the timeline never shows an illegal transition. classic/group.py replays each
-source's evidence onto this.
+table of Kafka's legal previous states (states.py), so the timeline never shows an illegal
+transition. classic/group.py replays each source's evidence onto this.
 """
 
 from __future__ import annotations
@@ -103,7 +103,7 @@ class ClassicRebalances:
             return
         current = GroupState.parse(self.engine.state)
         path = legal_path(current, GroupState.parse(state))
-        for step in path:  # seed 000's transitionTo: every step the timeline shows is a legal one
+        for step in path:  # GroupMetadata.transitionTo: every step the timeline shows is a legal one
             assert_valid_transition(current, step)
             current = step
         for step in path[:-1]:

@@ -64,9 +64,9 @@ def _unpack_store(committed: list[tuple], ends: list[tuple], windows: list[tuple
 
 
 def replaces(kept: OffsetState | None, log_offset: int) -> bool:
-    """Seed 000, onOffsetCommitAppend: a commit record replaces the partition's kept offset unless
-    the kept one was written later in the log (an older record never replaces a newer one; a commit
-    with no log position, an Admin API answer, always does)."""
+    """Kafka's GroupMetadata.onOffsetCommitAppend: a commit record replaces the partition's kept
+    offset unless the kept one was written later in the log (an older record never replaces a newer
+    one; a commit with no log position, an Admin API answer, always does)."""
     return kept is None or log_offset < 0 or kept.log_offset <= log_offset
 
 

@@ -92,10 +92,12 @@ def register(app: Dash, data: DashboardData) -> None:
     )
     def refresh(_n: int | None, path: str | None) -> tuple[Any, Any, Any]:
         try:
-            got = data.alerts(parse_path(path).cluster)
+            cluster = parse_path(path).cluster
+            active, history = data.alerts(cluster)
+            idle = not active and not history and not data.alerts_evaluated(cluster)
         except Unavailable as e:
             return empty_state("Redis is unreachable", str(e)), [], []
-        if got is None:
+        if idle:  # no evaluation cycle ever ran
             return (
                 empty_state(
                     "Alerts are not set up",
@@ -110,7 +112,6 @@ def register(app: Dash, data: DashboardData) -> None:
                 [],
                 [],
             )
-        active, history = got
         summary = html.Div(
             f"{len(active)} active alert(s); {len(history)} in the recent history.", id="alerts-summary"
         )
