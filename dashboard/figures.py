@@ -290,8 +290,17 @@ def assignment_heatmap(
             if tp in col:
                 z[i][col[tp]] = float(lag_by.get(tp) or 0)
     fig = go.Figure(_lag_heatmap(z, "member %{y}<br>partition %{x}<br>lag %{z}<extra></extra>"))
+    labelled = len(tps) <= 60
+    # Room below the cells for the slanted partition names (about 4.5 px of height per character at
+    # -45°): without it they were cut off and the axis title sat on them, and a two-member chart's
+    # cells and colour bar were squeezed to a strip.
+    label_room = min(220, int(4.5 * max(len(f"{t}-{p}") for t, p in tps))) if labelled else 0
     fig.update_xaxes(
-        title="partition (topic-partition)", showticklabels=len(tps) <= 60, tickangle=-45, type="category"
+        title={"text": "partition (topic-partition)", "standoff": 8},
+        showticklabels=labelled,
+        tickangle=-45,
+        type="category",
+        automargin=True,
     )
     # Full member ids on the axis (truncated ones could collide and merge rows), short tick labels.
     fig.update_yaxes(
@@ -303,7 +312,7 @@ def assignment_heatmap(
         tickvals=ids if len(ids) <= 60 else None,
         ticktext=[member_label(m, clients.get(m)) for m in ids] if len(ids) <= 60 else None,
     )
-    out = _layout(fig, title, height or max(240, min(160 + 24 * len(ids), 700))).to_plotly_json()
+    out = _layout(fig, title, height or max(240, min(160 + 24 * len(ids), 700)) + label_room).to_plotly_json()
     out["data"][0].update(z=z, x=[f"{t}-{p}" for t, p in tps], y=ids)
     return out
 

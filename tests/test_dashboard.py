@@ -169,6 +169,31 @@ def test_member_lag_sums_its_partitions(lag_ramp: GroupDocument) -> None:
     assert row.heartbeat_age_s is not None and row.heartbeat_ratio is not None
 
 
+def test_member_columns_leave_out_what_no_member_fills(lag_ramp: GroupDocument) -> None:
+    """The heartbeat and instance-id columns show where a member has them (a probed classic group);
+    a KIP-848 group without probes gets its epochs and target instead; a streams group its tasks,
+    its target said in tasks only."""
+    from test_alert_docs import wordcount_doc
+
+    from dashboard.pages.group import member_columns
+
+    def fields(doc: GroupDocument) -> list[str]:
+        return [c["field"] for c in member_columns(doc, [r.__dict__ for r in gd.member_rows(doc, 0)])]
+
+    probed = fields(lag_ramp)
+    assert {"heartbeat_age_s", "session_timeout_s", "heartbeat_ratio"} <= set(probed)
+    assert "group_instance_id" not in probed and "member_epoch" not in probed
+    kip848 = GroupDocument(
+        group="k", type="consumer", state="Stable", members=[MemberDoc("m1", client_id="c", modern=True)]
+    )
+    assert fields(kip848)[-3:] == ["member_epoch", "state", "target"] and "heartbeat_age_s" not in fields(
+        kip848
+    )
+    streams = fields(wordcount_doc())
+    assert streams[-5:] == ["member_epoch", "state", "tasks", "target_tasks", "process_id"]
+    assert "target" not in streams and "heartbeat_ratio" not in streams
+
+
 def test_header_says_what_is_denied_inferred_and_from_which_sources() -> None:
     from dashboard.pages.group import header
 

@@ -55,8 +55,9 @@ RANGES = [
     ("all history", 0),
 ]
 
-# A classic group's members fit the grid at the browser tests' 1,400 px (headers wrap, GRID_COLUMNS);
-# a KIP-848 or streams group's further columns (KIP848_COLUMNS, STREAMS_COLUMNS) scroll sideways.
+# A classic or KIP-848 group's members fit the grid at the browser tests' 1,400 px (headers wrap,
+# GRID_COLUMNS; the columns no member fills are left out, member_columns); a streams group's further
+# columns (STREAMS_COLUMNS) scroll sideways.
 MEMBER_COLUMNS = [
     {"field": "member_id", "headerName": "Member id", "minWidth": 180, "flex": 2},
     {"field": "group_instance_id", "headerName": "Instance id", "width": 110},
@@ -114,6 +115,24 @@ STREAMS_COLUMNS = [
     },
     {"field": "process_id", "headerName": "Process", "width": 150, "tooltipField": "process_id"},
 ]
+# Columns only some groups' members fill (a static member's instance id; the heartbeat columns, from
+# the probe's events): shown when a member has a value there, so a KIP-848 or streams group's own
+# columns (epochs, target assignment, tasks) are not pushed past the grid's edge by empty ones.
+OPTIONAL_MEMBER_FIELDS = frozenset(
+    {"group_instance_id", "heartbeat_age_s", "session_timeout_s", "heartbeat_ratio"}
+)
+
+
+def member_columns(doc: GroupDocument, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The members grid's columns for this group and its member rows."""
+    filled = {f for r in rows for f in OPTIONAL_MEMBER_FIELDS if r.get(f) not in (None, "")}
+    base = [c for c in MEMBER_COLUMNS if c["field"] not in OPTIONAL_MEMBER_FIELDS or c["field"] in filled]
+    if doc.type == "streams":
+        # its target is said in tasks (STREAMS_COLUMNS), what it is assigned by: not in partitions too
+        return base + [c for c in KIP848_COLUMNS if c["field"] != "target"] + STREAMS_COLUMNS
+    return base + (KIP848_COLUMNS if doc.modern else [])
+
+
 # The widths add up to less than the page's grid at 1,280 px (a column past the grid's edge was read
 # only by scrolling it sideways); a longer header wraps (GRID_COLUMNS).
 GEN_COLUMNS = [
@@ -682,11 +701,8 @@ def group_outputs(
     if since is not None:
         gens = [g for g in gens if g.start is None or (g.end or g.start) >= since]
     kip_body, kip_style = kip848_card(doc)
-    columns = (
-        MEMBER_COLUMNS
-        + (KIP848_COLUMNS if doc.modern else [])
-        + (STREAMS_COLUMNS if doc.type == "streams" else [])
-    )
+    members = [r.__dict__ for r in gd.member_rows(doc, now)]
+    columns = member_columns(doc, members)
     try:
         statuses: GroupStatuses | None = data.group_statuses(doc, cluster, now)
     except (Unavailable, DocumentError):
@@ -705,7 +721,7 @@ def group_outputs(
         generation_rows(gens),
         kip_body,
         kip_style,
-        [r.__dict__ for r in gd.member_rows(doc, now)],
+        members,
         columns,
         heatmap(doc),
         [{**r, "cluster": cluster} for r in partition_rows(doc)],  # the topic links carry it
