@@ -42,6 +42,18 @@ class OncePerMinute(logging.Filter):
         with self._lock:
             self._seen.clear()
 
+    def said(self) -> dict[str, float]:
+        """What was let through, and when (time.monotonic: one clock for every process of the host)."""
+        with self._lock:
+            return {key: last for key, (last, _) in self._seen.items()}
+
+    def already_said(self, said: Mapping[str, float]) -> None:
+        """Hold back what another process said (`said`) as if said here."""
+        with self._lock:
+            for key, last in said.items():
+                if key not in self._seen:
+                    self._seen[key] = (last, 0)
+
     def filter(self, record: logging.LogRecord) -> bool:
         # `reason` (logging's extra): what the message is about, whoever says it and how
         key = _VOLATILE.sub("", getattr(record, "reason", None) or record.getMessage())
@@ -67,6 +79,26 @@ _librdkafka_log.addFilter(OncePerMinute())
 # poller): logged with extra={"reason": why}, the same reason is said once a minute whoever finds it.
 failure_log = logging.getLogger("groupscope.kafka.failures")
 failure_log.addFilter(OncePerMinute())
+# The loggers whose messages are said once a minute, by name: what one process said is handed to the
+# processes it starts (the Admin poller's, admin_process.py), which then do not say it again.
+_ONCE_A_MINUTE = {"failures": failure_log, "librdkafka": _librdkafka_log}
+
+
+def said_so_far() -> dict[str, dict[str, float]]:
+    """What the once-a-minute loggers let through, and when."""
+    return {
+        name: {k: t for f in logger.filters if isinstance(f, OncePerMinute) for k, t in f.said().items()}
+        for name, logger in _ONCE_A_MINUTE.items()
+    }
+
+
+def already_said(said: Mapping[str, Mapping[str, float]]) -> None:
+    """Hold back in this process what `said_so_far` of another gave."""
+    for name, keys in said.items():
+        logger = _ONCE_A_MINUTE.get(name)
+        for f in logger.filters if logger is not None else ():
+            if isinstance(f, OncePerMinute):
+                f.already_said(keys)
 
 
 class ErrorWatch:

@@ -80,3 +80,31 @@ def test_an_aborted_poller_process_is_said_and_started_again(kafka_broker, redis
     assert not ap.is_alive()
     assert ap.proc is not None and ap.proc.poll() is not None  # the child went with the thread
     assert len(ap.deaths) == 1  # a child told to stop is not a death
+
+
+def test_what_the_collector_said_the_childs_loggers_hold_back() -> None:
+    """A reason the collector logged (its start-up check) is not logged again by the poller's child
+    within the minute: the child's once-a-minute filters start from the collector's (said_so_far)."""
+    from collectors.kafka_clients import OncePerMinute, already_said, failure_log, said_so_far
+
+    for f in failure_log.filters:
+        f.forget()
+    records: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = records.append  # type: ignore[method-assign]
+    failure_log.addHandler(handler)
+    try:
+        failure_log.warning("cannot authenticate (attempt 1)", extra={"reason": "cannot authenticate"})
+        said = said_so_far()
+        assert said["failures"] and said["librdkafka"] == {}
+        for f in failure_log.filters:
+            f.forget()  # as a new process's filters are
+        already_said(said)
+        failure_log.warning("admin poll failed: cannot authenticate", extra={"reason": "cannot authenticate"})
+        failure_log.warning("another reason", extra={"reason": "unreachable"})
+        assert [r.getMessage() for r in records] == ["cannot authenticate (attempt 1)", "another reason"]
+        assert any(isinstance(f, OncePerMinute) for f in failure_log.filters)
+    finally:
+        failure_log.removeHandler(handler)
+        for f in failure_log.filters:
+            f.forget()

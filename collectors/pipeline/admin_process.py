@@ -30,9 +30,10 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.kafka_clients import already_said, said_so_far
 from collectors.pipeline.loop import Loop
 
 log = logging.getLogger("groupscope.admin")
@@ -54,6 +55,9 @@ class PollerJob:
     refill: bool  # send every group's committed offsets (Redis lost the collector's data)
     provisional: bool  # write the first poll's answers as provisional documents
     parent_pid: int
+    # what the collector's once-a-minute loggers said already (kafka_clients.said_so_far): a reason
+    # the start-up check gave (a wrong password) is not said again by the child's first poll
+    said: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def death_reason(returncode: int) -> str:
@@ -96,6 +100,7 @@ class AdminProcess(Loop):
             self.refill,
             self.provisional and first,
             os.getpid(),
+            said_so_far(),
         )
         proc = subprocess.Popen(
             [sys.executable, "-m", "collectors.pipeline.admin_process"],
@@ -160,6 +165,7 @@ def child_main() -> None:
     job: PollerJob = pickle.load(sys.stdin.buffer)
     _die_with_parent(job.parent_pid)
     logging.basicConfig(level=logging.WARNING, format="groupscope: %(message)s")
+    already_said(job.said)
 
     from collectors.pipeline.admin_poller import AdminPoller
     from collectors.pipeline.provisional_heads import ProvisionalHeads
