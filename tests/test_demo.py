@@ -630,7 +630,7 @@ def test_broker_log_tells_each_scenario(demo_run):
     assert demo_run.log_of("demo-kip848", "consumer_member_left"), "k848-1 left at 55 s"
 
 
-NO_ARGS_DURATION = 20  # seconds from the dashboard answering: the workload is up well before
+NO_ARGS_DURATION = 12  # seconds from the dashboard answering: the workload is up well before
 
 
 @pytest.mark.servers
