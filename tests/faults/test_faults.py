@@ -21,6 +21,7 @@ import json
 import os
 import signal
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -372,7 +373,7 @@ def test_the_collector_sigkilled_mid_batch_and_restarted_loses_and_doubles_nothi
     bench.timings["killed"] = bench.agrees(240, "Redis as the broker has it, after the kill")
 
 
-def test_no_secret_in_anything_the_suite_captured(bench: Bench) -> None:
+def test_no_secret_in_anything_the_suite_captured(bench: Bench, artifacts_dir: Path) -> None:
     """The Redis password and the collector's SASL password in no output: the collector's log (every
     fault above went through it) and each CLI output, down and full included."""
     assert {"groups while Redis is down", "groups while Redis is full"} <= set(bench.outputs)
@@ -384,4 +385,7 @@ def test_no_secret_in_anything_the_suite_captured(bench: Bench) -> None:
         assert SASL_USERS[USER] not in text, f"the SASL password in {where}"
     # the password is in the URL every command above was given: not by chance absent
     assert bench.redis is not None and REDIS_PASSWORD in bench.redis.url
-    print("fault timings (s):", {k: round(v, 1) for k, v in bench.timings.items()})
+    timings = {k: round(v, 1) for k, v in bench.timings.items()}
+    print("fault timings (s):", timings)
+    # how long each recovery took, kept with the run's other artifacts (test-artifacts/, not committed)
+    (artifacts_dir / "fault-timings.json").write_text(json.dumps(timings, indent=1))
