@@ -8,27 +8,16 @@ from __future__ import annotations
 import logging
 import os
 import signal
-import time
 import uuid
 from typing import Any
 
 import pytest
 from confluent_kafka.admin import AdminClient, NewTopic
+from test_pipeline_live import wait_until
 
 from collectors.pipeline.admin_process import AdminProcess, death_reason
 from collectors.pipeline.job import PipelineConfig
 from collectors.storage.redis_store import RedisStore
-
-
-def wait_until(check: Any, timeout_s: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(0.2)
-    raise AssertionError(f"{what}: not within {timeout_s:.0f} s (last: {last!r})")
 
 
 def test_death_reasons_name_the_signal_and_the_abort() -> None:

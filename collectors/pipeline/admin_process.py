@@ -20,8 +20,6 @@ PR_SET_PDEATHSIG, set by the child itself: `preexec_fn` is unsafe in a process w
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import logging
 import os
 import pickle
@@ -35,6 +33,7 @@ from typing import Any
 
 from collectors.kafka_clients import already_said, said_so_far
 from collectors.pipeline.loop import Loop
+from collectors.process_death import die_with_parent
 
 log = logging.getLogger("groupscope.admin")
 
@@ -118,16 +117,21 @@ class AdminProcess(Loop):
         delay = RESTART_FIRST_S
         while not self._stop_evt.is_set():
             started = time.monotonic()
-            self.proc = proc = self._start_child()
-            while proc.poll() is None and not self._stop_evt.wait(0.5):
-                pass
-            if proc.poll() is None:  # told to stop
-                break
-            why = death_reason(proc.returncode)
+            try:
+                self.proc = proc = self._start_child()
+            except OSError as e:  # no process could be made (memory, process limits): tried again
+                why, what = f"not started: {e}", f"could not be started ({e})"
+            else:
+                while proc.poll() is None and not self._stop_evt.wait(0.5):
+                    pass
+                if proc.poll() is None:  # told to stop
+                    break
+                why = death_reason(proc.returncode)
+                what = f"ended ({why})"
             self.deaths.append(why)
             if time.monotonic() - started >= RESTART_RESET_S:
                 delay = RESTART_FIRST_S
-            message = f"the Admin poller's process ended ({why}); started again in {delay:.0f} s"
+            message = f"the Admin poller's process {what}; started again in {delay:.0f} s"
             log.warning("%s", message)
             with contextlib.suppress(Exception):
                 self.store.set_source_status("admin", False, message[:600], int(time.time() * 1000))
@@ -153,10 +157,7 @@ class AdminProcess(Loop):
 # ---- the child -------------------------------------------------------------------------------------
 def _die_with_parent(parent_pid: int) -> None:
     """SIGTERM this process when the thread that started it dies; exit at once if it already has."""
-    libc = ctypes.util.find_library("c")
-    if libc and sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(libc, use_errno=True).prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+    die_with_parent()
     if os.getppid() != parent_pid:
         sys.exit(0)
 

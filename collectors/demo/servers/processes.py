@@ -13,12 +13,12 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+
+from collectors.process_death import die_with_parent
 
 
 class ServerError(RuntimeError):
@@ -42,30 +42,12 @@ def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen |
     raise ServerError(f"{host}:{port} did not answer within {timeout:.0f} s")
 
 
-def _load_prctl() -> Any:
-    if not sys.platform.startswith("linux"):
-        return None
-    import ctypes
-
-    try:
-        return ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-
-
-# Resolved here, in the parent: the child between fork and exec must not import (the import lock may
-# be held by another thread at fork time: Spark's and pytest's threads are many).
-_PRCTL = _load_prctl()
-_PR_SET_PDEATHSIG = 1
-
-
 def _die_with_parent() -> None:
     """In the child before exec: SIGTERM it when the thread that started it dies, however it dies
     (a crash or SIGKILL skips every `stop()`), so no broker or redis-server outlives its owner. Start
     servers from a thread that lives as long as they should (the main thread, a fixture). Linux's
     PR_SET_PDEATHSIG; elsewhere nothing."""
-    if _PRCTL is not None:
-        _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
+    die_with_parent()
 
 
 @dataclass
