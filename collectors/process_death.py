@@ -27,6 +27,8 @@ _PR_SET_PDEATHSIG = 1
 
 
 def die_with_parent() -> None:
-    """SIGTERM this process when the thread that started it dies."""
+    """SIGTERM this process when the thread that started it dies, so no broker, redis-server or
+    poller outlives its owner. Start children from a thread that lives as long as they should (the
+    main thread, a fixture, the thread that keeps them)."""
     if _PRCTL is not None:
         _PRCTL(_PR_SET_PDEATHSIG, int(signal.SIGTERM))

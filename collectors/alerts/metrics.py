@@ -96,6 +96,9 @@ from coordinator_model.statuses import STATUSES
 
 log = logging.getLogger(__name__)
 
+# the families whose lines the sink stores (every group's, and streams groups' per task)
+STORED_FAMILIES = (*GROUP_FAMILIES, *TASK_FAMILIES)
+
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 # name -> help, in the order a scrape lists them.
@@ -195,9 +198,7 @@ class Scrape:
     """What one scrape read from one cluster's Redis layout, before it is written out."""
 
     # per-group family -> its lines of every group, as stored by the sink (bytes) or made here
-    lines: dict[str, list[bytes]] = field(
-        default_factory=lambda: {f: [] for f in (*GROUP_FAMILIES, *TASK_FAMILIES)}
-    )
+    lines: dict[str, list[bytes]] = field(default_factory=lambda: {f: [] for f in STORED_FAMILIES})
     partition_lines: dict[str, list[str]] = field(
         default_factory=lambda: {
             "groupscope_partition_lag_offsets": [],
@@ -370,7 +371,7 @@ class MetricsSource:
             shown &= want
         # The stored lines first: a cluster whose lines had to be left out reports scrape_errors 1.
         stored: dict[str, list[memoryview]] = {}
-        for name in (*GROUP_FAMILIES, *TASK_FAMILIES):
+        for name in STORED_FAMILIES:
             if name in shown:
                 stored[name] = []
                 for scrape in scrapes:

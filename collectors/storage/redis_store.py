@@ -53,9 +53,9 @@ LAG_COMPACT_WINDOW_MS = 15 * 60 * 1000
 # The summary hashes (docs/redis-schema.md, "Summaries"), each `G` -> the group's summary, in the
 # order the sink writes them: a head before the facts that carry its key (a write cut short leaves
 # an old key, so the head is rebuilt next time, never a new key over an old head).
-# every group's summaries; a streams group has those of its tasks too (removed with the others)
 SUMMARY_KEYS = ("rules", "facts", *(f"metrics:{family}" for family in _summary.GROUP_FAMILIES))
-TASK_SUMMARY_KEYS = tuple(f"metrics:{family}" for family in _summary.TASK_FAMILIES)
+# every group has those; a streams group has its tasks' too, written and removed with them
+ALL_SUMMARY_KEYS = (*SUMMARY_KEYS, *(f"metrics:{family}" for family in _summary.TASK_FAMILIES))
 
 SORT_KEYS = ("name", "state", "lag", "lag_seconds", "rebalance_rate", "members", "last_change")
 # Scores of the state index: alphabetical, so sorting by state reads like sorting the column's text.
@@ -384,7 +384,7 @@ class RedisStore:
         scores: dict[str, dict[str, float]] = {}
         left: dict[str, set[str]] = {}  # name -> per-state indexes it leaves
         current: dict[str, str | None] = {}
-        summaries: dict[str, dict[str, str]] = {what: {} for what in (*SUMMARY_KEYS, *TASK_SUMMARY_KEYS)}
+        summaries: dict[str, dict[str, str]] = {what: {} for what in ALL_SUMMARY_KEYS}
         known_facts: dict[str, _summary.Facts | None] = {}
         unsummarized: set[str] = set()
         topics_of: dict[str, str] = {}  # name -> JSON list of its topics now
@@ -439,7 +439,7 @@ class RedisStore:
             if values:
                 p.hset(self.sk(what), mapping=values)
         if unsummarized and not provisional:
-            for what in (*SUMMARY_KEYS, *TASK_SUMMARY_KEYS):
+            for what in ALL_SUMMARY_KEYS:
                 p.hdel(self.sk(what), *unsummarized)
         p.hset(self.k("fleet"), mapping=fleet)
         p.hset(self.k("fleet", "state"), mapping=states)
@@ -799,7 +799,7 @@ class RedisStore:
                 p.zrem(self.idx(sort, st.decode()), name)
         for h in ("fleet", "fleet:state", "fleet:type", "fleet:history", "refreshed"):
             p.hdel(self.k(*h.split(":")), name)
-        for what in (*SUMMARY_KEYS, *TASK_SUMMARY_KEYS):
+        for what in ALL_SUMMARY_KEYS:
             p.hdel(self.sk(what), name)
         for what in (
             "doc",

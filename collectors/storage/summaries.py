@@ -336,15 +336,14 @@ def metric_lines(group: str, values: list[Any]) -> list[str]:
         f'groupscope_group_rebalances_1h{{group="{g}"}} {num(rebalances)}\n',
         f'groupscope_group_lag_offsets{{group="{g}"}} {num(lag)}\n',
         f'groupscope_group_lag_seconds{{group="{g}"}} {num(lag_s)}\n',
-        "".join(
-            f'groupscope_group_topic_lag_offsets{{group="{g}",topic="{esc(t)}"}} {num(off)}\n'
-            for t, off, _ in topics
-        ),
-        "".join(
-            f'groupscope_group_topic_lag_seconds{{group="{g}",topic="{esc(t)}"}} {num(sec)}\n'
-            for t, _, sec in topics
-        ),
+        _lines("groupscope_group_topic_lag_offsets", g, "topic", [(t, off) for t, off, _ in topics]),
+        _lines("groupscope_group_topic_lag_seconds", g, "topic", [(t, sec) for t, _, sec in topics]),
     ]
+
+
+def _lines(family: str, g: str, label: str, values: list[tuple[str, Any]]) -> str:
+    """A family's lines of one group (its name `g` escaped), one per (label value, value)."""
+    return "".join(f'{family}{{group="{g}",{label}="{esc(k)}"}} {num(v)}\n' for k, v in values)
 
 
 # A streams group's lag per active task (a task reads partition p of its subtopology's topics: their
@@ -363,14 +362,9 @@ def task_lines(group: str, tasks: list[list[Any]]) -> list[str]:
     """A streams group's lines of each of TASK_FAMILIES, from its `task_values`."""
     g = esc(group)
     return [
-        "".join(
-            f'groupscope_streams_task_lag_offsets{{group="{g}",task="{esc(t)}"}} {num(off)}\n'
-            for t, off, _ in tasks
-        ),
-        "".join(
-            f'groupscope_streams_task_lag_seconds{{group="{g}",task="{esc(t)}"}} {num(sec)}\n'
-            for t, _, sec in tasks
-            if sec is not None
+        _lines("groupscope_streams_task_lag_offsets", g, "task", [(t, off) for t, off, _ in tasks]),
+        _lines(
+            "groupscope_streams_task_lag_seconds", g, "task", [(t, s) for t, _, s in tasks if s is not None]
         ),
     ]
 

@@ -47,7 +47,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from conftest import SASL_USERS
 
 from collectors.demo.servers.kafka import KafkaBroker
-from collectors.demo.servers.processes import RedisServer, _die_with_parent
+from collectors.demo.servers.processes import RedisServer
+from collectors.process_death import die_with_parent
 from collectors.storage.clusters import cluster_prefix
 from collectors.storage.redis_store import RedisStore
 
@@ -112,7 +113,7 @@ class Collector:
             stdout=self.out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            preexec_fn=_die_with_parent,  # a test run that dies (a crash) leaves no collector behind
+            preexec_fn=die_with_parent,  # a test run that dies (a crash) leaves no collector behind
         )
 
     @property

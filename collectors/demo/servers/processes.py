@@ -42,14 +42,6 @@ def wait_for_port(host: str, port: int, timeout: float, proc: subprocess.Popen |
     raise ServerError(f"{host}:{port} did not answer within {timeout:.0f} s")
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: SIGTERM it when the thread that started it dies, however it dies
-    (a crash or SIGKILL skips every `stop()`), so no broker or redis-server outlives its owner. Start
-    servers from a thread that lives as long as they should (the main thread, a fixture). Linux's
-    PR_SET_PDEATHSIG; elsewhere nothing."""
-    die_with_parent()
-
-
 @dataclass
 class _Proc:
     host: str = "127.0.0.1"
@@ -72,7 +64,7 @@ class _Proc:
             stderr=subprocess.STDOUT,
             cwd=self.workdir,
             start_new_session=True,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         log.close()
 

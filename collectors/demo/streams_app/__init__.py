@@ -43,7 +43,7 @@ from typing import IO, Any
 
 from collectors.demo.servers.kafka.broker import java_binary
 from collectors.demo.servers.kafka.jars import cache_root, classpath, kafka_version, streams_classpath
-from collectors.demo.servers.processes import _die_with_parent
+from collectors.process_death import die_with_parent
 
 SOURCE = Path(__file__).with_name("GroupscopeStreamsApp.java")
 MAIN_CLASS = "GroupscopeStreamsApp"
@@ -230,7 +230,7 @@ class StreamsApp:
                 cwd=self.workdir,
                 # its own session: a Ctrl-C in a terminal reaches us, and we stop it in order
                 start_new_session=True,
-                preexec_fn=_die_with_parent,  # SIGTERM (a clean close) when its starter dies
+                preexec_fn=die_with_parent,  # SIGTERM (a clean close) when its starter dies
             )
         finally:
             stderr.close()
