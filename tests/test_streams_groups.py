@@ -297,8 +297,12 @@ def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafk
         committed = until(
             lambda: poller._fetch_committed(admin, [group], 10)[0].get(group) or [],
             30,
-            "the application's commits",
-            lambda c: {t for t, _, _ in c} == {source, repartition_topic(group)},
+            "the application's commits, on every input partition",
+            # both of its tasks commit, each in its own time: wait for every input partition's
+            lambda c: (
+                {t for t, _, _ in c} == {source, repartition_topic(group)}
+                and {(t, p) for t, p, _ in c} >= {(source, p) for p in range(PARTITIONS)}
+            ),
         )
         eng.apply(CommittedSnapshot(int(time.time() * 1000), group, tuple(committed)))
         apps[1].kill()
