@@ -11,6 +11,12 @@ dashboards, exporters and scripts people run against Burrow work against groupsc
     GET /v3/kafka/{cluster}/consumer/{group}           {"topics": the group's offset rings}
     GET /v3/kafka/{cluster}/consumer/{group}/status    the group's status, its partitions not OK
     GET /v3/kafka/{cluster}/consumer/{group}/lag       the same with every partition
+    GET /v3/config                                     {"general", "logging", "zookeeper", "httpserver"}
+    GET /v3/config/{storage|evaluator|cluster|consumer|notifier}         {"modules": [...]}
+    GET /v3/config/{storage|evaluator|consumer|notifier}/{name}         {"module": its settings}
+    GET /v3/config/cluster/{cluster}                   what GET /v3/kafka/{cluster} answers
+    GET /v3/admin/loglevel                             {"level": this process's logging level}
+    POST /v3/admin/loglevel {"level": "debug"}         sets it, for this process
 
 The status is groupscope's own evaluation of Burrow's rules (coordinator_model/offsets/lag.py, over
 the same window of 10 commit slots), read from the group's document (its `lag` section) and the
@@ -41,28 +47,65 @@ What groupscope knows is not all Burrow knows, so some values are groupscope's n
 - the cluster module's `servers` are the bootstrap servers its collector registered
   (collectors/storage/clusters.py, ClusterRegistry; [] when none did), its refresh intervals the
   collector's default Admin API poll (MODULE_REFRESH_S), its client profile CLIENT_PROFILE.
+
+Burrow's configuration and admin endpoints (core/internal/httpserver/config.go, coordinator.go:
+getLogLevel, setLogLevel) answer with the structs of structs.go as Burrow marshals them today (v1.3.5
+on: `group-allowlist`, not the older `group-whitelist`; the http and email notifiers with `extra-ca`
+and `noverify`). Their values are what this dashboard process really has, Burrow's zero value where
+groupscope has nothing of the kind, never a secret:
+- configMain: no pid file, log file or CORS header (gunicorn logs to stderr, dashboard/serve.py), no
+  ZooKeeper; the logging level the one this process's logging runs at (the root logger's: the
+  dashboard's records come from `groupscope.*` and `collectors.*` loggers alike, as Burrow's one zap
+  level governs all of Burrow's); one HTTP server, `default`, at dashboard_host:dashboard_port with
+  gunicorn's worker timeout (serve.WORKER_TIMEOUT_S) and no TLS;
+- storage `default`: groupscope's Redis (class `redis`), `intervals` the lag window's slots (WINDOW),
+  `min-distance` its MIN_DISTANCE_MS in seconds, `expire-group` the retention (retention_s), which
+  drops a group gone Empty or Dead, as Burrow's drops a group that stopped committing;
+- evaluator `default`: groupscope's own evaluation of Burrow's rules (class `groupscope`, docs/api.md
+  says where the rules differ); `expire-cache` 0: a group's status is evaluated from its window at
+  every read (collectors/storage/group_parts.py), not kept;
+- consumer modules: one per cluster, named as it, of Burrow's `kafka` class (groupscope reads the
+  group coordinator's offsets topic as that class does, from its earliest offset: `start-latest`
+  false), its servers and client profile the cluster module's, its offsets topic the configured one;
+- notifiers: alerting's own (the alerts configuration's `notifiers`, collectors/alerts/notifiers.py),
+  each as the Burrow class that sends what it sends: webhook and alertmanager as `http` (a JSON POST;
+  Alertmanager's at its /api/v2/alerts), slack as `slack`, email as `email` (`null` for a kind none
+  fits). URLs are redacted (collectors/redact.py); headers, passwords and bearer tokens never said.
+POST /v3/admin/loglevel changes this process's level (a gunicorn worker's, of the several serve.py
+starts); a cross-site browser request to it (an Origin or Sec-Fetch-Site that says so) is refused,
+as the basic authentication a browser replays by itself would otherwise let any page change it.
 """
 
 from __future__ import annotations
 
+import json
+import logging
 import math
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from flask import Flask, Response, request
 
+from collectors.alerts.alertmanager import API_PATH as ALERTMANAGER_PATH
 from collectors.config import Settings
+from collectors.redact import redact
 from collectors.storage.clusters import ClusterInfo
 from collectors.storage.group_offsets import GroupOffsets
 from collectors.storage.topics import TopicView
+from coordinator_model.alert_rules import AlertConfig
+from coordinator_model.alert_rules.config import GroupPattern
 from coordinator_model.document.types import DocumentError, GroupDocument, MemberDoc
 from coordinator_model.offsets import OffsetStore
-from coordinator_model.offsets.lag import WINDOW, CommitSample
+from coordinator_model.offsets.lag import MIN_DISTANCE_MS, WINDOW, CommitSample
 from dashboard.api import ALL_METHODS, PARTITION_FIELDS, guarded, json_response, raw_segments
 from dashboard.data import DashboardData, Unavailable
+from dashboard.serve import WORKER_TIMEOUT_S
 
 PREFIX = ("v3", "kafka")
+CONFIG_PREFIX = ("v3", "config")
+ADMIN_PREFIX = ("v3", "admin")
 
 # Burrow's StatusConstant, in its order: a group's status is its worst partition's, capped at ERR.
 STATUSES = ("NOTFOUND", "OK", "WARN", "ERR", "STOP", "STALL", "REWIND")
@@ -104,12 +147,17 @@ def cluster_info(data: DashboardData, cluster: str) -> ClusterInfo | None:
     return next((c for c in data.clusters() if c.name == cluster), None)
 
 
+def servers_of(info: ClusterInfo) -> list[str]:
+    """The bootstrap servers its collector registered, as Burrow's list; redacted, as a server
+    written as a URL may carry a user and password."""
+    return [redact(s.strip()) for s in (info.bootstrap_servers or "").split(",") if s.strip()]
+
+
 def cluster_module(info: ClusterInfo) -> dict[str, Any]:
     """The cluster as Burrow's kafka cluster module (httpResponseConfigModuleCluster)."""
-    servers = [s.strip() for s in (info.bootstrap_servers or "").split(",") if s.strip()]
     return {
         "class-name": "kafka",
-        "servers": servers,
+        "servers": servers_of(info),
         "client-profile": dict(CLIENT_PROFILE),
         "topic-refresh": MODULE_REFRESH_S,
         "offset-refresh": MODULE_REFRESH_S,
@@ -317,6 +365,332 @@ def unreadable(group: str, e: DocumentError) -> Response:
     return error(500, f"the stored document of group {group!r} cannot be read: {e}")
 
 
+# ---- Burrow's configuration: what this dashboard process really has ------------------------------
+STORAGE_MODULE = "default"
+EVALUATOR_MODULE = "default"
+HTTP_SERVER = "default"
+# Burrow's notifier `threshold`, the least group status it notifies (2 WARN, 3 ERR), from a
+# groupscope notifier's min_severity: the lag rule says WARN as a warning and ERR, STOP and STALL as
+# critical; no groupscope alert is about an OK group, so `info` notifies from WARN too.
+THRESHOLD = {"info": 2, "warning": 2, "critical": 3}
+# Regular-expression characters escaped when an exact group name joins Burrow's allowlist: only
+# these, as Go's RE2 refuses an escaped letter or blank that Python's re.escape may write.
+REGEX_SPECIAL = set(r"\.+*?()|[]{}^$")
+
+
+def zap_level(level: int) -> str:
+    """A Python logging level as the zap level Burrow names (zapcore.Level.String)."""
+    for at_most, name in (
+        (logging.DEBUG, "debug"),
+        (logging.INFO, "info"),
+        (logging.WARNING, "warn"),
+        (logging.ERROR, "error"),
+    ):
+        if level <= at_most:
+            return name
+    return "fatal"
+
+
+# The levels setLogLevel accepts (case aside), as the Python level each one sets.
+LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "trace": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "warn": logging.WARNING,
+    "error": logging.ERROR,
+    "fatal": logging.CRITICAL,
+}
+
+
+def process_logger() -> logging.Logger:
+    """The logger whose level is this process's: the root, which every logger of the dashboard
+    (`groupscope.*` and `collectors.*` alike) inherits its level from, none setting its own."""
+    return logging.getLogger()
+
+
+def http_address(settings: Settings) -> str:
+    """The address the dashboard listens on, as Burrow writes one (host:port, IPv6 bracketed)."""
+    host = settings.dashboard_host
+    return f"[{host}]:{settings.dashboard_port}" if ":" in host else f"{host}:{settings.dashboard_port}"
+
+
+def config_main(settings: Settings) -> dict[str, Any]:
+    """Burrow's httpResponseConfigMain, without error, message and request."""
+    return {
+        # gunicorn writes no pid file, logs to stderr (dashboard/serve.py); the dashboard sets no CORS
+        "general": {"pidfile": "", "stdout-logfile": "", "access-control-allow-origin": ""},
+        "logging": {
+            "filename": "",
+            "max-size": 0,
+            "max-backups": 0,
+            "max-age": 0,
+            "use-local-time": False,
+            "use-compression": False,
+            "level": zap_level(process_logger().getEffectiveLevel()),
+        },
+        "zookeeper": {"servers": [], "timeout": 0, "root-path": ""},  # groupscope needs no ZooKeeper
+        "httpserver": {
+            HTTP_SERVER: {"address": http_address(settings), "tls": "", "timeout": WORKER_TIMEOUT_S}
+        },
+    }
+
+
+def storage_module(settings: Settings) -> dict[str, Any]:
+    """groupscope's Redis as Burrow's storage module (httpResponseConfigModuleStorage)."""
+    return {
+        "class-name": "redis",
+        "intervals": WINDOW,
+        "min-distance": MIN_DISTANCE_MS // 1000,
+        "group-allowlist": "",  # the collector keeps every group
+        "expire-group": settings.retention_s,
+    }
+
+
+def evaluator_module() -> dict[str, Any]:
+    """groupscope's evaluation as Burrow's evaluator module (httpResponseConfigModuleEvaluator)."""
+    return {"class-name": "groupscope", "expire-cache": 0}
+
+
+def offsets_topic(settings: Settings, cluster: str) -> str:
+    """The offsets topic configured for the cluster (its own, else the top-level one)."""
+    own = settings.clusters.get(cluster)
+    return (own.offsets_topic if own is not None else None) or settings.offsets_topic
+
+
+def consumer_module(info: ClusterInfo, settings: Settings) -> dict[str, Any]:
+    """The cluster's collector as Burrow's consumer module (httpResponseConfigModuleConsumer)."""
+    return {
+        "class-name": "kafka",
+        "cluster": info.name,
+        "servers": servers_of(info),
+        "group-allowlist": "",
+        "zookeeper-path": "",
+        "zookeeper-timeout": 0,
+        "client-profile": dict(CLIENT_PROFILE),
+        "offsets-topic": offsets_topic(settings, info.name),
+        "start-latest": False,
+    }
+
+
+def go_literal(text: str) -> str:
+    return "".join(f"\\{c}" if c in REGEX_SPECIAL else c for c in text)
+
+
+def allowlist(patterns: Iterable[GroupPattern]) -> str:
+    """The alerts' group allow list as Burrow's one regular expression ("" lets every group in): an
+    exact name anchored, a `re:` pattern as it is (both searched, as Burrow's MatchString does)."""
+    parts = [f"^{go_literal(p.exact)}$" if p.exact is not None else f"(?:{p.text[3:]})" for p in patterns]
+    return "|".join(parts)
+
+
+def notifier_common(spec: Mapping[str, Any], cfg: AlertConfig, settings: Settings) -> dict[str, Any]:
+    """The fields every Burrow notifier module has. groupscope's worker evaluates every
+    alerts_interval_s and sends an alert once when it fires and once when it resolves (Alertmanager's
+    again every resend_s while it fires: its `interval`)."""
+    sends_close = "resolved" in (spec.get("events") or ("firing", "resolved")) and bool(
+        cfg.notify.get("resolved", True)
+    )
+    interval = settings.alerts_interval_s
+    if spec.get("type") == "alertmanager":
+        interval = spec.get("resend_s") or 60  # the default of collectors/alerts/alertmanager.py's build
+    return {
+        "class-name": "null",
+        "group-allowlist": allowlist(cfg.allow),
+        "interval": math.ceil(interval),
+        "threshold": THRESHOLD.get(str(spec.get("min_severity", "info")), 2),
+        "template-open": "",  # groupscope's messages are built in, not templates
+        "template-close": "",
+        "extra": {},
+        "send-close": sends_close,
+    }
+
+
+def http_notifier(spec: Mapping[str, Any], common: dict[str, Any], timeout: int) -> dict[str, Any]:
+    """A webhook or Alertmanager notifier as Burrow's http one: a JSON POST to its (redacted) URL,
+    for an alert firing and for one resolved; never its headers, user, password or bearer token."""
+    url = str(spec["url"])
+    if spec.get("type") == "alertmanager":
+        url = url.rstrip("/") + ALERTMANAGER_PATH
+        # its static labels go with every alert, as Burrow's extras with every message
+        common["extra"] = {str(k): redact(str(v)) for k, v in (spec.get("labels") or {}).items()}
+    shown = redact(url)
+    verify = spec.get("verify_tls", True)
+    return {
+        **common,
+        "class-name": "http",
+        "timeout": timeout,
+        "keepalive": 0,  # a connection per request (urllib)
+        "url-open": shown,
+        "url-close": shown if common["send-close"] else "",
+        "method-open": "POST",
+        "method-close": "POST" if common["send-close"] else "",
+        "extra-ca": str(spec.get("ca_file") or ""),
+        "noverify": "true" if verify is False else "",
+    }
+
+
+def slack_notifier(spec: Mapping[str, Any], common: dict[str, Any], timeout: int) -> dict[str, Any]:
+    """A slack notifier as Burrow's (which names no URL either: its webhook is the secret)."""
+    return {
+        **common,
+        "class-name": "slack",
+        "timeout": timeout,
+        "keepalive": 0,
+        "channel": str(spec.get("channel") or ""),
+        "username": str(spec.get("username") or "groupscope"),
+        "icon-url": "",
+        "icon-emoji": "",
+    }
+
+
+def email_notifier(spec: Mapping[str, Any], common: dict[str, Any]) -> dict[str, Any]:
+    """An email notifier as Burrow's: its server, sender and recipients, the user it logs in as
+    (smtplib negotiates the mechanism), never the password."""
+    to = spec.get("to") or ()
+    return {
+        **common,
+        "class-name": "email",
+        "server": str(spec.get("host") or ""),
+        "port": int(spec.get("port", 25)),
+        "auth-type": "plain" if spec.get("username") else "",
+        "username": str(spec.get("username") or ""),
+        "from": str(spec.get("from") or "groupscope@localhost"),
+        "to": to if isinstance(to, str) else ",".join(map(str, to)),
+        "extra-ca": "",
+        "noverify": "",
+    }
+
+
+def notifier_module(spec: Mapping[str, Any], cfg: AlertConfig, settings: Settings) -> dict[str, Any]:
+    """One of alerting's notifiers as the Burrow notifier module of the class that fits it."""
+    common = notifier_common(spec, cfg, settings)
+    timeout = math.ceil(float(spec.get("timeout_s", cfg.notify.get("timeout_s", 5.0))))
+    kind = spec.get("type")
+    if kind in ("webhook", "alertmanager"):
+        return http_notifier(spec, common, timeout)
+    if kind == "slack":
+        return slack_notifier(spec, common, timeout)
+    if kind == "email":
+        return email_notifier(spec, common)
+    return common  # Burrow's null notifier: a kind no Burrow class sends as
+
+
+def notifiers(cfg: AlertConfig) -> dict[str, Mapping[str, Any]]:
+    """Alerting's notifiers by name (the first of a repeated name, as one module answers)."""
+    found: dict[str, Mapping[str, Any]] = {}
+    for spec in cfg.notifiers:
+        found.setdefault(str(spec["name"]), spec)
+    return found
+
+
+def module_list(coordinator: str, names: Iterable[str]) -> Response:
+    body = {"error": False, "message": "module list returned", "coordinator": coordinator}
+    return answer({**body, "modules": list(names)})
+
+
+def module_detail(coordinator: str, module: dict[str, Any] | None) -> Response:
+    """Burrow's httpResponseConfigModuleDetail, or its 404 for a module it does not have."""
+    if module is None:
+        return error(404, f"{coordinator} module not found")
+    return answer({"error": False, "message": f"{coordinator} module detail returned", "module": module})
+
+
+def route_config(data: DashboardData, settings: Settings, seg: list[str]) -> Response:
+    match seg:
+        case []:
+            return answer({"error": False, "message": "main config returned", **config_main(settings)})
+        case ["storage"]:
+            return module_list("storage", [STORAGE_MODULE])
+        case ["storage", name]:
+            return module_detail("storage", storage_module(settings) if name == STORAGE_MODULE else None)
+        case ["evaluator"]:
+            return module_list("evaluator", [EVALUATOR_MODULE])
+        case ["evaluator", name]:
+            return module_detail("evaluator", evaluator_module() if name == EVALUATOR_MODULE else None)
+        case ["cluster"]:
+            return module_list("cluster", data.cluster_names())
+        case ["cluster", c] if c:
+            return route(data, [c])  # Burrow's handleClusterDetail, as GET /v3/kafka/{cluster}
+        case ["consumer"]:
+            return module_list("consumer", data.cluster_names())
+        case ["consumer", name]:
+            info = cluster_info(data, name)
+            return module_detail("consumer", consumer_module(info, settings) if info is not None else None)
+        case ["notifier"]:
+            return module_list("notifier", sorted(notifiers(data.alert_config)))
+        case ["notifier", name]:
+            spec = notifiers(data.alert_config).get(name)
+            module = notifier_module(spec, data.alert_config, settings) if spec is not None else None
+            return module_detail("notifier", module)
+    return catch_all()
+
+
+# ---- Burrow's admin endpoint: this process's logging level ---------------------------------------
+class BadBody(ValueError):
+    """A body Go's json.Decoder would not decode into Burrow's logLevelRequest."""
+
+
+def requested_level(body: bytes) -> str:
+    """The `level` of a POST body, read as Burrow's json.Decoder reads it into logLevelRequest: the
+    first JSON value only (what follows is not read), an object or null, its key matched case aside
+    (the last such key winning), a string or null; "" when there is none. BadBody otherwise."""
+    text = body.decode("utf-8", errors="replace").lstrip()
+    try:
+        value, _ = json.JSONDecoder().raw_decode(text)
+    except ValueError as e:
+        raise BadBody(str(e)) from e
+    if value is None:
+        return ""
+    if not isinstance(value, dict):
+        raise BadBody("not an object")
+    level: Any = None
+    for k, v in value.items():
+        if k.lower() == "level":
+            level = v
+    if level is not None and not isinstance(level, str):
+        raise BadBody("level is not a string")
+    return level or ""
+
+
+def cross_site() -> bool:
+    """Whether a browser sent the request from another site's page (its Origin names another host,
+    or Sec-Fetch-Site says so); a script (curl, Burrow's clients) sends neither."""
+    origin = request.headers.get("Origin")
+    if origin is not None:
+        return urlsplit(origin).netloc != request.host
+    return request.headers.get("Sec-Fetch-Site") == "cross-site"
+
+
+def get_log_level() -> Response:
+    level = zap_level(process_logger().getEffectiveLevel())
+    return answer({"error": False, "message": "log level returned", "level": level})
+
+
+def set_log_level() -> Response:
+    if cross_site():
+        return error(403, "cross-site request refused: set the log level from a script, not a page")
+    try:
+        asked = requested_level(request.get_data(cache=False))
+    except BadBody:
+        return error(400, "could not decode message body")
+    level = LOG_LEVELS.get(asked.lower())
+    if level is None:
+        return error(404, "unknown log level")
+    process_logger().setLevel(level)
+    return answer({"error": False, "message": "set log level"})
+
+
+def route_admin(seg: list[str]) -> Response:
+    if seg != ["loglevel"]:
+        return catch_all()
+    if request.method in ("GET", "HEAD"):
+        return get_log_level()
+    if request.method == "POST":
+        return set_log_level()
+    return not_allowed("GET, HEAD, POST", f"{request.method} is not allowed on /v3/admin/loglevel")
+
+
 # ---- routing -------------------------------------------------------------------------------------
 def route(data: DashboardData, seg: list[str]) -> Response:
     match seg:
@@ -384,24 +758,53 @@ def route(data: DashboardData, seg: list[str]) -> Response:
             if which == "status":
                 status = {**status, "partitions": [p for p in status["partitions"] if p["status"] != "OK"]}
             return answer({"error": False, "message": "consumer status returned", "status": status})
-    # Burrow's catch-all for a URL it does not serve
+    return catch_all()
+
+
+def catch_all() -> Response:
+    """Burrow's catch-all for a URL it does not serve."""
     return json_response({"error": True, "message": "invalid request type", "result": {}}, 404)
 
 
-def register(server: Flask, data: DashboardData) -> None:
+def not_allowed(allow: str, message: str) -> Response:
+    resp = error(405, message)
+    resp.headers["Allow"] = allow
+    return resp
+
+
+def read_only(serve: Callable[[], Response]) -> Callable[..., Response]:
+    """A view answering GET and HEAD with `serve`, any other method with a 405 (groupscope never
+    writes: Burrow's DELETE of a consumer group is refused too), Redis unreachable with a 503."""
+
     def view(**_: Any) -> Response:
         if request.method not in ("GET", "HEAD"):
-            resp = error(405, f"{request.method} is not allowed: groupscope's Burrow endpoints are read-only")
-            resp.headers["Allow"] = "GET, HEAD"
-            return resp
+            message = f"{request.method} is not allowed: groupscope's Burrow endpoints are read-only"
+            return not_allowed("GET, HEAD", message)
         try:
-            return route(data, raw_segments(PREFIX) or [])
+            return serve()
         except Unavailable as e:
             return error(503, str(e))
+
+    return view
+
+
+def register(server: Flask, data: DashboardData, settings: Settings | None = None) -> None:
+    """Mount Burrow's endpoints on the dashboard's Flask server, behind its authentication (a
+    before_request hook of the server, dashboard.app.add_basic_auth). `settings`: the dashboard's
+    (its address, retention, offsets topics and alerting interval, said by /v3/config)."""
+    conf = settings if settings is not None else Settings()
+    kafka = read_only(lambda: route(data, raw_segments(PREFIX) or []))
+    config = read_only(lambda: route_config(data, conf, raw_segments(CONFIG_PREFIX) or []))
+
+    def admin_view(**_: Any) -> Response:
+        return route_admin(raw_segments(ADMIN_PREFIX) or [])
 
     def admin() -> Response:
         return Response("GOOD", 200, mimetype="text/plain")
 
-    for rule in ("/v3/kafka", "/v3/kafka/", "/v3/kafka/<path:_rest>"):
-        server.add_url_rule(rule, endpoint=f"groupscope_burrow:{rule}", view_func=view, methods=ALL_METHODS)
+    for base, view in (("/v3/kafka", kafka), ("/v3/config", config), ("/v3/admin", admin_view)):
+        for rule in (base, f"{base}/", f"{base}/<path:_rest>"):
+            server.add_url_rule(
+                rule, endpoint=f"groupscope_burrow:{rule}", view_func=view, methods=ALL_METHODS
+            )
     server.add_url_rule("/burrow/admin", endpoint="groupscope_burrow:admin", view_func=admin)

@@ -17,8 +17,9 @@ and the browser's Back and Forward show the page as the URL they reach says (rou
 Every time is shown in one zone, the `dashboard_timezone` setting (UTC by default), said once in the
 header ("times in UTC") and on every chart's time axis (dashboard/timefmt.py).
 
-The same server answers the read-only JSON API (/api/v1/...) and Burrow's consumer endpoints
-(/v3/kafka/...), dashboard/api.py and docs/api.md, behind the same authentication.
+The same server answers the read-only JSON API (/api/v1/...) and Burrow's endpoints (/v3/kafka/...,
+/v3/config/..., /v3/admin/loglevel), dashboard/api.py, dashboard/api_burrow.py and docs/api.md,
+behind the same authentication.
 
 The app only reads group data from Redis (through collectors.storage.redis_store.RedisStore). Celery uses the
 same Redis as broker and result store for the what-if page's background callbacks.
@@ -403,7 +404,7 @@ def create_app(
     topics.register(app, data)
     topic.register(app, data)
     api.register(app.server, data)  # the JSON API (docs/api.md)
-    api_burrow.register(app.server, data)  # and Burrow's endpoints
+    api_burrow.register(app.server, data, settings)  # and Burrow's endpoints
     auth = settings.basic_auth()  # Settings refuses user without password and the reverse
     if auth is not None:
         add_basic_auth(app, *auth)

@@ -6,6 +6,7 @@ names it by module in its table of subcommands, so nothing in collectors/ import
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
 import sys
@@ -16,6 +17,14 @@ import click
 from collectors.cli.options import redis_option, settings_from
 from collectors.config import Settings
 from collectors.endpoints import OPEN_FLAG, OPEN_HELP, dashboard_bind_error, is_loopback
+
+# gunicorn's worker timeout: a request answered in no more than this (Burrow's /v3/config says it)
+WORKER_TIMEOUT_S = 60
+# The dashboard's own log records (groupscope.* and collectors.* loggers), on stderr beside
+# gunicorn's: a handler of their own, so that the level POST /v3/admin/loglevel sets (the root
+# logger's, dashboard/api_burrow.py) shows info and debug records too, which Python's last-resort
+# handler drops below WARNING.
+LOG_FORMAT = "[%(asctime)s] [%(process)d] [%(levelname)s] %(name)s: %(message)s"
 
 
 def celery_worker_argv(concurrency: int = 2) -> list[str]:
@@ -61,7 +70,7 @@ def serve(host: str, port: int, workers: int, threads: int) -> None:
             self.cfg.set("workers", workers)
             self.cfg.set("worker_class", "gthread")
             self.cfg.set("threads", threads)
-            self.cfg.set("timeout", 60)
+            self.cfg.set("timeout", WORKER_TIMEOUT_S)
             self.cfg.set("accesslog", None)
             self.cfg.set("errorlog", "-")
             self.cfg.set("loglevel", "warning")
@@ -69,6 +78,8 @@ def serve(host: str, port: int, workers: int, threads: int) -> None:
         def load(self) -> Any:
             from dashboard.app import create_app
 
+            # in each worker (load runs there): WARNING, as before, until /v3/admin/loglevel says
+            logging.basicConfig(level=logging.WARNING, format=LOG_FORMAT)
             return create_app().server
 
     _App().run()

@@ -8,6 +8,7 @@ against what was written to Redis."""
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 
@@ -621,3 +622,534 @@ def test_burrows_status_agrees_with_the_documents_group_status() -> None:
     for later in (0, 5_000, 60_000, 3_600_000):
         doc = burrow_doc(NOW + later, st)
         assert group_status("prod", doc, st)["status"] == doc.lag.status, later
+
+
+# ---- Burrow's configuration and admin endpoints ---------------------------------------------------------
+# The JSON names of Burrow's structs as its server marshals them today (core/internal/httpserver/
+# structs.go, filled by config.go and coordinator.go's getLogLevel/setLogLevel): `group-allowlist`
+# since Burrow 1.3.5 (it was `group-whitelist`), `extra-ca` and `noverify` on the http and email
+# notifiers since 1.3.0.
+CONFIG_MAIN_FIELDS = {"error", "message", "request", "general", "logging", "zookeeper", "httpserver"}
+GENERAL_FIELDS = {"pidfile", "stdout-logfile", "access-control-allow-origin"}
+LOGGING_FIELDS = {
+    "filename",
+    "max-size",
+    "max-backups",
+    "max-age",
+    "use-local-time",
+    "use-compression",
+    "level",
+}
+ZOOKEEPER_FIELDS = {"servers", "timeout", "root-path"}
+HTTPSERVER_FIELDS = {"address", "tls", "timeout"}
+MODULE_LIST_FIELDS = {"error", "message", "request", "coordinator", "modules"}
+MODULE_DETAIL_FIELDS = {"error", "message", "module", "request"}
+STORAGE_FIELDS = {"class-name", "intervals", "min-distance", "group-allowlist", "expire-group"}
+EVALUATOR_FIELDS = {"class-name", "expire-cache"}
+CONSUMER_MODULE_FIELDS = {
+    "class-name",
+    "cluster",
+    "servers",
+    "group-allowlist",
+    "zookeeper-path",
+    "zookeeper-timeout",
+    "client-profile",
+    "offsets-topic",
+    "start-latest",
+}
+NOTIFIER_NULL_FIELDS = {
+    "class-name",
+    "group-allowlist",
+    "interval",
+    "threshold",
+    "template-open",
+    "template-close",
+    "extra",
+    "send-close",
+}
+NOTIFIER_FIELDS = {
+    "http": NOTIFIER_NULL_FIELDS
+    | {
+        "timeout",
+        "keepalive",
+        "url-open",
+        "url-close",
+        "method-open",
+        "method-close",
+        "extra-ca",
+        "noverify",
+    },
+    "slack": NOTIFIER_NULL_FIELDS | {"timeout", "keepalive", "channel", "username", "icon-url", "icon-emoji"},
+    "email": NOTIFIER_NULL_FIELDS
+    | {"server", "port", "auth-type", "username", "from", "to", "extra-ca", "noverify"},
+    "null": NOTIFIER_NULL_FIELDS,
+}
+LOGLEVEL_FIELDS = {"error", "message", "level", "request"}
+SET_LOGLEVEL_FIELDS = {"error", "message", "request"}  # httpResponseError, `error` false
+# Burrow's value types, a field of each kind (Go's zero values where groupscope has nothing of it)
+DOC_CONFIG_MAIN = {
+    "error": False,
+    "message": "main config returned",
+    "request": {"url": "/v3/config", "host": "responding.host.example.com"},
+    "general": {"pidfile": "burrow.pid", "stdout-logfile": "burrow.out", "access-control-allow-origin": "*"},
+    "logging": {
+        "filename": "logs/burrow.log",
+        "max-size": 100,
+        "max-backups": 30,
+        "max-age": 10,
+        "use-local-time": False,
+        "use-compression": True,
+        "level": "info",
+    },
+    "zookeeper": {"servers": ["zkhost01.example.com:2181"], "timeout": 6, "root-path": "/burrow"},
+    "httpserver": {},
+}
+
+# Secrets the alerting configuration, the registry and the settings below hold: none may be answered.
+SECRETS = (
+    "w3bhook-tok",
+    "h3ader-tok",
+    "sl4ck-tok",
+    "m4il-pw",
+    "s3cr3tpw",
+    "b3arer-tok",
+    "kafk4-pw",
+    "hunter2",
+)
+ALERTS_YAML = """
+groups:
+  allow: ["pay.ments", "re:^orders-"]
+notify:
+  resolved: true
+  timeout_s: 4
+notifiers:
+  - name: hook
+    type: webhook
+    url: https://hooks.example.com/notify?token=w3bhook-tok
+    headers: {Authorization: "Bearer h3ader-tok"}
+    timeout_s: 2.5
+  - name: chat
+    type: slack
+    url: https://hooks.slack.com/services/T000/B000/sl4ck-tok
+    channel: "#kafka"
+  - name: mail
+    type: email
+    host: smtp.example.com
+    port: 587
+    starttls: true
+    username: alerts
+    password: m4il-pw
+    from: groupscope@example.com
+    to: [ops@example.com, kafka@example.com]
+    events: [firing]
+    min_severity: critical
+  - name: am
+    type: alertmanager
+    url: http://am:s3cr3tpw@alertmanager:9093/prefix/
+    verify_tls: false
+    ca_file: /etc/ssl/private-ca.pem
+    resend_s: 30
+    labels: {team: kafka}
+  - name: am-token
+    type: alertmanager
+    url: https://alertmanager.example.com
+    bearer_token: b3arer-tok
+"""
+
+
+@pytest.fixture()
+def root_level():
+    """The root logger's level (this process's, which /v3/admin/loglevel reads and sets), put back."""
+    import logging
+
+    root = logging.getLogger()
+    before = root.level
+    yield root
+    root.setLevel(before)
+
+
+@pytest.fixture()
+def configured(redis_client, redis_server, tmp_path):
+    """A dashboard whose settings and alerting configuration hold secrets: a Redis URL with a
+    password (the data read through the harness's Redis), the notifiers of ALERTS_YAML, a cluster
+    registered with a password in its bootstrap server, and `prod` configured with its own offsets
+    topic."""
+    from collectors.alerts.config import load_alert_config
+    from dashboard.data import DashboardData
+
+    seed(redis_client)
+    ClusterRegistry(redis_client).register("leaky", "SSL://gs:kafk4-pw@k1:9093,k2:9093", NOW)
+    alerts = tmp_path / "alerts.yaml"
+    alerts.write_text(ALERTS_YAML)
+    settings = Settings(
+        redis_url="redis://:hunter2@redis.example.com:6379/0",
+        alerts_file=str(alerts),
+        clusters={"prod": {"bootstrap_servers": "prod-kafka:9092", "offsets_topic": "__prod_offsets"}},
+        dashboard_host="0.0.0.0",
+        dashboard_port=8123,
+        retention_s=86_400,
+        alerts_interval_s=2.5,
+        allow_open_bind=True,
+    )
+    data = DashboardData(redis_server.url, alert_config=load_alert_config(settings))
+    return create_app(settings, data=data, background_mode="celery").server.test_client()
+
+
+def module_answer(client: Any, url: str, message: str, fields: set[str]) -> dict[str, Any]:
+    """Burrow's httpResponseConfigModuleDetail: its fields, message, and the module's fields."""
+    r = client.get(url)
+    assert r.status_code == 200, (url, r.data[:300])
+    body = r.get_json()
+    assert set(body) == MODULE_DETAIL_FIELDS and body["error"] is False, url
+    assert body["message"] == message and body["request"]["url"] == url and body["request"]["host"], url
+    assert set(body["module"]) == fields, (url, set(body["module"]) ^ fields)
+    return body["module"]
+
+
+def module_names(client: Any, coordinator: str) -> list[str]:
+    url = f"/v3/config/{coordinator}"
+    r = client.get(url)
+    assert r.status_code == 200, url
+    body = r.get_json()
+    assert set(body) == MODULE_LIST_FIELDS and body["error"] is False, url
+    assert body["message"] == "module list returned" and body["coordinator"] == coordinator, url
+    assert body["request"]["url"] == url and body["request"]["host"]
+    return body["modules"]
+
+
+def test_main_config_is_burrows_config_main(burrow, root_level) -> None:
+    from dashboard.serve import WORKER_TIMEOUT_S
+
+    root_level.setLevel("WARNING")
+    r = burrow.get("/v3/config")
+    body = check_answer(r, DOC_CONFIG_MAIN, "/v3/config")
+    assert set(body) == CONFIG_MAIN_FIELDS
+    assert set(body["general"]) == GENERAL_FIELDS and set(body["logging"]) == LOGGING_FIELDS
+    assert set(body["zookeeper"]) == ZOOKEEPER_FIELDS
+    assert list(body["httpserver"]) == ["default"] and set(body["httpserver"]["default"]) == HTTPSERVER_FIELDS
+    # no pid file, log file, CORS header or ZooKeeper: Burrow's zero values
+    assert body["general"] == {"pidfile": "", "stdout-logfile": "", "access-control-allow-origin": ""}
+    assert body["zookeeper"] == {"servers": [], "timeout": 0, "root-path": ""}
+    assert body["logging"] == {
+        "filename": "",
+        "max-size": 0,
+        "max-backups": 0,
+        "max-age": 0,
+        "use-local-time": False,
+        "use-compression": False,
+        "level": "warn",  # this process's level, in zap's word
+    }
+    # the dashboard's address (the settings' defaults here) and gunicorn's worker timeout
+    assert body["httpserver"]["default"] == {
+        "address": "127.0.0.1:8050",
+        "tls": "",
+        "timeout": WORKER_TIMEOUT_S,
+    }
+    assert burrow.head("/v3/config").status_code == 200
+
+
+def test_storage_evaluator_and_cluster_modules(burrow, redis_client) -> None:
+    write_sparse_group(redis_client)
+    assert module_names(burrow, "storage") == ["default"]
+    storage = module_answer(
+        burrow, "/v3/config/storage/default", "storage module detail returned", STORAGE_FIELDS
+    )
+    # groupscope's Redis: the lag window's 10 slots, commits within 1 s sharing one, the retention
+    assert storage == {
+        "class-name": "redis",
+        "intervals": WINDOW,
+        "min-distance": 1,
+        "group-allowlist": "",
+        "expire-group": 7 * 24 * 3600,
+    }
+    assert WINDOW == 10
+    assert module_names(burrow, "evaluator") == ["default"]
+    evaluator = module_answer(
+        burrow, "/v3/config/evaluator/default", "evaluator module detail returned", EVALUATOR_FIELDS
+    )
+    assert evaluator == {"class-name": "groupscope", "expire-cache": 0}
+    # the cluster modules: the clusters /v3/kafka lists, each answered as /v3/kafka/{cluster}
+    clusters = burrow.get("/v3/kafka").get_json()["clusters"]
+    assert module_names(burrow, "cluster") == clusters == ["default", "gaps", "prod"]
+    for c in clusters:
+        url = f"/v3/config/cluster/{c}"
+        body = check_answer(burrow.get(url), DOC_CLUSTER_DETAIL, url)
+        assert body["module"] == burrow.get(f"/v3/kafka/{c}").get_json()["module"]
+        assert set(body["module"]) == CLUSTER_MODULE_FIELDS
+    check_error(burrow, "/v3/config/cluster/nocluster", "cluster module not found")
+
+
+def test_one_consumer_module_per_cluster(burrow, redis_client) -> None:
+    write_sparse_group(redis_client)
+    assert module_names(burrow, "consumer") == ["default", "gaps", "prod"]
+    message = "consumer module detail returned"
+    prod = module_answer(burrow, "/v3/config/consumer/prod", message, CONSUMER_MODULE_FIELDS)
+    assert set(prod["client-profile"]) == CLIENT_PROFILE_FIELDS
+    assert prod == {
+        "class-name": "kafka",
+        "cluster": "prod",
+        "servers": ["prod-kafka:9092"],  # as its collector registered them
+        "group-allowlist": "",
+        "zookeeper-path": "",
+        "zookeeper-timeout": 0,
+        "client-profile": burrow.get("/v3/kafka/prod").get_json()["module"]["client-profile"],
+        "offsets-topic": "__consumer_offsets",
+        "start-latest": False,  # the collector reads the offsets topic from its earliest offset
+    }
+    gaps = module_answer(burrow, "/v3/config/consumer/gaps", message, CONSUMER_MODULE_FIELDS)
+    assert gaps["servers"] == ["kafka-a:9092", "kafka-b:9093"] and gaps["cluster"] == "gaps"
+    default = module_answer(burrow, "/v3/config/consumer/default", message, CONSUMER_MODULE_FIELDS)
+    assert default["servers"] == []  # no collector registered it
+
+
+def test_an_unknown_module_is_burrows_404(burrow) -> None:
+    for coordinator in ("storage", "evaluator", "consumer", "notifier"):
+        check_error(burrow, f"/v3/config/{coordinator}/nope", f"{coordinator} module not found")
+    check_error(burrow, "/v3/config/consumer/nocluster", "consumer module not found")
+    # URLs Burrow does not serve: its catch-all
+    for url in ("/v3/config/storage/default/more", "/v3/config/tls", "/v3/admin", "/v3/admin/nope"):
+        r = burrow.get(url)
+        assert r.status_code == 404, url
+        assert r.get_json() == {"error": True, "message": "invalid request type", "result": {}}, url
+    # no notifier configured: none listed
+    assert module_names(burrow, "notifier") == []
+
+
+def test_methods_other_than_get_are_refused(burrow) -> None:
+    for method in ("post", "put", "patch", "delete"):
+        for url in ("/v3/config", "/v3/config/storage/default", f"/v3/kafka/prod/consumer/{BURROW_GROUP}"):
+            r = getattr(burrow, method)(url)
+            assert r.status_code == 405 and r.headers["Allow"] == "GET, HEAD", (method, url)
+            assert r.get_json()["error"] is True and "read-only" in r.get_json()["message"]
+        if method != "post":
+            r = getattr(burrow, method)("/v3/admin/loglevel")
+            assert r.status_code == 405 and r.headers["Allow"] == "GET, HEAD, POST", method
+
+
+def test_notifiers_are_alertings_own_in_burrows_classes_without_a_secret(configured) -> None:
+    names = module_names(configured, "notifier")
+    assert names == ["am", "am-token", "chat", "hook", "mail"]
+    message = "notifier module detail returned"
+    allow = r"^pay\.ments$|(?:^orders-)"  # the alerts' group allow list as one regular expression
+
+    def notifier(name: str, cls: str) -> dict[str, Any]:
+        return module_answer(configured, f"/v3/config/notifier/{name}", message, NOTIFIER_FIELDS[cls])
+
+    assert notifier("hook", "http") == {
+        "class-name": "http",
+        "group-allowlist": allow,
+        "interval": 3,  # the worker's evaluation interval (2.5 s), in Burrow's whole seconds
+        "threshold": 2,
+        "timeout": 3,
+        "keepalive": 0,
+        "url-open": "https://hooks.example.com/notify?token=***",
+        "url-close": "https://hooks.example.com/notify?token=***",
+        "method-open": "POST",
+        "method-close": "POST",
+        "template-open": "",
+        "template-close": "",
+        "extra": {},  # its headers are never said
+        "send-close": True,
+        "extra-ca": "",
+        "noverify": "",
+    }
+    assert notifier("chat", "slack") == {
+        "class-name": "slack",
+        "group-allowlist": allow,
+        "interval": 3,
+        "threshold": 2,
+        "timeout": 4,  # alerting's notify.timeout_s
+        "keepalive": 0,
+        "template-open": "",
+        "template-close": "",
+        "extra": {},
+        "send-close": True,
+        "channel": "#kafka",
+        "username": "groupscope",
+        "icon-url": "",
+        "icon-emoji": "",
+    }
+    assert notifier("mail", "email") == {
+        "class-name": "email",
+        "group-allowlist": allow,
+        "interval": 3,
+        "threshold": 3,  # critical alerts only: Burrow's ERR
+        "template-open": "",
+        "template-close": "",
+        "extra": {},
+        "send-close": False,  # firing only
+        "server": "smtp.example.com",
+        "port": 587,
+        "auth-type": "plain",
+        "username": "alerts",
+        "from": "groupscope@example.com",
+        "to": "ops@example.com,kafka@example.com",
+        "extra-ca": "",
+        "noverify": "",
+    }
+    am = notifier("am", "http")
+    assert am["url-open"] == am["url-close"] == "http://***@alertmanager:9093/prefix/api/v2/alerts"
+    assert (am["interval"], am["extra"], am["extra-ca"], am["noverify"]) == (
+        30,  # re-posted every resend_s while it fires
+        {"team": "kafka"},
+        "/etc/ssl/private-ca.pem",
+        "true",
+    )
+    assert notifier("am-token", "http")["url-open"] == "https://alertmanager.example.com/api/v2/alerts"
+    # no secret in any answer of the configuration endpoints, nor in the cluster details
+    urls = ["/v3/config", "/v3/admin/loglevel"]
+    for coordinator in ("storage", "evaluator", "cluster", "consumer", "notifier"):
+        urls += [f"/v3/config/{coordinator}"]
+        urls += [f"/v3/config/{coordinator}/{n}" for n in module_names(configured, coordinator)]
+    urls += [f"/v3/kafka/{c}" for c in module_names(configured, "cluster")]
+    for url in urls:
+        r = configured.get(url)
+        assert r.status_code == 200, url
+        for secret in SECRETS:
+            assert secret not in r.get_data(as_text=True), (url, secret)
+    # the registered server's password masked, its host and port kept
+    leaky = configured.get("/v3/config/consumer/leaky").get_json()["module"]
+    assert leaky["servers"] == ["SSL://***@k1:9093", "k2:9093"]
+
+
+def test_the_settings_say_the_address_retention_and_offsets_topic(configured) -> None:
+    main = configured.get("/v3/config").get_json()
+    assert main["httpserver"] == {"default": {"address": "0.0.0.0:8123", "tls": "", "timeout": 60}}
+    storage = configured.get("/v3/config/storage/default").get_json()["module"]
+    assert storage["expire-group"] == 86_400
+    # prod's own offsets topic; the others the top-level one
+    assert (
+        configured.get("/v3/config/consumer/prod").get_json()["module"]["offsets-topic"] == "__prod_offsets"
+    )
+    assert configured.get("/v3/config/consumer/default").get_json()["module"]["offsets-topic"] == (
+        "__consumer_offsets"
+    )
+
+
+def test_a_kind_no_burrow_class_sends_as_is_a_null_notifier() -> None:
+    from coordinator_model.alert_rules import parse_alert_config
+    from dashboard.api_burrow import notifier_module
+
+    module = notifier_module({"name": "pager", "type": "pagerduty"}, parse_alert_config(None), Settings())
+    assert set(module) == NOTIFIER_FIELDS["null"] and module["class-name"] == "null"
+    assert module["send-close"] is True and module["group-allowlist"] == ""
+
+
+def log_level(client: Any) -> str:
+    r = client.get("/v3/admin/loglevel")
+    assert r.status_code == 200
+    body = r.get_json()
+    assert set(body) == LOGLEVEL_FIELDS and body["error"] is False and body["message"] == "log level returned"
+    assert body["request"] == {"url": "/v3/admin/loglevel", "host": body["request"]["host"]}
+    return body["level"]
+
+
+def set_level(client: Any, body: str | bytes, status: int = 200, **headers: str) -> dict[str, Any]:
+    r = client.post("/v3/admin/loglevel", data=body, headers=headers)
+    assert r.status_code == status, (body, r.data[:300])
+    return r.get_json()
+
+
+def test_the_log_level_round_trip(burrow, root_level) -> None:
+    import logging
+
+    root_level.setLevel(logging.WARNING)
+    assert log_level(burrow) == "warn"
+    for asked, level, said in (
+        ("debug", logging.DEBUG, "debug"),
+        ("INFO", logging.INFO, "info"),
+        ("trace", logging.DEBUG, "debug"),
+        ("Warning", logging.WARNING, "warn"),
+        ("warn", logging.WARNING, "warn"),
+        ("error", logging.ERROR, "error"),
+        ("fatal", logging.CRITICAL, "fatal"),
+    ):
+        body = set_level(burrow, json.dumps({"level": asked}))
+        assert set(body) == SET_LOGLEVEL_FIELDS and body["error"] is False, asked
+        assert body["message"] == "set log level" and body["request"]["url"] == "/v3/admin/loglevel"
+        # this process's logging really runs at it: the dashboard's loggers inherit it
+        assert root_level.level == level, asked
+        assert logging.getLogger("groupscope.dashboard").getEffectiveLevel() == level
+        assert logging.getLogger("collectors.storage.redis_store").isEnabledFor(level)
+        assert not logging.getLogger("collectors.storage.redis_store").isEnabledFor(level - 1)
+        assert log_level(burrow) == said and burrow.get("/v3/config").get_json()["logging"]["level"] == said
+    # read as Burrow's json.Decoder reads the body: the key case aside, what follows the value unread
+    set_level(burrow, '{"LEVEL": "info", "other": 1} and then anything')
+    assert root_level.level == logging.INFO
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "message"),
+    [
+        ("", 400, "could not decode message body"),
+        ("level=debug", 400, "could not decode message body"),
+        ('["debug"]', 400, "could not decode message body"),
+        ('{"level": 10}', 400, "could not decode message body"),
+        ('{"level": "debug"', 400, "could not decode message body"),
+        (b"\xff\xfe", 400, "could not decode message body"),
+        ('{"level": "loud"}', 404, "unknown log level"),
+        ('{"level": ""}', 404, "unknown log level"),
+        ("{}", 404, "unknown log level"),
+        ("null", 404, "unknown log level"),
+    ],
+)
+def test_a_bad_log_level_body_changes_nothing(burrow, root_level, body, status: int, message: str) -> None:
+    import logging
+
+    root_level.setLevel(logging.ERROR)
+    answered = set_level(burrow, body, status)
+    assert answered["error"] is True and answered["message"] == message
+    assert (
+        set(answered) == {"error", "message", "request"}
+        and answered["request"]["url"] == "/v3/admin/loglevel"
+    )
+    assert root_level.level == logging.ERROR and log_level(burrow) == "error"
+
+
+def test_a_cross_site_browser_post_is_refused(burrow, root_level) -> None:
+    import logging
+
+    root_level.setLevel(logging.ERROR)
+    debug = json.dumps({"level": "debug"})
+    body = set_level(burrow, debug, 403, Origin="https://evil.example")
+    assert body["error"] is True and "cross-site" in body["message"]
+    set_level(burrow, debug, 403, **{"Sec-Fetch-Site": "cross-site"})
+    assert root_level.level == logging.ERROR
+    # the dashboard's own page (its origin) and a script (no Origin) may
+    set_level(burrow, debug, 200, Origin="http://localhost")
+    assert root_level.level == logging.DEBUG
+    set_level(burrow, json.dumps({"level": "error"}))
+    assert root_level.level == logging.ERROR
+
+
+def test_basic_auth_guards_the_configuration_and_admin_endpoints(
+    redis_client, redis_server, root_level
+) -> None:
+    import base64
+    import logging
+
+    seed(redis_client)
+    app = create_app(
+        Settings(redis_url=redis_server.url, dashboard_user="ops", dashboard_password="s3cret"),
+        background_mode="celery",
+    )
+    client = app.server.test_client()
+    good = {"Authorization": "Basic " + base64.b64encode(b"ops:s3cret").decode()}
+    wrong = {"Authorization": "Basic " + base64.b64encode(b"ops:wrong").decode()}
+    urls = ["/v3/config", "/v3/config/storage", "/v3/config/storage/default", "/v3/config/evaluator/default"]
+    urls += ["/v3/config/cluster/prod", "/v3/config/consumer", "/v3/config/consumer/prod"]
+    urls += ["/v3/config/notifier", "/v3/admin/loglevel"]
+    for url in urls:
+        r = client.get(url)
+        assert r.status_code == 401 and "Basic" in r.headers["WWW-Authenticate"], url
+        assert client.get(url, headers=wrong).status_code == 401, url
+        r = client.get(url, headers=good)
+        assert r.status_code == 200 and "s3cret" not in r.get_data(as_text=True), url
+    # the one endpoint that changes something: refused without credentials, nothing changed
+    root_level.setLevel(logging.ERROR)
+    debug = json.dumps({"level": "debug"})
+    for headers in ({}, wrong):
+        assert client.post("/v3/admin/loglevel", data=debug, headers=headers).status_code == 401
+    assert root_level.level == logging.ERROR
+    assert client.post("/v3/admin/loglevel", data=debug, headers=good).status_code == 200
+    assert root_level.level == logging.DEBUG
