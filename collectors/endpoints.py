@@ -14,6 +14,9 @@ import hmac
 import ipaddress
 from typing import Any
 
+# gunicorn's worker timeout for the dashboard: a request is answered within this or the worker is
+# restarted (dashboard/serve.py sets it; Burrow's /v3/config reports it as the server's timeout)
+DASHBOARD_TIMEOUT_S = 60
 OPEN_FLAG = "--allow-open-bind"
 OPEN_HELP = (
     "Listen on a non-loopback address without authentication: the endpoint is then open to anyone "

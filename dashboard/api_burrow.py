@@ -57,7 +57,7 @@ groupscope has nothing of the kind, never a secret:
   ZooKeeper; the logging level the one this process's logging runs at (the root logger's: the
   dashboard's records come from `groupscope.*` and `collectors.*` loggers alike, as Burrow's one zap
   level governs all of Burrow's); one HTTP server, `default`, at dashboard_host:dashboard_port with
-  gunicorn's worker timeout (serve.WORKER_TIMEOUT_S) and no TLS;
+  gunicorn's worker timeout (collectors.endpoints.DASHBOARD_TIMEOUT_S) and no TLS;
 - storage `default`: groupscope's Redis (class `redis`), `intervals` the lag window's slots (WINDOW),
   `min-distance` its MIN_DISTANCE_MS in seconds, `expire-group` the retention (retention_s), which
   drops a group gone Empty or Dead, as Burrow's drops a group that stopped committing;
@@ -90,6 +90,7 @@ from flask import Flask, Response, request
 
 from collectors.alerts.alertmanager import API_PATH as ALERTMANAGER_PATH
 from collectors.config import Settings
+from collectors.endpoints import DASHBOARD_TIMEOUT_S
 from collectors.redact import redact
 from collectors.storage.clusters import ClusterInfo
 from collectors.storage.group_offsets import GroupOffsets
@@ -101,7 +102,6 @@ from coordinator_model.offsets import OffsetStore
 from coordinator_model.offsets.lag import MIN_DISTANCE_MS, WINDOW, CommitSample
 from dashboard.api import ALL_METHODS, PARTITION_FIELDS, guarded, json_response, raw_segments
 from dashboard.data import DashboardData, Unavailable
-from dashboard.serve import WORKER_TIMEOUT_S
 
 PREFIX = ("v3", "kafka")
 CONFIG_PREFIX = ("v3", "config")
@@ -431,7 +431,7 @@ def config_main(settings: Settings) -> dict[str, Any]:
         },
         "zookeeper": {"servers": [], "timeout": 0, "root-path": ""},  # groupscope needs no ZooKeeper
         "httpserver": {
-            HTTP_SERVER: {"address": http_address(settings), "tls": "", "timeout": WORKER_TIMEOUT_S}
+            HTTP_SERVER: {"address": http_address(settings), "tls": "", "timeout": DASHBOARD_TIMEOUT_S}
         },
     }
 

@@ -16,10 +16,8 @@ import click
 
 from collectors.cli.options import redis_option, settings_from
 from collectors.config import Settings
-from collectors.endpoints import OPEN_FLAG, OPEN_HELP, dashboard_bind_error, is_loopback
+from collectors.endpoints import DASHBOARD_TIMEOUT_S, OPEN_FLAG, OPEN_HELP, dashboard_bind_error, is_loopback
 
-# gunicorn's worker timeout: a request answered in no more than this (Burrow's /v3/config says it)
-WORKER_TIMEOUT_S = 60
 # The dashboard's own log records (groupscope.* and collectors.* loggers), on stderr beside
 # gunicorn's: a handler of their own, so that the level POST /v3/admin/loglevel sets (the root
 # logger's, dashboard/api_burrow.py) shows info and debug records too, which Python's last-resort
@@ -70,7 +68,7 @@ def serve(host: str, port: int, workers: int, threads: int) -> None:
             self.cfg.set("workers", workers)
             self.cfg.set("worker_class", "gthread")
             self.cfg.set("threads", threads)
-            self.cfg.set("timeout", WORKER_TIMEOUT_S)
+            self.cfg.set("timeout", DASHBOARD_TIMEOUT_S)
             self.cfg.set("accesslog", None)
             self.cfg.set("errorlog", "-")
             self.cfg.set("loglevel", "warning")
