@@ -26,7 +26,7 @@ MASK = "***"
 
 # scheme://userinfo@ : the userinfo is every character up to the last "@" before a blank (greedy), so
 # that a raw password with "@", "/", ":" or a quote in it is masked whole.
-_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]*://)(?P<userinfo>\S*)@")
+_USERINFO = re.compile(r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+._\-]*://)(?P<userinfo>\S*)@")
 
 # The last character of a masked query value or webhook token: not the punctuation a message puts
 # after a URL ("cannot reach URL: why"), which would go with it; one such character of a secret shown

@@ -91,6 +91,13 @@ def test_webhook_secrets_are_masked(url: str, shown: str) -> None:
     assert redact(f"slack: cannot reach {url}: timed out") == f"slack: cannot reach {shown}: timed out"
 
 
+def test_a_listener_url_with_an_underscore_in_its_scheme_is_masked() -> None:
+    """Kafka's listener names (SASL_SSL, SASL_PLAINTEXT) have "_", which URL schemes do not: a
+    `SASL_SSL://user:pw@host` in a message must lose its userinfo all the same."""
+    assert redact("SASL_SSL://alice:s3cr3t@kafka-1:9093 refused") == "SASL_SSL://***@kafka-1:9093 refused"
+    assert "s3cr3t" not in redact("bootstrap SASL_PLAINTEXT://bob:s3cr3t@k:9092,SSL://k2:9093")
+
+
 @pytest.mark.parametrize(
     "text",
     [
