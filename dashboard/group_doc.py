@@ -31,17 +31,56 @@ class MemberRow:
     member_epoch: int | None
     state: str | None
     target: str | None
-    tasks: str | None = None  # a streams member's: "active 0_0 0_1; standby 1_0"
+    tasks: str | None = None  # a streams member's: "active 0:0-1; standby 1:0" (fmt_tasks)
     target_tasks: str | None = None
     process_id: str | None = None
 
 
+def _ranges(parts: list[int]) -> str:
+    """[0, 1, 2, 3, 5, 7, 8] -> "0-3,5,7-8": a run of partitions said by its ends."""
+    out: list[str] = []
+    ps = sorted(set(parts))
+    i = 0
+    while i < len(ps):
+        j = i
+        while j + 1 < len(ps) and ps[j + 1] == ps[j] + 1:
+            j += 1
+        out.append(str(ps[i]) if i == j else f"{ps[i]}-{ps[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def _subtopology_key(sub: str) -> tuple[int, int | str]:
+    # "2" before "10"; a named subtopology (not a number) after the numbered ones
+    return (0, int(sub)) if sub.isdigit() else (1, sub)
+
+
+def fmt_task_ids(ids: list[str]) -> str:
+    """Task ids (Kafka's "<subtopology>_<partition>") said by subtopology, each one's partitions as
+    ranges: ["0_0", "0_1", "0_2", "0_3", "1_5"] -> "0:0-3 1:5". A streams member with 24 tasks was
+    a line of 24 ids, wider than the members grid; this is its few subtopologies. An id that is not
+    of that form is said as it is."""
+    by_sub: dict[str, list[int]] = {}
+    odd: list[str] = []
+    for t in ids:
+        sub, sep, part = t.rpartition("_")
+        if sep and sub and part.isdigit():
+            by_sub.setdefault(sub, []).append(int(part))
+        else:
+            odd.append(t)
+    said = [
+        f"{sub}:{_ranges(ps)}" for sub, ps in sorted(by_sub.items(), key=lambda kv: _subtopology_key(kv[0]))
+    ]
+    return " ".join(said + sorted(odd))
+
+
 def fmt_tasks(tasks: Any) -> str | None:
-    """A streams member's TasksDoc -> "active 0_0 0_1; standby 1_0" (None: not a streams member)."""
+    """A streams member's TasksDoc -> "active 0:0-3 1:0-1; standby 1:2-3" (fmt_task_ids; None: not
+    a streams member)."""
     if tasks is None:
         return None
     parts = [
-        f"{kind} {' '.join(ids)}"
+        f"{kind} {fmt_task_ids(ids)}"
         for kind, ids in (("active", tasks.active), ("standby", tasks.standby), ("warm-up", tasks.warmup))
         if ids
     ]

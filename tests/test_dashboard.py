@@ -192,6 +192,36 @@ def test_member_columns_leave_out_what_no_member_fills(lag_ramp: GroupDocument) 
     streams = fields(wordcount_doc())
     assert streams[-5:] == ["member_epoch", "state", "tasks", "target_tasks", "process_id"]
     assert "target" not in streams and "heartbeat_ratio" not in streams
+    assert "partitions" not in streams  # a streams member is given tasks: its Assignment says the rest
+
+
+def test_a_streams_groups_member_columns_fit_the_page_at_1400_px() -> None:
+    """Issue 34: a streams group's members grid scrolled sideways at 1,400 px (its columns' widths
+    made ~1,700 px in the grid's ~1,320). Its columns' least widths, every one a member may fill but
+    a static member's instance id (rare in Kafka Streams), add up to less than the grid."""
+    from dashboard.pages.group import STREAMS_MEMBER_COLUMNS
+
+    least = sum(
+        c.get("minWidth") or c["width"] for c in STREAMS_MEMBER_COLUMNS if c["field"] != "group_instance_id"
+    )
+    assert least <= 1_300, least
+
+
+def test_a_streams_members_tasks_are_said_by_subtopology_in_ranges() -> None:
+    """Kafka's task ids ("<subtopology>_<partition>") said compactly, each kind's by subtopology with
+    its partitions as ranges, and read back (as the browser tests read a cell) to the same tasks."""
+    from browser.dashboard_driver import task_ids_said
+
+    from coordinator_model.document.types import TasksDoc
+
+    active = [f"0_{p}" for p in range(12)] + ["1_3", "1_4", "1_7", "10_0", "2_9"]
+    tasks = TasksDoc(active=active, standby=["2_0", "2_1", "2_3"], warmup=["1_5"])
+    said = gd.fmt_tasks(tasks)
+    assert said == "active 0:0-11 1:3-4,7 2:9 10:0; standby 2:0-1,3; warm-up 1:5"
+    assert sorted(task_ids_said(said)) == sorted(active + tasks.standby + tasks.warmup)
+    assert gd.fmt_tasks(TasksDoc()) == "none" and gd.fmt_tasks(None) is None
+    # an id not of Kafka's form is said as it is
+    assert gd.fmt_task_ids(["0_1", "odd"]) == "0:1 odd"
 
 
 def test_header_says_what_is_denied_inferred_and_from_which_sources() -> None:

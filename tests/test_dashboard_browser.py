@@ -24,8 +24,10 @@ from browser.dashboard_driver import (
     chart_problems,
     chromium,
     grid_cells,
+    grid_scroll,
     serve_in_thread,
     shoot,
+    task_ids_said,
     text,
     unreadable_headers,
     wait_for,
@@ -375,6 +377,179 @@ def test_kip848_group_shows_epochs_and_member_states(served, browser, artifacts_
     epochs = wait_for(lambda: grid_cells(browser, "group-members", "member_epoch"), what="member epochs")
     assert sorted(epochs) == sorted(m["member_epoch"] for m in doc["members"])
     shoot(browser, artifacts_dir, "group-kip848")
+
+
+STREAMS_APP = "orders-enricher"
+# The repartition topic's name as Kafka Streams makes it: among the longest a grid cell holds.
+REPARTITION = f"{STREAMS_APP}-KSTREAM-AGGREGATE-STATE-STORE-0000000003-repartition"
+
+
+def wide_streams_doc(name: str, as_of: int) -> dict[str, Any]:
+    """A Kafka Streams application's group, the widest members a streams group has: three
+    subtopologies over 8 partitions (0 joins orders with customers, 1 reads a repartition topic, 2
+    the orders again); three instances named as Kafka Streams names them when no client.id is set
+    ("<application id>-<process UUID>-StreamThread-1-consumer"), each with active and standby tasks
+    scattered over the subtopologies, the third warming up tasks and still reconciling towards
+    other target tasks."""
+    from coordinator_model.document.types import (
+        GroupDocument,
+        LagDoc,
+        MemberDoc,
+        PartitionLag,
+        SubtopologyDoc,
+        TasksDoc,
+        TopologyDoc,
+    )
+
+    reads = {"0": ["orders", "customers"], "1": [REPARTITION], "2": ["orders"]}
+
+    def ids(sub: str, parts: list[int]) -> list[str]:
+        return [f"{sub}_{p}" for p in parts]
+
+    def member(i: int, active: list[str], standby: list[str], **kw: Any) -> MemberDoc:
+        process = f"{i}c9a7f4e-5b2d-4e1a-9f3c-0d8e7b6a5c4{i}"
+        tasks = TasksDoc(active=active, standby=standby, warmup=kw.pop("warmup", []))
+        return MemberDoc(
+            f"Xq{i}vT2rSWOle9GA7MoeJA",
+            client_id=f"{STREAMS_APP}-{process}-StreamThread-1-consumer",
+            client_host=f"/10.240.17.{200 + i}",
+            assignment=sorted(
+                {(t, int(p)) for task in active for s, _, p in [task.partition("_")] for t in reads[s]}
+            ),
+            modern=True,
+            member_epoch=kw.pop("epoch", 41),
+            state=kw.pop("state", "stable"),
+            tasks=tasks,
+            target_tasks=kw.pop("target", tasks),
+            process_id=process,
+        )
+
+    members = [
+        member(
+            1, ids("0", [0, 1, 2, 3]) + ids("1", [0, 2, 4, 6]) + ids("2", [0, 1, 2]), ids("0", [4, 5, 6, 7])
+        ),
+        member(
+            2, ids("0", [4, 5, 6, 7]) + ids("1", [1, 3, 5, 7]) + ids("2", [3, 4, 5]), ids("0", [0, 1, 2, 3])
+        ),
+        member(
+            3,
+            ids("2", [6, 7]),
+            ids("1", [0, 1]),
+            warmup=ids("1", [5, 7]),
+            target=TasksDoc(active=ids("1", [5, 7]) + ids("2", [6, 7]), standby=ids("1", [0, 1])),
+            epoch=40,
+            state="unrevoked_tasks",
+        ),
+    ]
+    owner = {tp: m.member_id for m in members for tp in m.assignment}
+    lag = [
+        PartitionLag(
+            t, p, 1_000 * p, True, 1_000 * p + 7 * p, 7 * p, round(0.4 * p, 3), "OK", owner.get((t, p))
+        )
+        for t in ("orders", "customers", REPARTITION)
+        for p in range(8)
+    ]
+    doc = GroupDocument(
+        group=name,
+        type="streams",
+        state="Reconciling",
+        protocol_type="streams",
+        group_epoch=41,
+        assignment_epoch=41,
+        members=members,
+        lag=LagDoc(
+            total=sum(x.lag or 0 for x in lag),
+            max_seconds=max(x.lag_seconds or 0 for x in lag),
+            partitions=lag,
+        ),
+        topology=TopologyDoc(
+            2,
+            [
+                SubtopologyDoc(
+                    "0", source_topics=["orders", "customers"], repartition_sink_topics=[REPARTITION]
+                ),
+                SubtopologyDoc("1", repartition_source_topics=[REPARTITION]),
+                SubtopologyDoc("2", source_topics=["orders"]),
+            ],
+        ),
+        sources=["describe", "offsets"],
+        as_of=as_of,
+    )
+    return doc.to_json()
+
+
+def test_a_streams_groups_members_fit_the_page(served, browser, artifacts_dir) -> None:
+    """Issue 34: a streams group's members grid (member epoch and state, tasks, target tasks and
+    process beside a consumer's columns) scrolled sideways at 1,400 px. For the widest members a
+    streams group has (wide_streams_doc) it has no horizontal scrollbar; every header reads whole;
+    tasks are said by subtopology in ranges (the whole of them: read back, they are the member's);
+    a reconciled member's target says "same", the reconciling one's its own tasks; a process id is
+    its first 8 digits, in the client id too; a cell shows all of its text but the member id and
+    the 3-line client ids and assignments, whose tooltips have the whole."""
+    import redis
+
+    from collectors.storage.redis_store import RedisStore
+
+    now = int(time.time() * 1000)
+    doc = wide_streams_doc("streams-wide", now)
+    RedisStore(redis.Redis.from_url(served["url"])).write_group(doc, now, as_of_ms=doc["as_of"])
+    served["docs"][doc["group"]] = doc  # what is served from now on (the topics pages count it)
+    browser.get(served["base"] + group_url(doc["group"]))
+    wait_for(lambda: len(grid_cells(browser, "group-members", "member_id")) == 3, what="the members")
+    browser.execute_script("document.querySelector('#group-members').scrollIntoView()")
+    members = {m["member_id"]: m for m in doc["members"]}
+    for mid, cell in zip(
+        grid_cells(browser, "group-members", "member_id"),
+        grid_cells(browser, "group-members", "tasks"),
+        strict=True,
+    ):
+        had = members[mid]["tasks"]
+        assert sorted(task_ids_said(cell)) == sorted(had["active"] + had["standby"] + had["warmup"]), cell
+    shown = wait_for(lambda: shown_cells(browser, "group-members"), what="the members' cells")
+    # a range's hyphen is a non-breaking one on screen (a wrapped cell never ends a line in "0:0-")
+    assert "0:0\u20113" in shown[0]["tasks"]
+    shown = [{k: v.replace("\u2011", "-") for k, v in r.items()} for r in shown]
+    by_process = {r["process_id"]: r for r in shown}
+    assert sorted(by_process) == sorted(m["process_id"][:8] + "…" for m in doc["members"])
+    reconciling = by_process["3c9a7f4e…"]
+    assert reconciling["target_tasks"] == "active 1:5,7 2:6-7; standby 1:0-1"
+    assert reconciling["tasks"] == "active 2:6-7; standby 1:0-1; warm-up 1:5,7"
+    assert [r["target_tasks"] for r in shown if r is not reconciling] == ["same", "same"]
+    assert "partitions" not in shown[0]  # a streams member is given tasks; the Assignment says the rest
+    # no scrolling sideways, with every column in view and every header whole
+    wait_for(lambda: grid_scroll(browser, "group-members")[0] > 0, what="the grid drawn")
+    scroll = grid_scroll(browser, "group-members")
+    shoot(browser, artifacts_dir, "group-streams-members")
+    browser.find_element("id", "group-members").screenshot(
+        str(artifacts_dir / "dashboard-group-streams-members-grid.png")
+    )
+    assert scroll[0] <= scroll[1], f"the members grid scrolls sideways: {scroll}"
+    _readable_headers(browser, "group-members")
+    # a wrapped cell's text is all in view (its row grew to hold it), but for the clamped ones' (3
+    # lines, the whole in the tooltip); no other cell is cut but the member id's (its tooltip has it)
+    cut = browser.execute_script(
+        "return [...document.querySelectorAll('#group-members .ag-center-cols-container .ag-cell')]"
+        ".filter(c => c.scrollWidth > c.clientWidth + 1 || c.scrollHeight > c.clientHeight + 1)"
+        ".map(c => c.getAttribute('col-id'));"
+    )
+    assert set(cut) <= {"member_id", "client_id", "assignment"}, cut
+    tips = browser.execute_script(
+        "return dash_ag_grid.getApi('group-members').getColumnDefs().map(c => [c.field, c.tooltipField]);"
+    )
+    tipped = {"member_id", "client_id", "assignment", "target_tasks", "process_id"}
+    assert tipped <= {f for f, tip in tips if tip == f}, tips
+    # the client id Kafka Streams made says the process id as the Process column does
+    assert by_process["1c9a7f4e…"]["client_id"] == f"{STREAMS_APP}-1c9a7f4e…-StreamThread-1-consumer"
+
+
+def shown_cells(driver: Any, grid_id: str) -> list[dict[str, str]]:
+    """Each drawn row of a grid as shown: {column id: the cell's text}."""
+    return driver.execute_script(
+        "return [...document.querySelectorAll('#' + arguments[0] + ' .ag-center-cols-container .ag-row')]"
+        ".map(r => Object.fromEntries([...r.querySelectorAll('.ag-cell')]"
+        ".map(c => [c.getAttribute('col-id'), c.innerText.trim()])));",
+        grid_id,
+    )
 
 
 def test_out_of_the_box_group_marks_what_was_inferred(served, browser, artifacts_dir) -> None:

@@ -303,6 +303,11 @@ def _look_at_group(
     time.sleep(0.5)
     driver.save_screenshot(str(artifacts_dir / f"demo-live-{group}-members.png"))
     return {
+        # [scrollWidth, clientWidth] of the members grid's columns: wider than the grid, it scrolls
+        "members_scroll": driver.execute_script(
+            "const v = document.querySelector('#group-members .ag-center-cols-viewport');"
+            "return v ? [v.scrollWidth, v.clientWidth] : null;"
+        ),
         "members": members,
         "header": driver.execute_script(text_js, "group-header"),
         "topology": driver.execute_script(text_js, "group-topology"),
@@ -570,9 +575,9 @@ def test_live_demo_topics_pages(demo_run):
 def test_live_demo_streams_and_share_group_pages(demo_run):
     """The demo's dashboard, live, on its two groups of the newer kinds (screenshots
     demo-live-demo-streams[-members].png and demo-live-demo-share[-members].png): the streams
-    group's members with their tasks, every task held, its topology with the repartition and
-    changelog topics and its lag per task; the share group's two share consumers and its share
-    partitions with their lag."""
+    group's members with their tasks, every task held, in a grid that does not scroll sideways, its
+    topology with the repartition and changelog topics and its lag per task; the share group's two
+    share consumers and its share partitions with their lag."""
     reason = _collector_missing(demo_run)
     if reason:
         pytest.skip(reason)
@@ -580,12 +585,15 @@ def test_live_demo_streams_and_share_group_pages(demo_run):
     assert seen["error"] is None, seen["error"]
     if seen.get("demo_ended"):
         pytest.skip("the demo (and its dashboard) ended before its pages were looked at: a loaded machine")
+    from browser.dashboard_driver import task_ids_said
+
     streams = seen["streams_page"]
     assert "streams" in (streams["header"] or "").lower(), streams["header"]
-    held = sorted(
-        t for m in streams["members"] for t in (m["tasks"] or "").replace("active", "").split() if "_" in t
-    )
+    held = sorted(t for m in streams["members"] for t in task_ids_said(m["tasks"]))
     assert held == ["0_0", "0_1", "1_0", "1_1"], streams["members"]
+    # its members grid fits the page at 1,400 px (issue 34: it scrolled sideways)
+    scroll = streams["members_scroll"]
+    assert scroll and scroll[0] <= scroll[1], f"the streams members grid scrolls sideways: {scroll}"
     assert all(m["process_id"] for m in streams["members"]), streams["members"]
     topology = streams["topology"] or ""
     assert f"{STREAMS_GROUP}-words-repartition" in topology and "changelog" in topology, topology

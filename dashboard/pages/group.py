@@ -56,8 +56,8 @@ RANGES = [
 ]
 
 # A classic or KIP-848 group's members fit the grid at the browser tests' 1,400 px (headers wrap,
-# GRID_COLUMNS; the columns no member fills are left out, member_columns); a streams group's further
-# columns (STREAMS_COLUMNS) scroll sideways.
+# GRID_COLUMNS; the columns no member fills are left out, member_columns); a streams group's have
+# columns of their own (STREAMS_MEMBER_COLUMNS).
 MEMBER_COLUMNS = [
     {"field": "member_id", "headerName": "Member id", "minWidth": 180, "flex": 2},
     {"field": "group_instance_id", "headerName": "Instance id", "width": 110},
@@ -104,33 +104,94 @@ KIP848_COLUMNS = [
         "tooltipField": "target",
     },
 ]
-STREAMS_COLUMNS = [
-    {"field": "tasks", "headerName": "Tasks", "flex": 2, "minWidth": 200, "tooltipField": "tasks"},
+# A cell's long value wraps onto more lines, the row growing to hold it, rather than being cut (the
+# look of it: assets/style.css, gs-wrap). A clamped one stops at 3 lines ending in "…", the whole in
+# its tooltip: a Kafka Streams repartition topic's name alone takes 4 lines of the Assignment column,
+# and a member's row is better seen whole beside the others.
+WRAPPED = {"wrapText": True, "autoHeight": True, "cellClass": "gs-wrap"}
+
+
+def clamped(field: str) -> dict[str, Any]:
+    return {"wrapText": True, "autoHeight": True, "cellClass": "gs-wrap gs-clamp", "tooltipField": field}
+
+
+# How a streams member's process id ("1c9a7f4e…"), client id (holding the process id), tasks and
+# target tasks ("same" as its tasks, when reconciled) are said: assets/dashAgGridFunctions.js.
+SHORT_ID = {"function": "streamsProcessId(params)"}
+CLIENT_ID = {"function": "streamsClientId(params)"}
+SAME_AS_TASKS = {"function": "streamsTargetTasks(params)"}
+TASKS = {"function": "streamsTasks(params)"}  # a range's hyphen non-breaking: "0:0-" never ends a line
+# A streams member has, beyond a consumer's, its member epoch and state, its tasks, its target
+# tasks and its process: at the consumer's widths they made a grid of ~1,700 px in the ~1,320 px the
+# page has at 1,400 px, read only by scrolling it sideways. Here the columns' minimums add up to
+# 1,270 px (1,370 with a static member's instance id, rare in Kafka Streams): each is the least its
+# header needs to read whole beside its filter icon (a narrower one breaks "Member" or "(offsets)"
+# in two). The member id is cut and the process id shortened, the whole of each in its tooltip;
+# client ids and topic-partitions wrap to 3 lines, tasks (said compactly: group_doc.fmt_tasks) wrap.
+# The count of partitions is left out: a streams member is given tasks, and the topic-partitions
+# they read are the Assignment beside it.
+STREAMS_MEMBER_COLUMNS = [
+    {
+        "field": "member_id",
+        "headerName": "Member id",
+        "flex": 1,
+        "minWidth": 100,
+        "tooltipField": "member_id",
+    },
+    {"field": "group_instance_id", "headerName": "Instance id", "width": 100, **WRAPPED},
+    {
+        "field": "client_id",
+        "headerName": "Client id",
+        "flex": 2,
+        "minWidth": 140,
+        "valueFormatter": CLIENT_ID,
+        **clamped("client_id"),
+    },
+    {"field": "client_host", "headerName": "Host", "width": 140, **WRAPPED},
+    {"field": "assignment", "headerName": "Assignment", "flex": 2, "minWidth": 150, **clamped("assignment")},
+    {"field": "lag", "headerName": "Lag (offsets)", "type": "numericColumn", "width": 110},
+    {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 80},
+    {"field": "member_epoch", "headerName": "Member epoch", "type": "numericColumn", "width": 100},
+    {"field": "state", "headerName": "Member state", "width": 100, **WRAPPED},
+    {"field": "tasks", "headerName": "Tasks", "flex": 2, "minWidth": 140, "valueFormatter": TASKS, **WRAPPED},
     {
         "field": "target_tasks",
         "headerName": "Target tasks",
-        "flex": 2,
-        "minWidth": 200,
+        "flex": 1,
+        "minWidth": 100,
+        "valueFormatter": SAME_AS_TASKS,
         "tooltipField": "target_tasks",
+        **WRAPPED,
     },
-    {"field": "process_id", "headerName": "Process", "width": 150, "tooltipField": "process_id"},
+    {
+        "field": "process_id",
+        "headerName": "Process",
+        "width": 110,
+        "valueFormatter": SHORT_ID,
+        "tooltipField": "process_id",
+    },
 ]
 # Columns only some groups' members fill (a static member's instance id; the heartbeat columns, from
 # the probe's events): shown when a member has a value there, so a KIP-848 or streams group's own
 # columns (epochs, target assignment, tasks) are not pushed past the grid's edge by empty ones.
-OPTIONAL_MEMBER_FIELDS = frozenset(
-    {"group_instance_id", "heartbeat_age_s", "session_timeout_s", "heartbeat_ratio"}
-)
+HEARTBEAT_FIELDS = frozenset({"heartbeat_age_s", "session_timeout_s", "heartbeat_ratio"})
+OPTIONAL_MEMBER_FIELDS = HEARTBEAT_FIELDS | {"group_instance_id"}
 
 
 def member_columns(doc: GroupDocument, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The members grid's columns for this group and its member rows."""
     filled = {f for r in rows for f in OPTIONAL_MEMBER_FIELDS if r.get(f) not in (None, "")}
-    base = [c for c in MEMBER_COLUMNS if c["field"] not in OPTIONAL_MEMBER_FIELDS or c["field"] in filled]
+
+    def shown(columns: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [c for c in columns if c["field"] not in OPTIONAL_MEMBER_FIELDS or c["field"] in filled]
+
     if doc.type == "streams":
-        # its target is said in tasks (STREAMS_COLUMNS), what it is assigned by: not in partitions too
-        return base + [c for c in KIP848_COLUMNS if c["field"] != "target"] + STREAMS_COLUMNS
-    return base + (KIP848_COLUMNS if doc.modern else [])
+        # its target is said in tasks, what it is assigned by: not in partitions too. The heartbeat
+        # columns (a probe's) stay the consumer's, after the lag, for a member that has them.
+        beats = [c for c in MEMBER_COLUMNS if c["field"] in HEARTBEAT_FIELDS]
+        at = next(i for i, c in enumerate(STREAMS_MEMBER_COLUMNS) if c["field"] == "lag_seconds") + 1
+        return shown(STREAMS_MEMBER_COLUMNS[:at] + beats + STREAMS_MEMBER_COLUMNS[at:])
+    return shown(MEMBER_COLUMNS) + (KIP848_COLUMNS if doc.modern else [])
 
 
 # The widths add up to less than the page's grid at 1,280 px (a column past the grid's edge was read

@@ -181,3 +181,27 @@ def chromium(width: int, height: int) -> Iterator[Any]:
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def task_ids_said(cell: str | None) -> list[str]:
+    """The task ids ("<subtopology>_<partition>") a members grid's tasks cell says, of every kind:
+    "active 0:0-2 1:5; standby 2:0,3" -> 0_0 0_1 0_2 1_5 2_0 2_3 (the inverse of
+    dashboard.group_doc.fmt_tasks, written apart from it so a test reads the cell as a user would)."""
+    ids: list[str] = []
+    for said in (cell or "").split(";"):
+        for word in said.split()[1:]:  # after the kind (active, standby, warm-up)
+            sub, _, parts = word.rpartition(":")
+            for part in parts.split(","):
+                first, _, last = part.partition("-")
+                ids += [f"{sub}_{p}" for p in range(int(first), int(last or first) + 1)]
+    return ids
+
+
+def grid_scroll(driver: Any, grid_id: str) -> list[int]:
+    """[scrollWidth, clientWidth] of a grid's viewport of columns: the first above the second is a
+    grid read only by scrolling it sideways."""
+    return driver.execute_script(
+        "const v = document.querySelector('#' + arguments[0] + ' .ag-center-cols-viewport');"
+        "return [v.scrollWidth, v.clientWidth];",
+        grid_id,
+    )
