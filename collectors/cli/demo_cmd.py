@@ -287,7 +287,9 @@ def demo(
             _say(f"{CHAOS_FLAG}: running the demo's workload on {bootstrap_servers}")
         for name, (bootstrap, _logs) in ({} if watch else clusters).items():  # --watch: no workload
             label = "" if name == "default" else f"{name}-"
-            workload = Workload(supervisor, bootstrap, settings.heartbeat_topic, label=label)
+            workload = Workload(
+                supervisor, bootstrap, settings.heartbeat_topic, label=label, kafka_conf=settings.kafka
+            )
             workloads.append(workload)
             _create_topics(bootstrap, settings.kafka, [(settings.heartbeat_topic, 3), *workload.topics()])
             if not _ensure_offsets_topic(bootstrap, settings.kafka):

@@ -17,7 +17,9 @@ Beside the consumer groups (classic and KIP-848), a Kafka Streams application on
 (KIP-1071: collectors/demo/streams_app, a word count with a repartition topic and a state store, each
 instance its own JVM) and a KIP-932 share group (two share consumers) run the same way: their members
 are processes started and stopped by the script. It needs Java with javac and the kafka-streams jars
-(`make demo` fetches them): without them the streams scenario is left out, said so, and the rest runs.
+(`make demo` fetches them), and Kafka security settings the Java client can take
+(collectors/demo/streams_app/security.py): without them the streams scenario is left out, said so,
+and the rest runs.
 
 Every member the script started and has not stopped is watched: one that exits on its own (a crash, a
 broker that refused it) is started again after RESTART_DELAY seconds, later ones after twice as long
@@ -33,8 +35,9 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from collectors.demo.supervisor import Child, Supervisor
 
@@ -255,13 +258,20 @@ SCENARIOS: tuple[Scenario, ...] = (
 )
 
 
-def streams_unavailable() -> str | None:
-    """Why the Kafka Streams application cannot run here (no java, no javac, no kafka-streams jars and
-    no Maven to fetch them, a failed build), or None once it is built (javac runs once, then cached)."""
+def streams_unavailable(kafka_conf: Mapping[str, Any] | None = None) -> str | None:
+    """Why the Kafka Streams application cannot run here (a Kafka security setting in `kafka_conf`,
+    librdkafka's, that the Java client cannot carry; no java, no javac, no kafka-streams jars and no
+    Maven to fetch them, a failed build), or None once it is built (javac runs once, then cached)."""
     from collectors.demo.servers.kafka.jars import JarsError
     from collectors.demo.servers.processes import ServerError
     from collectors.demo.streams_app import StreamsAppError, ensure_compiled
+    from collectors.demo.streams_app.security import StreamsSecurityError, java_client_properties
 
+    try:
+        # the settings first: the same check the worker makes, said once here instead of at each restart
+        java_client_properties(kafka_conf or {})
+    except StreamsSecurityError as e:
+        return str(e)
     try:
         ensure_compiled()
     except (StreamsAppError, JarsError, ServerError, OSError) as e:
@@ -279,6 +289,9 @@ class Workload:
     heartbeat_topic: str
     scenarios: tuple[Scenario, ...] = SCENARIOS
     label: str = ""  # before each child's name (its log file), when several workloads run
+    # the cluster's Kafka settings (librdkafka's), which the members' workers read from the
+    # configuration themselves: here to refuse the streams scenario at once when they cannot carry them
+    kafka_conf: Mapping[str, Any] = field(default_factory=dict)
     stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
 
@@ -357,7 +370,7 @@ class Workload:
         return argv
 
     def _run(self, s: Scenario) -> None:
-        if s.protocol == "streams" and (why := streams_unavailable()):
+        if s.protocol == "streams" and (why := streams_unavailable(self.kafka_conf)):
             self.supervisor.say(f"scenario {s.group} is left out (the other scenarios run): {why}")
             return
         members = {m.name: m for m in s.members}

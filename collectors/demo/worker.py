@@ -17,7 +17,10 @@ rebalance on the classic protocol).
 one instance of the Kafka Streams word count (collectors/demo/streams_app, its own JVM on
 group.protocol=streams, KIP-1071) and stands for it: SIGTERM closes it (it leaves the group), and when the
 JVM ends on its own the worker ends with its status, so the demo restarts it. Its state directory is
-under --workdir and kept across restarts: a restarted instance is a new member of the same process.
+under --workdir and kept across restarts: a restarted instance is a new member of the same process. It
+connects with the user's security settings like the other members, mapped onto the Java client's
+(collectors/demo/streams_app/security.py) and given to the JVM in a private file, not on its command
+line; a setting the Java client cannot carry ends the worker with one line naming it.
 The producer writes JSON records, or for a topic given as TOPIC:RATE:words, lines of words (what the
 word count counts).
 """
@@ -180,9 +183,22 @@ def run_share_consumer(a: argparse.Namespace) -> int:
 
 def run_streams(a: argparse.Namespace) -> int:
     from collectors.demo.streams_app import StreamsApp
+    from collectors.demo.streams_app.security import StreamsSecurityError, java_client_properties
 
+    try:
+        # SASL and TLS as the demo's other clients have them (librdkafka's names), in the Java client's
+        security = java_client_properties(_cluster_conf())
+    except StreamsSecurityError as e:
+        _say(event="error", member=a.client_id, error=str(e))
+        return 2
     app = StreamsApp(
-        a.bootstrap_servers, a.application_id, a.input_topic, a.output_topic, a.client_id, Path(a.workdir)
+        a.bootstrap_servers,
+        a.application_id,
+        a.input_topic,
+        a.output_topic,
+        a.client_id,
+        Path(a.workdir),
+        client_config=security,
     )
     app.start()
     _say(event="started", member=a.client_id, group=a.application_id, kind="streams", pid=app.proc.pid)

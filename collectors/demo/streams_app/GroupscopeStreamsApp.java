@@ -10,7 +10,10 @@
 //
 // Command line: --bootstrap-servers B --application-id A --input-topic I --output-topic O
 //   [--client-id C] [--state-dir D] [--group-protocol streams|classic] [--commit-interval-ms N]
-//   [--config key=value]...   (any further StreamsConfig setting; it wins over the above)
+//   [--config-file F] [--config key=value]...   (any further StreamsConfig setting; --config wins over
+//   the file, the file over the above). The file is read once, at start, as UTF-8 java.util.Properties:
+//   the launcher puts the client's security settings there (a SASL password, a key), never on the
+//   command line, where every user of the machine can read them (collectors/demo/streams_app/security.py).
 //
 // stdout carries only JSON lines, one per event, flushed at once, for the launcher to wait on:
 //   {"event":"starting", ...}  the settings it runs with
@@ -27,7 +30,10 @@
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
+import java.io.Reader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Paths;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -105,6 +111,13 @@ public final class GroupscopeStreamsApp {
         // No record cache: every count update goes to the changelog and the output at once, so a test
         // sees each record's effect after one commit interval.
         props.put(StreamsConfig.STATESTORE_CACHE_MAX_BYTES_CONFIG, 0L);
+        if (opts.containsKey("config-file")) {
+            Properties file = new Properties();
+            try (Reader in = Files.newBufferedReader(Paths.get(opts.get("config-file")), StandardCharsets.UTF_8)) {
+                file.load(in);
+            }
+            props.putAll(file);
+        }
         props.putAll(extra);
 
         StreamsBuilder builder = new StreamsBuilder();
@@ -124,6 +137,9 @@ public final class GroupscopeStreamsApp {
         emit("{\"event\":\"starting\",\"application_id\":" + quote(opts.get("application-id"))
                 + ",\"client_id\":" + quote(props.getProperty(StreamsConfig.CLIENT_ID_CONFIG, ""))
                 + ",\"group_protocol\":" + quote(String.valueOf(props.get(StreamsConfig.GROUP_PROTOCOL_CONFIG)))
+                // how it connects, never a secret: the protocol and the SASL mechanism, not the JAAS line
+                + ",\"security_protocol\":" + quote(props.getProperty("security.protocol", "PLAINTEXT"))
+                + ",\"sasl_mechanism\":" + quote(props.getProperty("sasl.mechanism", ""))
                 + ",\"input\":" + quote(input) + ",\"output\":" + quote(output)
                 + ",\"pid\":" + ProcessHandle.current().pid()
                 + ",\"topology\":" + quote(topology.describe().toString()) + "}");
@@ -293,7 +309,7 @@ public final class GroupscopeStreamsApp {
         System.err.println(why);
         System.err.println("usage: GroupscopeStreamsApp --bootstrap-servers B --application-id A --input-topic I"
                 + " --output-topic O [--client-id C] [--state-dir D] [--group-protocol streams|classic]"
-                + " [--commit-interval-ms N] [--config key=value]...");
+                + " [--commit-interval-ms N] [--config-file F] [--config key=value]...");
         System.exit(2);
     }
 }

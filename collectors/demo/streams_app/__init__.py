@@ -13,6 +13,11 @@ store (changelog), compiled with javac at first use.
   waits for the RUNNING state, `close()` asks it to close (it leaves the group), `kill()` SIGKILLs it
   (the crash case: the member stays until its session expires). `start()` again restarts it on the
   same state directory, as a restarted instance of a real application does.
+- Security: `client_config` holds the Java client's security properties (`security.java_client_properties`
+  maps groupscope's librdkafka settings onto them: SASL, TLS, client certificates). They may hold
+  secrets, so they never go on the command line: each start writes them to a file of mode 0600 in a
+  private folder and passes its path (`--config-file`); the file is removed as soon as the JVM has
+  read it (its first line out), or when it ends. `config` (`--config key=value`) takes no secret.
 
     app = StreamsApp(broker.bootstrap_servers, "wordcount", "lines", "counts", "wc-1", tmp / "wc-1")
     app.start().wait_running(60)
@@ -43,6 +48,7 @@ from typing import IO, Any
 
 from collectors.demo.servers.kafka.broker import java_binary
 from collectors.demo.servers.kafka.jars import cache_root, classpath, kafka_version, streams_classpath
+from collectors.demo.streams_app.security import PrivateProperties, write_private_properties
 from collectors.process_death import die_with_parent
 
 SOURCE = Path(__file__).with_name("GroupscopeStreamsApp.java")
@@ -50,6 +56,14 @@ MAIN_CLASS = "GroupscopeStreamsApp"
 STORE = "word-counts"  # the state store: its changelog is APP-word-counts-changelog
 REPARTITION = "words"  # the groupBy's repartition topic: APP-words-repartition
 _DONE = ".complete"
+# Java client settings that hold a secret, or name where one is: `client_config`'s, never `config`'s
+SECRET_SETTINGS = (
+    "sasl.jaas.config",
+    "password",  # ssl.key.password, ssl.keystore.password, ssl.truststore.password, sasl.*.password
+    "ssl.keystore.key",
+    "ssl.keystore.certificate.chain",
+    "ssl.truststore.certificates",
+)
 
 
 class StreamsAppError(RuntimeError):
@@ -130,7 +144,9 @@ class StreamsApp:
     workdir: Path
     group_protocol: str = "streams"  # "classic" runs the same topology on the classic protocol
     commit_interval_ms: int = 500
-    config: dict[str, str] = field(default_factory=dict)  # further StreamsConfig settings
+    config: dict[str, str] = field(default_factory=dict)  # further StreamsConfig settings (no secret)
+    # the Java client's security settings (security.java_client_properties), given in a private file
+    client_config: dict[str, str] = field(default_factory=dict, repr=False)
     version: str = field(default_factory=kafka_version)
     heap: str = "256m"
     proc: subprocess.Popen | None = field(default=None, repr=False)
@@ -138,6 +154,8 @@ class StreamsApp:
     events: list[dict[str, Any]] = field(default_factory=list, repr=False)
     _cond: threading.Condition = field(default_factory=threading.Condition, repr=False)
     _reader: threading.Thread | None = field(default=None, repr=False)
+    # the current run's private properties file, until the JVM has read it
+    _secrets: PrivateProperties | None = field(default=None, repr=False)
 
     @property
     def state_dir(self) -> Path:
@@ -155,8 +173,13 @@ class StreamsApp:
     def events_path(self) -> Path:
         return self.workdir / "events.jsonl"
 
-    def app_args(self) -> list[str]:
-        """The application's own arguments (GroupscopeStreamsApp's command line)."""
+    def app_args(self, config_file: Path | None = None) -> list[str]:
+        """The application's own arguments (GroupscopeStreamsApp's command line), with the path of
+        the private file holding `client_config` when there is one."""
+        for key in self.config:
+            if any(secret in key for secret in SECRET_SETTINGS):
+                # a command line is readable by every user of the machine (ps, /proc/PID/cmdline)
+                raise StreamsAppError(f"{key} goes in client_config (a private file), not on a command line")
         args = [
             "--bootstrap-servers",
             self.bootstrap,
@@ -175,11 +198,15 @@ class StreamsApp:
             "--commit-interval-ms",
             str(self.commit_interval_ms),
         ]
+        if config_file is not None:
+            args += ["--config-file", str(config_file)]
         for key, value in self.config.items():
             args += ["--config", f"{key}={value}"]
         return args
 
-    def argv(self, classes: Path, java: str = "java", jars: str = "JARS/*") -> list[str]:
+    def argv(
+        self, classes: Path, java: str = "java", jars: str = "JARS/*", config_file: Path | None = None
+    ) -> list[str]:
         """The whole command line, given where the classes and jars are (no build, no fetch here)."""
         return [
             java,
@@ -193,7 +220,7 @@ class StreamsApp:
             "-cp",
             f"{classes}{os.pathsep}{jars}",
             MAIN_CLASS,
-            *self.app_args(),
+            *self.app_args(config_file),
         ]
 
     def _write_log_config(self) -> None:
@@ -220,10 +247,14 @@ class StreamsApp:
         self._write_log_config()
         with self._cond:
             self.events = []
+        self._remove_secrets()  # a file an earlier run left (it never printed a line)
+        if self.client_config:
+            self._secrets = write_private_properties(self.client_config)
+        config_file = self._secrets.path if self._secrets else None
         stderr = open(self.stderr_path, "ab")  # noqa: SIM115 - the child keeps it open
         try:
             self.proc = subprocess.Popen(
-                self.argv(classes, java_binary(), jars),
+                self.argv(classes, java_binary(), jars, config_file),
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=stderr,
@@ -232,17 +263,28 @@ class StreamsApp:
                 start_new_session=True,
                 preexec_fn=die_with_parent,  # SIGTERM (a clean close) when its starter dies
             )
+        except BaseException:
+            self._remove_secrets()
+            raise
         finally:
             stderr.close()
         self._reader = threading.Thread(
-            target=self._read, args=(self.proc.stdout,), name=f"streams-app-{self.client_id}", daemon=True
+            target=self._read,
+            args=(self.proc.stdout, self._secrets),
+            name=f"streams-app-{self.client_id}",
+            daemon=True,
         )
         self._reader.start()
         return self
 
-    def _read(self, stdout: IO[bytes]) -> None:
+    def _read(self, stdout: IO[bytes], secrets: PrivateProperties | None) -> None:
         with open(self.events_path, "ab") as copy:
             for raw in stdout:
+                if secrets is not None:
+                    # the JVM reads its properties file before it prints anything: the file can go
+                    with contextlib.suppress(OSError):
+                        secrets.remove()
+                    secrets = None
                 copy.write(raw)
                 copy.flush()
                 try:
@@ -351,7 +393,14 @@ class StreamsApp:
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, sig)
 
+    def _remove_secrets(self) -> None:
+        secrets, self._secrets = self._secrets, None
+        if secrets is not None:
+            with contextlib.suppress(OSError):
+                secrets.remove()
+
     def _finish(self) -> None:
+        self._remove_secrets()
         if self._reader is not None:
             self._reader.join(5)
         if self.proc is not None and self.proc.stdin is not None:

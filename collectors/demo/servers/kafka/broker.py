@@ -8,7 +8,8 @@ group coordinator's INFO log in its own file, `coordinator.log`, which the colle
 source can read and the tests take as the judge of what the coordinator did.
 
 Listeners: PLAINTEXT always (the inter-broker listener); SASL_PLAINTEXT with SCRAM users and SSL with
-PEM files when asked for (`sasl_users`, `tls`). With `authorizer`, Kafka's StandardAuthorizer (KRaft)
+PEM files when asked for (`sasl_users`, `tls`), and SASL_SSL (the SCRAM users over TLS, what managed
+clusters ask for) when both are. With `authorizer`, Kafka's StandardAuthorizer (KRaft)
 enforces ACLs: nothing is allowed without one, except to the super users (the PLAINTEXT and SSL
 listeners' anonymous principal, which the broker itself and the tests' own setup use, and `admin`).
 Whoever starts the broker stops it: SIGTERM, then SIGKILL (`_Proc.stop`).
@@ -71,6 +72,7 @@ class KafkaBroker(_Proc):
     sasl_port: int = 0
     ssl_port: int = 0
     mtls_port: int = 0  # an SSL listener that requires a client certificate (tls with client files)
+    sasl_ssl_port: int = 0  # SASL_SSL: the SCRAM users over TLS (sasl_users and tls both set)
     # SCRAM-SHA-256 and SCRAM-SHA-512 credentials, created at format time; a SASL listener when set.
     sasl_users: dict[str, str] = field(default_factory=dict)
     tls: TlsFiles | None = None
@@ -115,6 +117,10 @@ class KafkaBroker(_Proc):
         return f"{self.host}:{self.mtls_port}"
 
     @property
+    def sasl_ssl_bootstrap_servers(self) -> str:
+        return f"{self.host}:{self.sasl_ssl_port}"
+
+    @property
     def mtls(self) -> bool:
         return self.tls is not None and self.tls.client_cert_pem is not None
 
@@ -142,6 +148,19 @@ class KafkaBroker(_Proc):
                 "listener.name.ssl.ssl.truststore.type": "PEM",
                 "listener.name.ssl.ssl.truststore.certificates": self.tls.ca_pem.read_text(),
                 "listener.name.ssl.ssl.client.auth": "none",
+            }
+        if self.sasl_users and self.tls is not None:
+            listeners["SASLSSL"] = self.sasl_ssl_port
+            protocols["SASLSSL"] = "SASL_SSL"
+            for mech in ("scram-sha-256", "scram-sha-512"):
+                props[f"listener.name.saslssl.{mech}.sasl.jaas.config"] = (
+                    "org.apache.kafka.common.security.scram.ScramLoginModule required;"
+                )
+            props |= {
+                "listener.name.saslssl.ssl.keystore.type": "PEM",
+                "listener.name.saslssl.ssl.keystore.certificate.chain": self.tls.cert_pem.read_text(),
+                "listener.name.saslssl.ssl.keystore.key": self.tls.key_pem.read_text(),
+                "listener.name.saslssl.ssl.client.auth": "none",
             }
         if self.mtls:
             assert self.tls is not None
@@ -272,6 +291,8 @@ class KafkaBroker(_Proc):
             self.ssl_port = self.ssl_port or free_port(self.host)
         if self.mtls:
             self.mtls_port = self.mtls_port or free_port(self.host)
+        if self.sasl_users and self.tls is not None:
+            self.sasl_ssl_port = self.sasl_ssl_port or free_port(self.host)
         if self.workdir is None:
             import tempfile
 
