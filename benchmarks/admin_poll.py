@@ -179,7 +179,7 @@ def main() -> None:
                 # Two polls: the first sends every answer on, the second (nothing changed) only what
                 # the change filter finds due: the load an idle fleet puts on the pipeline.
                 for which in ("first", "second"):
-                    sent, held = poller.sent, poller.held
+                    sent, held = poller.writer.sent, poller.writer.held
                     r0 = reqs.total(admin)
                     t0, cpu0 = time.monotonic(), time.process_time()
                     found = poller.poll_once(admin, producer, timeout_s=30)
@@ -188,7 +188,8 @@ def main() -> None:
                     print(
                         f"{which} poll ({mode}): {found:,} groups in {dt:.2f} s "
                         f"({cpu:.2f} s of CPU, {reqs.total(admin) - r0:,} requests), "
-                        f"{poller.sent - sent:,} admin lines sent on, {poller.held - held:,} unchanged held"
+                        f"{poller.writer.sent - sent:,} admin lines sent on, "
+                        f"{poller.writer.held - held:,} unchanged held"
                     )
                     if which == "second":
                         print(

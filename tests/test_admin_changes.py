@@ -76,10 +76,10 @@ def test_resends_are_spread_over_the_interval() -> None:
 def test_keys_of_one_phase_come_round_together() -> None:
     """The poller gives each group's keys the phase of its state bucket: a poll's resends then reach
     a few buckets, not all of them, once the keys are aligned (one interval after they were sent)."""
-    from collectors.pipeline.admin_poller import _bucket_phase
+    from collectors.pipeline.admin_changes import bucket_phase
     from collectors.pipeline.route import bucket_of
 
-    f = ChangeFilter(refresh_ms=60_000, phase_of=_bucket_phase(256, 60_000))
+    f = ChangeFilter(refresh_ms=60_000, phase_of=bucket_phase(256, 60_000))
     groups = [f"group-{i}" for i in range(5_000)]
     for t in range(0, 60_000, 5_000):  # first sight spread over a minute
         for g in groups[t // 5_000 :: 12]:

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from collectors.pipeline.admin_poller import RECORD_OVERHEAD, AdminPoller
+from collectors.pipeline.admin_poller import AdminPoller
+from collectors.pipeline.admin_writer import RECORD_OVERHEAD
 from collectors.pipeline.job import PipelineConfig
 from collectors.pipeline.route import decode_one
 from collectors.pipeline.topic_check import check_topics, create_internal_topics
@@ -250,7 +251,7 @@ def test_lines_over_the_record_size_are_cut_or_dropped_and_the_poll_goes_on(kafk
     admin = AdminClient({"bootstrap.servers": bs})
     admin_topic = _admin_topic(bs, f"admin-cut-{time.time_ns()}")
     poller = AdminPoller(_cfg(bs, admin_topic), store=None, offsets_readable=True, refill=True)
-    poller.max_message_bytes = LIMIT
+    poller.writer.max_message_bytes = LIMIT
     producer = Producer({"bootstrap.servers": bs})
     try:
         assert poller.poll_once(admin, producer) >= 2
@@ -258,7 +259,7 @@ def test_lines_over_the_record_size_are_cut_or_dropped_and_the_poll_goes_on(kafk
         poller.stop()
     records = _records(bs, admin_topic)
     assert records and max(len(k) + len(v) + RECORD_OVERHEAD for k, v in records) <= LIMIT
-    assert not poller.delivery_failures
+    assert not poller.writer.delivery_failures
     whole = {(topic, p): off for p, off in ends.items()}
     # the topic's log ends (both groups read it): one line, cut
     parts = [ev for ev in _topic_ends(records, topic) if isinstance(ev, EndOffsets)]
@@ -272,15 +273,15 @@ def test_lines_over_the_record_size_are_cut_or_dropped_and_the_poll_goes_on(kafk
     # the member's describe: 400 partitions in one answer, which cannot be cut
     assert not [ev for ev in _evidence(records, owner) if isinstance(ev, DescribeSnapshot)]
     assert [ev for ev in _evidence(records, committed) if isinstance(ev, DescribeSnapshot)]  # small: sent
-    assert poller.too_large == {"describe": 1}
+    assert poller.writer.too_large == {"describe": 1}
     said = [r.getMessage() for r in caplog.records if owner in r.getMessage()]
     assert len(said) == 1 and "describe line" in said[0] and "bytes" in said[0], said
-    assert poller.split_lines >= 2  # the topic's log ends, the group's committed offsets
+    assert poller.writer.split_lines >= 2  # the topic's log ends, the group's committed offsets
 
     # __consumer_offsets not read: the committed line is the group's whole word, never cut
     admin_topic2 = _admin_topic(bs, f"admin-uncut-{time.time_ns()}")
     poller2 = AdminPoller(_cfg(bs, admin_topic2), store=None, offsets_readable=False)
-    poller2.max_message_bytes = LIMIT
+    poller2.writer.max_message_bytes = LIMIT
     try:
         assert poller2.poll_once(admin, producer) >= 2
     finally:
@@ -288,7 +289,7 @@ def test_lines_over_the_record_size_are_cut_or_dropped_and_the_poll_goes_on(kafk
     records2 = _records(bs, admin_topic2)
     assert not [ev for ev in _evidence(records2, committed) if isinstance(ev, CommittedSnapshot)]
     assert len(_topic_ends(records2, topic)) >= 3
-    assert poller2.too_large["committed offsets"] >= 1 and poller2.too_large["describe"] == 1
+    assert poller2.writer.too_large["committed offsets"] >= 1 and poller2.writer.too_large["describe"] == 1
 
 
 @pytest.mark.servers
@@ -308,7 +309,7 @@ def test_refused_records_are_counted_shown_and_sent_again_until_they_fit(
     store = RedisStore(redis_client)
     cfg = _cfg(bs, admin_topic, admin_poll_interval_s=0.5, admin_hot_interval_s=0.0)
     poller = AdminPoller(cfg, store, offsets_readable=True)  # a new Redis: committed offsets sent too
-    poller.max_message_bytes = 16_384
+    poller.writer.max_message_bytes = 16_384
     seen: list[dict[str, Any]] = []
 
     def status() -> dict[str, Any]:
@@ -324,8 +325,10 @@ def test_refused_records_are_counted_shown_and_sent_again_until_they_fit(
             60,
             lambda: f"a status that says records were refused: {seen}",
         )
-        assert poller.delivery_failures["MSG_SIZE_TOO_LARGE"] >= 1
-        wait_until(lambda: poller.max_message_bytes <= 3000 and status().get("ok"), 90, lambda: f"{seen}")
+        assert poller.writer.delivery_failures["MSG_SIZE_TOO_LARGE"] >= 1
+        wait_until(
+            lambda: poller.writer.max_message_bytes <= 3000 and status().get("ok"), 90, lambda: f"{seen}"
+        )
         whole = {(topic, p): off for p, off in ends.items()}
 
         def arrived() -> bool:
@@ -419,7 +422,7 @@ def test_a_line_not_delivered_is_sent_again_at_the_next_poll() -> None:
     assert poller._send_describe(out, "g", doc, 1_000) == "new"
     assert poller._send_describe(out, "g", doc, 6_000) is None  # unchanged: held
     out.fail(KafkaError._MSG_TIMED_OUT)
-    assert poller.delivery_failures == {"_MSG_TIMED_OUT": 1}
+    assert poller.writer.delivery_failures == {"_MSG_TIMED_OUT": 1}
     assert "g" not in poller._listed  # described at the next poll, though steady
     assert poller._send_describe(out, "g", doc, 11_000) is not None
 
@@ -441,7 +444,7 @@ def test_a_line_not_delivered_is_sent_again_at_the_next_poll() -> None:
     poller._send_ends(wanted, dict(ends), {}, 35_000, send)  # unmoved, but not delivered
     assert out.lines == [{"ts": 35_000, "group": "", "end_offsets": [["t", 0, 6]]}]
     assert "resend" not in out.lines[0]  # evidence, not a refresh stamp
-    assert poller.delivery_failures["MSG_SIZE_TOO_LARGE"] == 1
+    assert poller.writer.delivery_failures["MSG_SIZE_TOO_LARGE"] == 1
 
 
 @pytest.mark.servers
@@ -507,7 +510,7 @@ def test_no_admin_request_goes_out_while_no_bootstrap_server_accepts_a_connectio
     import socket
 
     from collectors.demo.servers.processes import free_port
-    from collectors.pipeline.admin_poller import bootstrap_unreachable
+    from collectors.pipeline.topic_check import bootstrap_unreachable
 
     closed = free_port()
     why = bootstrap_unreachable({"bootstrap.servers": f"127.0.0.1:{closed}"}, timeout_s=1)

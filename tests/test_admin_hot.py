@@ -29,7 +29,7 @@ def test_a_group_in_motion_is_hot_until_a_little_after_it_is_steady() -> None:
 
 
 def test_many_groups_in_motion_are_described_less_often_each() -> None:
-    from collectors.pipeline.admin_poller import hot_interval
+    from collectors.pipeline.admin_hot import hot_interval
 
     assert hot_interval(0.1, 1) == 0.1 and hot_interval(0.1, 100) == 0.1
     assert hot_interval(0.1, 1_000) == 1.0  # about a thousand group describes a second at most

@@ -1108,7 +1108,7 @@ def test_admin_poller_committed_lines_over_a_kept_client(kafka_broker, committed
 
     poller = AdminPoller(config(), store=None)
     assert poller.poll_once(admin, producer) >= 1
-    client = poller._protocol
+    client = poller.link.kept
     assert client is not None
     # Its connections die under it (a broker restart): the next poll reconnects on its own.
     for conn in client._conns.values():
@@ -1117,7 +1117,7 @@ def test_admin_poller_committed_lines_over_a_kept_client(kafka_broker, committed
     # committed lines show what it fetched over the new connections.
     poller.forget_sent()
     assert poller.poll_once(admin, producer) >= 1
-    assert poller._protocol is client
+    assert poller.link.kept is client
     lines = committed_lines(poller.cfg, g)
     assert [x["committed"] for x in lines] == [[list(tp) for tp in sorted(committed_groups.offsets[g])]] * 2
     assert set(lines[0]) == {"ts", "group", "committed"}
@@ -1131,16 +1131,16 @@ def test_admin_poller_committed_lines_over_a_kept_client(kafka_broker, committed
         poller.cfg.kafka = {"bootstrap.servers": f"127.0.0.1:{closed.getsockname()[1]}"}  # nobody listens
         assert poller.poll_once(admin, producer) >= 1
         assert poller.poll_once(admin, producer) >= 1
-    assert poller._protocol is None  # dropped after the failure: the next poll starts afresh
+    assert poller.link.kept is None  # dropped after the failure: the next poll starts afresh
     assert len([r for r in caplog.records if "OffsetFetch" in r.getMessage()]) == 1
     poller.cfg.kafka = good
     assert poller.poll_once(admin, producer) >= 1
     assert [x["committed"] for x in committed_lines(poller.cfg, g)] == [
         [list(tp) for tp in sorted(committed_groups.offsets[g])]
     ]
-    kept = poller._protocol
+    kept = poller.link.kept
     poller.stop()
-    assert poller._protocol is None and kept is not None and not kept._conns
+    assert poller.link.kept is None and kept is not None and not kept._conns
 
 
 @pytest.mark.servers

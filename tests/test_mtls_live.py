@@ -157,8 +157,8 @@ def test_the_admin_poller_fetches_committed_offsets_over_mutual_tls(kafka_broker
     )
     admin = AdminClient(conf)
     try:
-        fetched, refused = poller._fetch_committed(admin, [group], 15)
+        fetched, refused = poller.committed.fetch(poller.link, admin, [group], 15)
     finally:
-        poller._close_protocol()
-    assert not poller._protocol_unusable and not refused
+        poller.link.close()
+    assert not poller.link.unusable and not refused
     assert fetched[group] == [(topic, p, 20 + p) for p in range(3)]

@@ -253,7 +253,7 @@ def poller_with(
     cfg = SimpleNamespace(kafka={"bootstrap.servers": "b:9092"}, admin_topic="gs-admin", admin_resend_s=60.0)
     poller = AdminPoller(cfg, store=None, offsets_readable=offsets_readable)
     fake = FakeProtocol(blocks, starts)
-    poller._protocol, poller._protocol_conf = fake, dict(cfg.kafka)  # type: ignore[assignment]
+    poller.link.kept, poller.link.conf = fake, dict(cfg.kafka)  # type: ignore[assignment]
     return poller, fake
 
 
@@ -462,7 +462,7 @@ def test_a_failing_start_offsets_call_leaves_the_describe_alone(caplog) -> None:
     block = share_broker_block(described_group(), {TOPIC_ID: "orders"})
     poller, _ = poller_with({"sg": block})
     fake = Unsupported({"sg": block})
-    poller._protocol = fake  # type: ignore[assignment]
+    poller.link.kept = fake  # type: ignore[assignment]
     sink = Sink()
     with caplog.at_level("WARNING", logger="groupscope.admin"):
         poller.poll_once(FakeAdmin(), sink)

@@ -209,7 +209,7 @@ def admin_poll(bootstrap: str) -> dict[str, Any]:
 
     cfg = SimpleNamespace(kafka={"bootstrap.servers": bootstrap}, admin_topic="unused", admin_resend_s=60.0)
     poller = AdminPoller(cfg, store=None)
-    client = poller._protocol_client(15.0)
+    client = poller.link.client(15.0)
     fetch, asked = client.fetch_committed, []
 
     def spy(groups: list[str], *args: Any, **kwargs: Any) -> Any:

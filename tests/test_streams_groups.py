@@ -188,19 +188,6 @@ def test_a_malformed_streams_block_is_an_evidence_error(bad: dict[str, Any]) -> 
 
 
 # ---- live: a real Kafka Streams application on the embedded broker ---------------------------------
-class _Sink:
-    """The poller's producer, kept in memory: the lines it would write to its topic."""
-
-    def __init__(self) -> None:
-        self.lines: list[dict[str, Any]] = []
-
-    def produce(self, topic: str, value: bytes, key: bytes | None = None, **_: Any) -> None:
-        self.lines.append(json.loads(value))
-
-    def poll(self, _timeout: float = 0) -> int:
-        return 0
-
-
 @pytest.mark.servers
 def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafka_broker, tmp_path) -> None:
     """Two instances of the word count (collectors/demo/streams_app) on `group.protocol=streams`: the
@@ -212,6 +199,7 @@ def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafk
     from test_streams_app import PARTITIONS, SESSION_MS, group_members, produce, streams_group, until
 
     from collectors.demo.streams_app import changelog_topic, repartition_topic
+    from collectors.pipeline.admin_groups import list_groups
     from collectors.pipeline.admin_poller import AdminPoller
     from collectors.pipeline.job import PipelineConfig
 
@@ -226,11 +214,10 @@ def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafk
 
     def document() -> GroupDocument:
         """The poller's typed listing and describe of the group, through the model."""
-        _, streams = poller._list_typed_groups(10)
-        assert group in streams, streams  # listed as a streams group
-        out = _Sink()
-        lines = poller._describe_streams([group], out, int(time.time() * 1000), 10)
-        assert not out.lines, out.lines  # no refusal
+        listing = list_groups(admin, poller.link, set(), set(), 10)
+        assert group in listing.streams, listing  # listed as a streams group
+        lines, refused = poller.modern.describe(poller.link, [group], "streams", 10)
+        assert not refused, refused
         eng.apply(from_describe_json(lines[group]))
         return eng.document(lines[group]["ts"])
 
@@ -295,7 +282,7 @@ def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafk
         assert reads == want
         produce(bs, source, ["alpha beta"] * 10)
         committed = until(
-            lambda: poller._fetch_committed(admin, [group], 10)[0].get(group) or [],
+            lambda: poller.committed.fetch(poller.link, admin, [group], 10)[0].get(group) or [],
             30,
             "the application's commits, on every input partition",
             # both of its tasks commit, each in its own time: wait for every input partition's
@@ -328,6 +315,6 @@ def test_a_running_streams_application_is_what_kafka_streams_groups_sh_says(kafk
         assert [set(g["members_left"]) for g in leaves] == [gone] and leaves[0]["cause"] == "member_left"
         assert {(o.topic, o.partition) for o in doc.offsets} >= {(source, p) for p in range(PARTITIONS)}
     finally:
-        poller._close_protocol()
+        poller.link.close()
         for app in apps:
             app.close()

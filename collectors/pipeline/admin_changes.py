@@ -145,3 +145,15 @@ class ChangeFilter:
 
     def __len__(self) -> int:
         return len(self._sent)
+
+
+def bucket_phase(buckets: int, interval_ms: int) -> Callable[[Any], int]:
+    """A change-filter key's resend phase: its group's state bucket's place in the interval, so the
+    resends of one bucket's groups come in the same poll. Keys are (kind, group, ...)."""
+    from collectors.pipeline.rows import bucket_of
+
+    def phase(key: Any) -> int:
+        group = key[1] if isinstance(key, tuple) and len(key) > 1 and isinstance(key[1], str) else str(key)
+        return bucket_of(group, buckets) * interval_ms // buckets
+
+    return phase

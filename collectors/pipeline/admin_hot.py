@@ -53,3 +53,15 @@ class HotGroups:
 
     def __len__(self) -> int:
         return len(self._until)
+
+
+HOT_S_PER_GROUP = 0.001  # at least this much of the hot interval per hot group (see hot_interval)
+
+
+def hot_interval(configured_s: float, hot_groups: int) -> float:
+    """How often the hot groups are described: `admin_hot_interval_s`, stretched by a millisecond a
+    hot group beyond a hundred, so the poller describes at most about a thousand groups a second.
+    A few groups in motion are what the short interval is for (a rebalance's phases timed within
+    50 ms); when thousands are (a storm across the fleet, the hints of a catch-up), describing each
+    every tenth of a second took the CPU the catch-up needed (benchmarks/RESULTS.md)."""
+    return max(configured_s, hot_groups * HOT_S_PER_GROUP)

@@ -221,3 +221,11 @@ def share_offsets_line(
         position = max(start, end - lag) if end is not None and lag >= 0 else start
         committed.append([t, p, position])
     return {"ts": ts, "group": group, "committed": committed, "source": "share_start_offsets"}
+
+
+def log_ends_lines(ends: dict[tuple[str, int], int], ts: int) -> dict[str, dict[str, Any]]:
+    """The cluster's log-end offsets as one line per topic (group ""), by topic."""
+    rows: dict[str, list[list[Any]]] = {}
+    for (t, p), off in sorted(ends.items()):
+        rows.setdefault(t, []).append([t, p, off])
+    return {t: {"ts": ts, "group": "", "end_offsets": r} for t, r in rows.items()}

@@ -256,3 +256,24 @@ def wait_until_answers(cfg: Any, store: Any, stop: Any, every_s: float = 2.0) ->
         store.set_source_status("kafka", True, f"{len(md.brokers)} broker(s)", _now_ms())
         return True
     return False
+
+
+def bootstrap_unreachable(conf: Any, timeout_s: float = 2.0) -> str | None:
+    """None when a TCP connection to one of the bootstrap servers opens (not a Kafka request: no
+    librdkafka client is involved), else why none does."""
+    import socket
+
+    from collectors.kafka_protocol.connection import ConfigError, parse_servers
+
+    try:
+        servers = parse_servers(conf.get("bootstrap.servers", ""))
+    except (ConfigError, ValueError):
+        servers = []
+    tried = []
+    for host, port in servers:
+        try:
+            with socket.create_connection((host, port), timeout=timeout_s):
+                return None
+        except OSError as e:
+            tried.append(f"{host}:{port}: {e}")
+    return "no bootstrap server accepts a connection (" + "; ".join(tried or ["none configured"]) + ")"
