@@ -40,8 +40,8 @@ from prometheus_client import generate_latest  # noqa: E402
 from benchmarks.fleet_docs import fill, group_doc, templates  # noqa: E402
 from benchmarks.metrics import reference_registry  # noqa: E402
 from collectors.alerts.evaluate import Evaluator  # noqa: E402
-from collectors.alerts.metrics import MetricsSource  # noqa: E402
 from collectors.demo.servers.processes import RedisServer  # noqa: E402
+from collectors.exporter.scrape import MetricsSource  # noqa: E402
 from collectors.storage.redis_store import RedisStore  # noqa: E402
 from coordinator_model.alert_rules import parse_alert_config  # noqa: E402
 

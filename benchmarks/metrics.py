@@ -1,6 +1,6 @@
 """Benchmark: a Prometheus scrape of /metrics over 50,000 groups, as Prometheus makes it (HTTP, with and
 without gzip), next to the scrape before summaries measured in the same run: the previous
-collectors/alerts/metrics.py, kept below as `reference_registry` (every fleet row and every document
+collectors/exporter/scrape.py, kept below as `reference_registry` (every fleet row and every document
 read and formatted by prometheus_client, served by prometheus_client's app, which gzips at level 9).
 
 Fills a Redis (its own redis-server, or --redis URL, which is FLUSHED) like benchmarks/alerts.py (the
@@ -38,9 +38,10 @@ from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 from prometheus_client.core import GaugeMetricFamily  # noqa: E402
 
 from collectors.alerts.evaluate import Evaluator  # noqa: E402
-from collectors.alerts.metrics import MetricsSource, start_metrics_server  # noqa: E402
 from collectors.alerts.store import AlertStore  # noqa: E402
 from collectors.demo.servers.processes import RedisServer, free_port  # noqa: E402
+from collectors.exporter.scrape import MetricsSource  # noqa: E402
+from collectors.exporter.server import start_metrics_server  # noqa: E402
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix  # noqa: E402
 from collectors.storage.redis_store import RedisStore  # noqa: E402
 from coordinator_model.alert_rules import parse_alert_config  # noqa: E402
@@ -48,7 +49,7 @@ from coordinator_model.document.types import GroupDocument  # noqa: E402
 
 
 class ReferenceCollector:
-    """The scrape before summaries, as collectors/alerts/metrics.py had it (the baseline)."""
+    """The scrape before summaries, as collectors/exporter/scrape.py had it (the baseline)."""
 
     def __init__(self, client: Any, per_partition: bool = False, chunk: int = 1000) -> None:
         self.r = client

@@ -17,7 +17,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_alert_docs import T0, S, part, steady_doc, storm_doc
 
 from collectors.alerts.evaluate import ClusterEvaluator
-from collectors.alerts.metrics import FAMILIES, MetricsSource, make_registry, make_wsgi_app, with_label
+from collectors.exporter.scrape import FAMILIES, MetricsSource, with_label
+from collectors.exporter.server import make_registry, make_wsgi_app
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import GROUP_FAMILIES, metric_lines

@@ -24,9 +24,10 @@ from prometheus_client.registry import CollectorRegistry
 from test_alert_docs import MIN, T0, S, mid, part, steady_doc, storm_doc, wordcount_doc
 
 from collectors.alerts.evaluate import Evaluator
-from collectors.alerts.metrics import MetricsSource, make_registry, make_wsgi_app
 from collectors.alerts.store import AlertStore
 from collectors.capture import read_capture
+from collectors.exporter.scrape import MetricsSource
+from collectors.exporter.server import make_registry, make_wsgi_app
 from collectors.storage.redis_store import SUMMARY_KEYS, RedisStore, _history_digest
 from collectors.storage.summaries import (
     PackedEvaluator,
@@ -416,7 +417,7 @@ def test_lagging_and_empty_groups_are_judged_from_their_documents(redis_client) 
 
 
 def _reference_scrape(client, per_partition: bool) -> bytes:
-    """The scrape before summaries (collectors/alerts/metrics.py as it was): every fleet row and every
+    """The scrape before summaries (collectors/exporter/scrape.py as it was): every fleet row and every
     document, formatted by prometheus_client. The reference the new scrape must equal."""
 
     class Reference:

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from collectors.alerts.metrics import make_wsgi_app, start_metrics_server
 from collectors.cli.main import cli
 from collectors.config import ConfigError, Settings, load_settings
 from collectors.demo.servers.processes import free_port, wait_for_port
 from collectors.endpoints import basic_auth_ok, is_loopback, open_bind_error
+from collectors.exporter.server import make_wsgi_app, start_metrics_server
 
 ROOT = Path(__file__).resolve().parent.parent
 NO_REDIS = f"redis://127.0.0.1:{free_port()}/0"  # nothing listens there

@@ -11,7 +11,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_alert_docs import T0, S, part, steady_doc, storm_doc, wordcount_doc
 
 from collectors.alerts.evaluate import Evaluator
-from collectors.alerts.metrics import MetricsSource, make_wsgi_app
+from collectors.exporter.scrape import MetricsSource
+from collectors.exporter.server import make_wsgi_app
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.alert_rules import parse_alert_config
 

@@ -27,9 +27,10 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_alert_docs import MIN, S, part, steady_doc, storm_doc, wordcount_doc
 
 from collectors.alerts.evaluate import ClusterEvaluator
-from collectors.alerts.metrics import FAMILIES, make_wsgi_app, start_metrics_server
 from collectors.demo.servers.processes import free_port
 from collectors.demo.servers.prometheus import PROMTOOL, PrometheusServer
+from collectors.exporter.scrape import FAMILIES
+from collectors.exporter.server import make_wsgi_app, start_metrics_server
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.alert_rules import parse_alert_config
 

@@ -276,7 +276,7 @@ def worker(
     if interval <= 0:
         raise click.UsageError("--interval must be positive")
     if metrics_port is not None:
-        from collectors.alerts.metrics import start_metrics_server
+        from collectors.exporter.server import start_metrics_server
 
         host = settings.metrics_host
         try:

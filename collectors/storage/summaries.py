@@ -311,7 +311,7 @@ def metric_values(
     return values, parts
 
 
-# The per-group metric families, in the order a scrape lists them (collectors/alerts/metrics.py).
+# The per-group metric families, in the order a scrape lists them (collectors/exporter/scrape.py).
 GROUP_FAMILIES = (
     "groupscope_group_state",
     "groupscope_group_members",
