@@ -93,7 +93,7 @@ def run_path(
     reset_alerts(client)
     ev = Evaluator(client, parse_alert_config(None), summaries=path == "summaries")
     store = RedisStore(client)
-    names = [k.decode() for k in client.hkeys(store.k("refreshed"))]
+    names = [k.decode() for k in client.hkeys(store.key_of("refreshed"))]
     out: dict[str, tuple[float, float, int]] = {}
 
     def cycle(label: str, at: int, full: bool = False) -> None:
@@ -103,7 +103,7 @@ def run_path(
     def restamp(share: list[str], stamp: int) -> None:
         pipe = client.pipeline(transaction=False)
         for name in share:
-            pipe.hset(store.k("refreshed"), name, stamp)
+            pipe.hset(store.key_of("refreshed"), name, stamp)
         pipe.execute()
 
     base = now + run * 100_000

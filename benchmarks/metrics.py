@@ -85,7 +85,7 @@ class ReferenceCollector:
         firing = g("groupscope_alert_firing", "1 per firing alert", labels=["group", "rule", "severity"])
         active_rule = g("groupscope_alerts_active", "Firing alerts per rule", labels=["rule"])
         out = [groups, state, members, generation, rebalances, lag, lag_s, tlag, tlag_s]
-        rows = self.r.hgetall(self.data.k("fleet"))
+        rows = self.r.hgetall(self.data.key_of("fleet"))
         per_state: dict[str, int] = {}
         names: list[str] = []
         for raw_name, raw in rows.items():

@@ -227,7 +227,7 @@ def group_exists(data: DashboardData, cluster: str, group: str) -> bool:
     if data.fleet_row(group, cluster) is not None:
         return True
     store = data.store_for(cluster)
-    return bool(guarded(data, lambda: store.r.exists(store.gk(group, "doc"))))
+    return bool(guarded(data, lambda: store.r.exists(store.group_key(group, "doc"))))
 
 
 def no_group(cluster: str, group: str) -> NoReturn:

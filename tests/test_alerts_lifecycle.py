@@ -63,8 +63,8 @@ steps = st.lists(
 
 def _snapshot(client) -> dict:
     a = AlertStore(client)
-    return {k: client.hgetall(a.k(k)) for k in ("active", "log")} | {
-        "history": client.zrange(a.k("history"), 0, -1)
+    return {k: client.hgetall(a.key_of(k)) for k in ("active", "log")} | {
+        "history": client.zrange(a.key_of("history"), 0, -1)
     }
 
 
@@ -101,5 +101,5 @@ def test_lifecycle_invariants(redis_client, program) -> None:
                     assert x["until"] >= x["since"]
             # every firing alert belongs to a group the collector still has
             assert {x["group"] for x in active} <= {
-                g.decode() for g in redis_client.hkeys(store.k("refreshed"))
+                g.decode() for g in redis_client.hkeys(store.key_of("refreshed"))
             }

@@ -138,10 +138,10 @@ def test_a_value_that_is_not_a_document_is_counted_and_leaves_alerts_alone(
     ev = Evaluator(redis_client, parse_alert_config(None), summaries=summaries)
     assert ev.run_cycle(now_ms=T0 + 25 * S).fired == 1
     # the document is replaced by something else, the group stamped again: not judged, not resolved
-    redis_client.set(store.gk("storm-b", "doc"), value)
+    redis_client.set(store.group_key("storm-b", "doc"), value)
     for what in SUMMARY_KEYS:  # (its summaries would be judged instead of the value)
-        redis_client.hdel(store.sk(what), "storm-b")
-    redis_client.hset(store.k("refreshed"), "storm-b", str(end + 1))
+        redis_client.hdel(store.summary_key(what), "storm-b")
+    redis_client.hset(store.key_of("refreshed"), "storm-b", str(end + 1))
     r = ev.run_cycle(now_ms=T0 + 30 * S)
     assert (r.bad_documents, r.evaluated, r.resolved) == (1, 0, 0)
     assert [a["group"] for a in AlertStore(redis_client).active()] == ["storm-b"]
@@ -282,7 +282,7 @@ def test_history_older_than_the_retention_is_trimmed(redis_client) -> None:
     assert ev.run_cycle(now_ms=T0 + MIN).resolved == 1
     alerts = AlertStore(redis_client)
     assert len(alerts.history()) == 1
-    redis_client.delete(alerts.k("trimmed"))  # the ten-minute pacing, skipped for the test
+    redis_client.delete(alerts.key_of("trimmed"))  # the ten-minute pacing, skipped for the test
     store.write_group(steady_doc("old", lag=[part("t", 0, 0, 0.0, "OK")]), T0 + 2 * 60 * MIN)
     r = ev.run_cycle(now_ms=T0 + 2 * 60 * MIN)
     assert r.trimmed == 1 and alerts.history() == [] and alerts.history(group="old") == []

@@ -472,7 +472,7 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
             per_state: dict[str, int] = {}
             per_type: dict[tuple[str, str], int] = {}
             names = []
-            for raw_name, raw in client.hgetall(data.k("fleet")).items():
+            for raw_name, raw in client.hgetall(data.key_of("fleet")).items():
                 name = raw_name.decode()
                 row = json.loads(raw)
                 names.append(name)
@@ -506,7 +506,7 @@ def _reference_scrape(client, per_partition: bool) -> bytes:
             held = {s_: 0 for s_ in GROUP_STATUSES}
             now = int(time.time() * 1000)
             for name in names:
-                raw = client.get(data.gk(name, "doc"))
+                raw = client.get(data.group_key(name, "doc"))
                 if not raw:
                     continue
                 for s_ in group_statuses(json.loads(raw), now, parse_alert_config(None)).names:

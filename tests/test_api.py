@@ -191,7 +191,7 @@ def write_burrow_group(client: Any, cluster: str, now: int, apart: bool = False)
     if apart:
         import json
 
-        client.set(store.gk(BURROW_GROUP, "doc"), json.dumps(head_json(doc), separators=(",", ":")))
+        client.set(store.group_key(BURROW_GROUP, "doc"), json.dumps(head_json(doc), separators=(",", ":")))
         store.log_ends.merge({tp: list(zip(h.ts, h.offsets, strict=True)) for tp, h in st.ends.items()})
     return doc
 
@@ -375,7 +375,7 @@ def test_the_group_document_is_what_the_cli_prints(api, redis_client) -> None:
 
 def test_a_stored_value_that_is_not_a_document_is_a_500_with_a_message(api, redis_client) -> None:
     store = RedisStore(redis_client)
-    redis_client.set(store.gk("broken", "doc"), '{"group": "broken", "members": [{"client_id": "x"}]}')
+    redis_client.set(store.group_key("broken", "doc"), '{"group": "broken", "members": [{"client_id": "x"}]}')
     msg = bad(api, "/api/v1/clusters/default/groups/broken", 500, "broken", "malformed document")
     assert "cannot be read" in msg
 

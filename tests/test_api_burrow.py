@@ -818,7 +818,7 @@ def module_names(client: Any, coordinator: str) -> list[str]:
 
 
 def test_main_config_is_burrows_config_main(burrow, root_level) -> None:
-    from dashboard.serve import WORKER_TIMEOUT_S
+    from collectors.endpoints import DASHBOARD_TIMEOUT_S
 
     root_level.setLevel("WARNING")
     r = burrow.get("/v3/config")
@@ -843,7 +843,7 @@ def test_main_config_is_burrows_config_main(burrow, root_level) -> None:
     assert body["httpserver"]["default"] == {
         "address": "127.0.0.1:8050",
         "tls": "",
-        "timeout": WORKER_TIMEOUT_S,
+        "timeout": DASHBOARD_TIMEOUT_S,
     }
     assert burrow.head("/v3/config").status_code == 200
 

@@ -316,11 +316,11 @@ def check(template: str, url: str, resp: Any) -> str:
 def apps(redis_client, redis_server) -> dict[str, Any]:
     seed(redis_client)
     store = RedisStore(redis_client)
-    redis_client.set(store.gk("broken", "doc"), '{"group": "broken", "members": [{"client_id": "x"}]}')
+    redis_client.set(store.group_key("broken", "doc"), '{"group": "broken", "members": [{"client_id": "x"}]}')
     # a group whose indexed history holds rows that are not timeline spans or generations
     store.write_groups([{**slashed_doc(), "group": "badhistory"}], NOW)
     for what, junk in (("timeline", '{"start": 1}'), ("generations", "[1]")):
-        key = store.gk("badhistory", what)
+        key = store.group_key("badhistory", what)
         redis_client.hset(key, mapping={f: junk for f in redis_client.hkeys(key)})
     settings = Settings(redis_url=redis_server.url)
     down = DashboardData(f"redis://127.0.0.1:{free_port()}/0", timeout_s=0.5)

@@ -99,7 +99,7 @@ def test_prefixes_keep_the_default_layout_and_carry_the_cluster() -> None:
     import redis
 
     a = RedisStore(redis.Redis(), prefix=cluster_prefix("prod"))  # key names only: never connects
-    assert a.gk("g:1", "doc") == "gs@prod:group:{g:1}:doc"  # the group is still the hash tag
+    assert a.group_key("g:1", "doc") == "gs@prod:group:{g:1}:doc"  # the group is still the hash tag
 
 
 # ---- Redis --------------------------------------------------------------------------------------------

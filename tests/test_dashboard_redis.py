@@ -141,7 +141,7 @@ def test_a_stored_value_that_is_not_a_document_is_a_message(redis_client, redis_
     store = RedisStore(redis_client)
     good = _doc(1, "Stable", 5)
     bad = {**good, "group": "broken", "members": [{"client_id": "no member id"}]}
-    redis_client.set(store.gk("broken", "doc"), json.dumps(bad))
+    redis_client.set(store.group_key("broken", "doc"), json.dumps(bad))
     data = DashboardData(redis_server.url)
     out = group_outputs(data, "broken", 3_600_000)
     assert "The stored document of group 'broken' cannot be read" in str(out[0])

@@ -186,7 +186,7 @@ class Evaluator:
     def _signatures(self, groups: list[str]) -> tuple[list[str | None], list[dict[str, Any] | None]]:
         """Per group: the signature of what the rebalance rules read, and the fleet row."""
         rows: list[dict[str, Any] | None] = []
-        for raw in self.r.hmget(self.data.k("fleet"), groups):
+        for raw in self.r.hmget(self.data.key_of("fleet"), groups):
             try:
                 rows.append(json.loads(raw) if raw else None)
             except ValueError:
@@ -198,7 +198,7 @@ class Evaluator:
                 if row is None
                 else (row.get("generation") if row.get("generation") is not None else row.get("group_epoch"))
             )
-            pipe.hget(self.data.gk(g, "generations"), str(gen))
+            pipe.hget(self.data.group_key(g, "generations"), str(gen))
         sigs: list[str | None] = []
         for row, gen_raw in zip(rows, pipe.execute(), strict=True):
             if row is None:
@@ -255,8 +255,8 @@ class Evaluator:
         out: list[str] = []
         for chunk in _chunks(groups, self.chunk):
             pipe = self.r.pipeline(transaction=False)
-            pipe.hmget(self.alerts.k("sig"), chunk)
-            pipe.hmget(self.data.sk("facts"), chunk)
+            pipe.hmget(self.alerts.key_of("sig"), chunk)
+            pipe.hmget(self.data.summary_key("facts"), chunk)
             old, facts = pipe.execute()
             if not self.use_summaries:
                 facts = [None] * len(chunk)
@@ -283,7 +283,7 @@ class Evaluator:
                     else:
                         out.append(g)
             if quiet:
-                self.r.hset(self.alerts.k("seen"), mapping=quiet)
+                self.r.hset(self.alerts.key_of("seen"), mapping=quiet)
                 result.skipped_quiet += len(quiet)
         return out
 
@@ -316,11 +316,11 @@ class Evaluator:
             self.alerts.release_lock(token)
         result.duration_s = time.perf_counter() - t0
         result.cpu_s = time.process_time() - c0
-        self.r.set(self.alerts.k("cycle"), json.dumps({**result.summary(), "wall_ms": _now_ms()}))
+        self.r.set(self.alerts.key_of("cycle"), json.dumps({**result.summary(), "wall_ms": _now_ms()}))
         return result
 
     def _cycle(self, result: CycleResult, now: int, historic: bool, full: bool) -> None:
-        refreshed = {k.decode(): v.decode() for k, v in self.r.hgetall(self.data.k("refreshed")).items()}
+        refreshed = {k.decode(): v.decode() for k, v in self.r.hgetall(self.data.key_of("refreshed")).items()}
         result.groups_total = len(refreshed)
         active = self.alerts.active_by_group()
         if full:
@@ -342,22 +342,22 @@ class Evaluator:
         gone = [g for g in active if g not in refreshed]
         for chunk in _chunks(todo, self.chunk):
             self._chunk(chunk, refreshed, active, now, historic, result)
-            self.r.pexpire(self.alerts.k("lock"), self._lock_ttl_ms)
+            self.r.pexpire(self.alerts.key_of("lock"), self._lock_ttl_ms)
         if gone and not historic:
             pipe = self.r.pipeline(transaction=False)
             for g in gone:
                 for alert in active[g].values():
                     self._resolve(pipe, alert, now, result, reason="group no longer in Redis")
-                pipe.zrem(self.alerts.k("recheck"), g)
-                pipe.hdel(self.alerts.k("seen"), g)
-                pipe.hdel(self.alerts.k("sig"), g)
+                pipe.zrem(self.alerts.key_of("recheck"), g)
+                pipe.hdel(self.alerts.key_of("seen"), g)
+                pipe.hdel(self.alerts.key_of("sig"), g)
             pipe.execute()
-        result.active = self.r.hlen(self.alerts.k("active"))
+        result.active = self.r.hlen(self.alerts.key_of("active"))
         # Resolved alerts older than the retention go, at most every ten minutes (whoever gets there).
         if (
             not historic
             and self.history_retention_ms is not None
-            and self.r.set(self.alerts.k("trimmed"), now, nx=True, px=600_000)
+            and self.r.set(self.alerts.key_of("trimmed"), now, nx=True, px=600_000)
         ):
             result.trimmed = self.alerts.trim(now - self.history_retention_ms)
 
@@ -367,8 +367,8 @@ class Evaluator:
         if historic or not self.use_summaries:
             return [_doc_input(d) for d in self._docs(groups, now, historic, result)]
         pipe = self.r.pipeline(transaction=False)
-        pipe.hmget(self.data.sk("facts"), groups)
-        pipe.hmget(self.data.sk("rules"), groups)
+        pipe.hmget(self.data.summary_key("facts"), groups)
+        pipe.hmget(self.data.summary_key("rules"), groups)
         facts, heads = pipe.execute()
         inputs = [
             _Input(f, head) if (f := decode_facts(raw)) is not None and head_readable(head) else _Input()
@@ -451,7 +451,7 @@ class Evaluator:
         newer than at_ms (its latest lag point is after at_ms)."""
         pipe = self.r.pipeline(transaction=False)
         for g in groups:
-            idx = self.data.gk(g, "lag:idx")
+            idx = self.data.group_key(g, "lag:idx")
             pipe.zrevrangebyscore(idx, "+inf", "-inf", start=0, num=1, withscores=True)
             pipe.zrevrangebyscore(idx, at_ms, "-inf", start=0, num=1)
         res = pipe.execute()
@@ -469,7 +469,7 @@ class Evaluator:
             return
         pipe = self.r.pipeline(transaction=False)
         for i, field_id in fetch:
-            pipe.hget(self.data.gk(groups[i], "lag"), field_id)
+            pipe.hget(self.data.group_key(groups[i], "lag"), field_id)
         for (i, _), raw in zip(fetch, pipe.execute(), strict=True):
             doc = docs[i]
             if raw and isinstance(doc, GroupDocument):
@@ -526,10 +526,10 @@ class Evaluator:
         # Bookkeeping for the whole chunk in a few commands.
         if historic:
             # the live evaluator re-judges them next cycle
-            pipe.hdel(self.alerts.k("seen"), *groups)
-            pipe.hdel(self.alerts.k("sig"), *groups)
+            pipe.hdel(self.alerts.key_of("seen"), *groups)
+            pipe.hdel(self.alerts.key_of("sig"), *groups)
         else:
-            pipe.hset(self.alerts.k("seen"), mapping={g: refreshed[g] for g in groups})
+            pipe.hset(self.alerts.key_of("seen"), mapping={g: refreshed[g] for g in groups})
             # The signature judged: the rule head's key, or for a document the one _signatures
             # computes from its fleet row.
             known = {
@@ -538,16 +538,16 @@ class Evaluator:
                 if x.facts is not None or x.doc is not None
             }
             if known:
-                pipe.hset(self.alerts.k("sig"), mapping=known)
+                pipe.hset(self.alerts.key_of("sig"), mapping=known)
             if rechecks:
-                pipe.zadd(self.alerts.k("recheck"), rechecks)
+                pipe.zadd(self.alerts.key_of("recheck"), rechecks)
             if no_recheck:
-                pipe.zrem(self.alerts.k("recheck"), *no_recheck)
+                pipe.zrem(self.alerts.key_of("recheck"), *no_recheck)
         if fires:
             # An episode already recorded and resolved (a replay of a moment judged before) is not
             # fired again: its id is the same, and the history keeps its end.
             ids = [alert_id(self.cluster, f.group, f.rule, min(f.since, now)) for f in fires]
-            known = self.r.hmget(self.alerts.k("log"), ids)
+            known = self.r.hmget(self.alerts.key_of("log"), ids)
             for f, raw in zip(fires, known, strict=True):
                 if raw is None or json.loads(raw).get("state") == "firing":
                     self._fire(pipe, f, now, result)

@@ -118,7 +118,7 @@ class AlertStore:
         a["cluster"] = self.cluster
         return a
 
-    def k(self, *parts: str) -> str:
+    def key_of(self, *parts: str) -> str:
         return ":".join((self.p, "alerts", *parts))
 
     def group_key(self, group: str) -> str:
@@ -134,10 +134,10 @@ class AlertStore:
     ) -> list[dict[str, Any]]:
         """Firing alerts, newest first, optionally for one group and/or rule."""
         if group is not None and rule is not None:
-            raw = self.r.hget(self.k("active"), self.field(group, rule))
+            raw = self.r.hget(self.key_of("active"), self.field(group, rule))
             values = [raw] if raw else []
         else:
-            values = list(self.r.hvals(self.k("active")))
+            values = list(self.r.hvals(self.key_of("active")))
         out = [self._load(v) for v in values]
         out = [
             a
@@ -162,7 +162,7 @@ class AlertStore:
         """Every alert (firing and resolved) with its evidence, newest first; filters optional.
 
         `since`/`until` bound the alert's start time. With a group, reads only that group's index."""
-        key = self.group_key(group) if group is not None else self.k("history")
+        key = self.group_key(group) if group is not None else self.key_of("history")
         lo = "-inf" if since is None else since
         hi = "+inf" if until is None else until
         out: list[dict[str, Any]] = []
@@ -174,7 +174,7 @@ class AlertStore:
             if not ids:
                 break
             start += len(ids)
-            for raw in self.r.hmget(self.k("log"), ids):
+            for raw in self.r.hmget(self.key_of("log"), ids):
                 if not raw:
                     continue
                 a = self._load(raw)
@@ -199,17 +199,17 @@ class AlertStore:
             "active": sum(by_rule.values()),
             "by_rule": by_rule,
             "by_severity": by_severity,
-            "history": self.r.zcard(self.k("history")),
+            "history": self.r.zcard(self.key_of("history")),
         }
 
     def last_cycle(self) -> dict[str, Any] | None:
-        raw = self.r.get(self.k("cycle"))
+        raw = self.r.get(self.key_of("cycle"))
         return json.loads(raw) if raw else None
 
     # ---- write side (the evaluator) -----------------------------------------------------------------
     def active_by_group(self) -> dict[str, dict[str, Alert]]:
         out: dict[str, dict[str, Alert]] = {}
-        for raw in self.r.hvals(self.k("active")):
+        for raw in self.r.hvals(self.key_of("active")):
             a = Alert.from_json(json.loads(raw), self.cluster)
             out.setdefault(a.group, {})[a.rule] = a
         return out
@@ -218,9 +218,9 @@ class AlertStore:
         if alert.cluster is None:
             alert.cluster = self.cluster
         body = _dumps(alert.to_json())
-        pipe.hset(self.k("active"), self.field(alert.group, alert.rule), body)
-        pipe.hset(self.k("log"), alert.id, body)
-        pipe.zadd(self.k("history"), {alert.id: alert.since})
+        pipe.hset(self.key_of("active"), self.field(alert.group, alert.rule), body)
+        pipe.hset(self.key_of("log"), alert.id, body)
+        pipe.zadd(self.key_of("history"), {alert.id: alert.since})
         pipe.zadd(self.group_key(alert.group), {alert.id: alert.since})
 
     def queue_update(self, pipe: Any, alert: Alert) -> None:
@@ -229,42 +229,42 @@ class AlertStore:
     def queue_resolve(self, pipe: Any, alert: Alert) -> None:
         if alert.cluster is None:
             alert.cluster = self.cluster
-        pipe.hdel(self.k("active"), self.field(alert.group, alert.rule))
-        pipe.hset(self.k("log"), alert.id, _dumps(alert.to_json()))
-        pipe.zadd(self.k("history"), {alert.id: alert.since})
+        pipe.hdel(self.key_of("active"), self.field(alert.group, alert.rule))
+        pipe.hset(self.key_of("log"), alert.id, _dumps(alert.to_json()))
+        pipe.zadd(self.key_of("history"), {alert.id: alert.since})
         pipe.zadd(self.group_key(alert.group), {alert.id: alert.since})
 
     def seen(self) -> dict[str, str]:
-        return {k.decode(): v.decode() for k, v in self.r.hgetall(self.k("seen")).items()}
+        return {k.decode(): v.decode() for k, v in self.r.hgetall(self.key_of("seen")).items()}
 
     def due(self, now_ms: int) -> list[str]:
-        return [g.decode() for g in self.r.zrangebyscore(self.k("recheck"), "-inf", now_ms)]
+        return [g.decode() for g in self.r.zrangebyscore(self.key_of("recheck"), "-inf", now_ms)]
 
     def acquire_lock(self, ttl_ms: int, token: str) -> bool:
-        return bool(self.r.set(self.k("lock"), token, nx=True, px=ttl_ms))
+        return bool(self.r.set(self.key_of("lock"), token, nx=True, px=ttl_ms))
 
     def release_lock(self, token: str) -> None:
         # Only the holder releases: compare-and-delete on the server.
         self.r.eval(
             "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
             1,
-            self.k("lock"),
+            self.key_of("lock"),
             token,
         )
 
     def trim(self, older_than_ms: int) -> int:
         """Drop resolved alerts that ended before `older_than_ms` (the history retention)."""
         removed = 0
-        ids = self.r.zrangebyscore(self.k("history"), "-inf", older_than_ms)
+        ids = self.r.zrangebyscore(self.key_of("history"), "-inf", older_than_ms)
         for i in range(0, len(ids), 1000):
             chunk = ids[i : i + 1000]
             pipe = self.r.pipeline(transaction=False)
-            for raw_id, raw in zip(chunk, self.r.hmget(self.k("log"), chunk), strict=True):
+            for raw_id, raw in zip(chunk, self.r.hmget(self.key_of("log"), chunk), strict=True):
                 a = json.loads(raw) if raw else None
                 if a is not None and (a["state"] == "firing" or (a.get("until") or 0) >= older_than_ms):
                     continue
-                pipe.hdel(self.k("log"), raw_id)
-                pipe.zrem(self.k("history"), raw_id)
+                pipe.hdel(self.key_of("log"), raw_id)
+                pipe.zrem(self.key_of("history"), raw_id)
                 if a is not None:
                     pipe.zrem(self.group_key(a["group"]), raw_id)
                 removed += 1
@@ -273,4 +273,4 @@ class AlertStore:
 
     def clear(self) -> None:
         """Forget the evaluator's bookkeeping (not the alerts): the next cycle re-judges every group."""
-        self.r.delete(self.k("seen"), self.k("recheck"), self.k("sig"))
+        self.r.delete(self.key_of("seen"), self.key_of("recheck"), self.key_of("sig"))

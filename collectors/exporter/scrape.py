@@ -263,14 +263,14 @@ class MetricsSource:
         # dictionaries of 50,000 keys cost as much as the transfer).
         families = GROUP_FAMILIES if self.summaries else ()
         pipe = self.r.pipeline(transaction=False)
-        pipe.hkeys(data.k("fleet"))
-        pipe.hgetall(data.k("fleet", "state"))
-        pipe.hgetall(data.k("fleet", "type"))
+        pipe.hkeys(data.key_of("fleet"))
+        pipe.hgetall(data.key_of("fleet", "state"))
+        pipe.hgetall(data.key_of("fleet", "type"))
         if families:
-            pipe.hkeys(data.sk(f"metrics:{families[0]}"))
+            pipe.hkeys(data.summary_key(f"metrics:{families[0]}"))
             for family in families:
-                pipe.hlen(data.sk(f"metrics:{family}"))
-                pipe.hvals(data.sk(f"metrics:{family}"))
+                pipe.hlen(data.summary_key(f"metrics:{family}"))
+                pipe.hvals(data.summary_key(f"metrics:{family}"))
         names, states, types, *found = pipe.execute()
         fleet = set(names)
         for raw_name in names:
@@ -290,7 +290,7 @@ class MetricsSource:
             else:  # groups without summaries, or deleted since: take those of the fleet only
                 pipe = self.r.pipeline(transaction=False)
                 for family in families:
-                    pipe.hgetall(data.sk(f"metrics:{family}"))
+                    pipe.hgetall(data.summary_key(f"metrics:{family}"))
                 stored = pipe.execute()
                 complete = fleet.intersection(*(hash_.keys() for hash_ in stored))
                 for family, hash_ in zip(families, stored, strict=True):
@@ -300,7 +300,7 @@ class MetricsSource:
             # other lines were (the others' come with them from their documents, below)
             pipe = self.r.pipeline(transaction=False)
             for family in TASK_FAMILIES:
-                pipe.hgetall(data.sk(f"metrics:{family}"))
+                pipe.hgetall(data.summary_key(f"metrics:{family}"))
             for family, hash_ in zip(TASK_FAMILIES, pipe.execute(), strict=True):
                 scrape.lines[family] = [v for k, v in hash_.items() if v and k in complete]
         missing = [n.decode() for n in names if n not in complete]
@@ -338,7 +338,7 @@ class MetricsSource:
         from their fleet rows and documents: the same computation the sink's summaries are made with."""
         for i in range(0, len(names), self.chunk):
             chunk = names[i : i + self.chunk]
-            rows = self.r.hmget(data.k("fleet"), chunk)
+            rows = self.r.hmget(data.key_of("fleet"), chunk)
             docs = data.document_texts(chunk)
             for name, raw_row, raw_doc in zip(chunk, rows, docs, strict=True):
                 row = _loads(raw_row)

@@ -93,7 +93,7 @@ def moved_on(
         if bad is not None:
             bad.append(group)
 
-    texts = store.r.mget([store.gk(g, "doc") for g in groups])
+    texts = store.r.mget([store.group_key(g, "doc") for g in groups])
     heads: dict[str, Any] = {}
     for g, raw in zip(groups, texts, strict=True):
         if raw is None:

@@ -75,9 +75,9 @@ def read_statuses(
     out = FleetStatuses(now_ms, {s: {} for s in wanted})
     r = store.r
     pipe = r.pipeline(transaction=False)
-    pipe.hkeys(store.k("fleet"))
+    pipe.hkeys(store.key_of("fleet"))
     if summaries:
-        pipe.hgetall(store.sk("facts"))
+        pipe.hgetall(store.summary_key("facts"))
     names_raw, *facts_raw = pipe.execute()
     stored: dict[bytes, bytes] = facts_raw[0] if facts_raw else {}
     packed = PackedEvaluator(config)
@@ -94,7 +94,7 @@ def read_statuses(
     want_head = [name for name, f in with_facts if packed.needs_head(name, f, now_ms, wanted)]
     for i in range(0, len(want_head), chunk):
         part = want_head[i : i + chunk]
-        heads.update(zip(part, r.hmget(store.sk("rules"), part), strict=True))
+        heads.update(zip(part, r.hmget(store.summary_key("rules"), part), strict=True))
     for name, f in with_facts:
         found = packed.statuses(name, f, heads.get(name), now_ms, wanted)
         if found is None:

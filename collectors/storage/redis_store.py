@@ -279,8 +279,8 @@ class RedisStore:
         self._dead_letter = client.register_script(_DEAD_LETTER_SCRIPT)
         self._lag_slot = client.register_script(_LAG_SLOT_SCRIPT)
         self._compact_lag = client.register_script(_COMPACT_LAG_SCRIPT)
-        self.topics = TopicIndex(client, prefix, self._filter, self.gk)
-        self.offsets = GroupOffsets(client, lambda group: self.gk(group, "offsets"))
+        self.topics = TopicIndex(client, prefix, self._filter, self.group_key)
+        self.offsets = GroupOffsets(client, lambda group: self.group_key(group, "offsets"))
         self.log_ends = LogEnds(client, prefix)
         self.lag_schedule = LagSchedule(client, prefix)
 
@@ -289,19 +289,19 @@ class RedisStore:
         return cls(redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5), **kw)
 
     # ---- key names (documented in docs/redis-schema.md) -------------------------------------------
-    def k(self, *parts: str) -> str:
+    def key_of(self, *parts: str) -> str:
         return ":".join((self.p, *parts))
 
-    def gk(self, group: str, what: str) -> str:
+    def group_key(self, group: str, what: str) -> str:
         # Group names may contain ':'; braces keep the name one visible unit and a cluster hash tag.
         return f"{self.p}:group:{{{group}}}:{what}"
 
-    def idx(self, sort: str, state: str | None = None) -> str:
-        return self.k("idx", sort) if state is None else self.k("idx", sort, "state", state)
+    def index_key(self, sort: str, state: str | None = None) -> str:
+        return self.key_of("idx", sort) if state is None else self.key_of("idx", sort, "state", state)
 
-    def sk(self, what: str) -> str:
+    def summary_key(self, what: str) -> str:
         """A summary hash: `rules`, `facts` or `metrics:FAMILY` (docs/redis-schema.md)."""
-        return self.k("summary", what)
+        return self.key_of("summary", what)
 
     # ---- write side --------------------------------------------------------------------------------
     def pipeline(self) -> Any:
@@ -361,13 +361,13 @@ class RedisStore:
                 # before the previous states are read: a provisional write that has not landed by
                 # now sees this and stands down (`write_provisional`), so the states read here are
                 # the last ones written
-                rp.set(self.k("pipeline", "wrote"), "1")
-            rp.hmget(self.k("fleet", "state"), names)
-            rp.hmget(self.k("fleet", "history"), names)
-            rp.hmget(self.k("refreshed"), names)
+                rp.set(self.key_of("pipeline", "wrote"), "1")
+            rp.hmget(self.key_of("fleet", "state"), names)
+            rp.hmget(self.key_of("fleet", "history"), names)
+            rp.hmget(self.key_of("refreshed"), names)
             rp.hmget(self.topics.of_groups_key(), names)
             if self.summaries:
-                rp.hmget(self.sk("facts"), names)
+                rp.hmget(self.summary_key("facts"), names)
             answers = rp.execute()
             old_states, old_digests, old_refreshed, old_topics, *old_facts = answers[
                 0 if provisional else 1 :
@@ -410,7 +410,7 @@ class RedisStore:
                 left.setdefault(name, set()).add(prev)
             current[name] = row.state
             if not heads_stored:
-                p.set(self.gk(name, "doc"), text if text is not None else _dumps(doc.to_json()))
+                p.set(self.group_key(name, "doc"), text if text is not None else _dumps(doc.to_json()))
             fleet[name] = _row_text(row_json)
             states[name] = row.state
             types[name] = row.type or ""
@@ -437,33 +437,33 @@ class RedisStore:
         # summaries too.
         for what, values in summaries.items():
             if values:
-                p.hset(self.sk(what), mapping=values)
+                p.hset(self.summary_key(what), mapping=values)
         if unsummarized and not provisional:
             for what in ALL_SUMMARY_KEYS:
-                p.hdel(self.sk(what), *unsummarized)
-        p.hset(self.k("fleet"), mapping=fleet)
-        p.hset(self.k("fleet", "state"), mapping=states)
-        p.hset(self.k("fleet", "type"), mapping=types)
-        p.hset(self.k("refreshed"), mapping=refreshed)
+                p.hdel(self.summary_key(what), *unsummarized)
+        p.hset(self.key_of("fleet"), mapping=fleet)
+        p.hset(self.key_of("fleet", "state"), mapping=states)
+        p.hset(self.key_of("fleet", "type"), mapping=types)
+        p.hset(self.key_of("refreshed"), mapping=refreshed)
         if topics_of:
             p.hset(self.topics.of_groups_key(), mapping=topics_of)
         if digests:
-            p.hset(self.k("fleet", "history"), mapping=digests)
-        p.sadd(self.k("states"), *set(states.values()))
+            p.hset(self.key_of("fleet", "history"), mapping=digests)
+        p.sadd(self.key_of("states"), *set(states.values()))
         leaving: dict[str, list[str]] = {}
         for name, gone in left.items():
             for state in gone - {current[name]}:
                 leaving.setdefault(state, []).append(name)
         for state, who in leaving.items():
             for sort in SORT_KEYS:
-                p.zrem(self.idx(sort, state), *who)
+                p.zrem(self.index_key(sort, state), *who)
         by_state: dict[str, list[str]] = {}
         for name, state in states.items():
             by_state.setdefault(state, []).append(name)
         for sort in SORT_KEYS:
-            p.zadd(self.idx(sort), {name: sc[sort] for name, sc in scores.items()})
+            p.zadd(self.index_key(sort), {name: sc[sort] for name, sc in scores.items()})
             for state, who in by_state.items():
-                p.zadd(self.idx(sort, state), {name: scores[name][sort] for name in who})
+                p.zadd(self.index_key(sort, state), {name: scores[name][sort] for name in who})
         if own:
             # the topics' aggregates after their rows (a caller with its own pipeline flushes them
             # once for all its writes: store.topics.flush())
@@ -475,7 +475,7 @@ class RedisStore:
 
     def forget_pipeline_writes(self) -> None:
         """A collector starts: provisional documents may be written until its pipeline writes."""
-        self.r.delete(self.k("pipeline", "wrote"))
+        self.r.delete(self.key_of("pipeline", "wrote"))
 
     def write_provisional(self, docs: Sequence[GroupDocument], now_ms: int, chunk: int = 500) -> int | None:
         """Write provisional documents (GroupDocument.provisional: the Admin API's first answers,
@@ -486,7 +486,7 @@ class RedisStore:
         makes the chunk read and try again), and the pipeline marks before it reads the states it
         leaves (`write_many`), so both never interleave."""
         written = 0
-        mark, fleet = self.k("pipeline", "wrote"), self.k("fleet")
+        mark, fleet = self.key_of("pipeline", "wrote"), self.key_of("fleet")
         for i in range(0, len(docs), chunk):
             part = docs[i : i + chunk]
             while True:
@@ -571,11 +571,11 @@ class RedisStore:
             if g.generation is not None and g.start is not None:
                 generations[str(g.generation)] = (float(g.start), g.to_json())
         for what, rows in (("timeline", timeline), ("generations", generations)):
-            h, z = self.gk(name, what), self.gk(name, f"{what}:idx")
+            h, z = self.group_key(name, what), self.group_key(name, f"{what}:idx")
             if not rows:
                 p.delete(h, z)
                 continue
-            th, tz = self.gk(name, f"{what}:tmp"), self.gk(name, f"{what}:idx:tmp")
+            th, tz = self.group_key(name, f"{what}:tmp"), self.group_key(name, f"{what}:idx:tmp")
             p.delete(th, tz)
             p.hset(th, mapping={rid: json_text.dumps(row) for rid, (_, row) in rows.items()})
             p.zadd(tz, {rid: score for rid, (score, _) in rows.items()})
@@ -587,7 +587,7 @@ class RedisStore:
         only the Admin poller's unchanged resends): the `refreshed` hash and the fleet rows'
         `last_refreshed`. A group not in the fleet (removed meanwhile) is left out."""
         names = list(refreshed)
-        rows = self.r.hmget(self.k("fleet"), names)
+        rows = self.r.hmget(self.key_of("fleet"), names)
         fleet = {}
         for name, raw in zip(names, rows, strict=True):
             if raw:
@@ -596,8 +596,8 @@ class RedisStore:
                 fleet[name] = _row_text(row)
         if fleet:
             with self.r.pipeline(transaction=False) as p:
-                p.hset(self.k("fleet"), mapping=fleet)
-                p.hset(self.k("refreshed"), mapping={n: int(refreshed[n]) for n in fleet})
+                p.hset(self.key_of("fleet"), mapping=fleet)
+                p.hset(self.key_of("refreshed"), mapping={n: int(refreshed[n]) for n in fleet})
                 p.execute()
 
     def write_lag_points(
@@ -633,11 +633,11 @@ class RedisStore:
         text = json_text.dumps(point, finite=json_text.finite(secs))
         if slot_ms:
             slot = str(int(ts) - int(ts) % slot_ms)
-            keys = [self.gk(group, "lag"), self.gk(group, "lag:idx")]
+            keys = [self.group_key(group, "lag"), self.group_key(group, "lag:idx")]
             self._lag_slot(keys=keys, args=[slot, text, int(total), int(ts)], client=p)
         else:
-            p.hset(self.gk(group, "lag"), rid, text)
-            p.zadd(self.gk(group, "lag:idx"), {rid: float(ts)})
+            p.hset(self.group_key(group, "lag"), rid, text)
+            p.zadd(self.group_key(group, "lag:idx"), {rid: float(ts)})
         if own:
             p.execute()
 
@@ -667,7 +667,7 @@ class RedisStore:
             raw_j = {}
         entry = {"source": source, "position": position, "error": error, "ts": ts, **raw_j}
         self._dead_letter(
-            keys=[self.k("deadletters"), self.k("deadletters", "seen")],
+            keys=[self.key_of("deadletters"), self.key_of("deadletters", "seen")],
             args=[position, ts, _dumps(entry), self.dead_letter_max],
             client=pipe if pipe is not None else self.r,
         )
@@ -675,7 +675,7 @@ class RedisStore:
     def set_source_status(self, source: str, ok: bool, detail: str, now_ms: int, *, pipe: Any = None) -> None:
         """Per-source health (offsets topic, heartbeats, broker log, admin API); `since` is kept while
         the status does not change, so the UI can say "unreadable since ..."."""
-        key = self.k("sources")
+        key = self.key_of("sources")
         prev_raw = self.r.hget(key, source) if pipe is None else None
         since = int(now_ms)
         if prev_raw:
@@ -689,14 +689,14 @@ class RedisStore:
     # A value the collector sets when it finds none: gone, Redis lost what the collector wrote (flushed,
     # restarted without persistence, evicted), and everything is sent and rewritten again.
     def data_epoch(self) -> str | None:
-        raw = self.r.get(self.k("collector", "epoch"))
+        raw = self.r.get(self.key_of("collector", "epoch"))
         return raw.decode() if raw else None
 
     def new_data_epoch(self) -> str:
         """Set a new epoch (the wall clock in ms: it differs from any the collector's checkpoint
         remembers) and return it."""
         epoch = str(int(time.time() * 1000))
-        self.r.set(self.k("collector", "epoch"), epoch)
+        self.r.set(self.key_of("collector", "epoch"), epoch)
         return epoch
 
     def heartbeat_collector(
@@ -704,8 +704,8 @@ class RedisStore:
     ) -> None:
         """The collector is alive: wall-clock time of its last batch and the evidence time it reached."""
         val = {"ts": int(now_ms), "batch_id": batch_id, "event_ms": event_ms, **extra}
-        self.r.set(self.k("collector", "heartbeat"), _dumps(val))
-        self.r.set(self.k("schema"), SCHEMA_VERSION)
+        self.r.set(self.key_of("collector", "heartbeat"), _dumps(val))
+        self.r.set(self.key_of("schema"), SCHEMA_VERSION)
 
     def note_lag_refresh(self, now_ms: int, behind_ms: int, refreshed: int) -> None:
         """The lag refresher's state (collectors/pipeline/lag_refresh.py): how far behind its schedule
@@ -717,7 +717,7 @@ class RedisStore:
             "refreshed": int(refreshed),
             "scheduled": self.lag_schedule.size(),
         }
-        self.r.set(self.k("collector", "lag_refresh"), _dumps(val))
+        self.r.set(self.key_of("collector", "lag_refresh"), _dumps(val))
 
     def trim(self, now_ms: int) -> int:
         """Drop history older than the retention (timelines, generations, lag points, dead letters),
@@ -727,45 +727,47 @@ class RedisStore:
         stale: list[str] = []
         cursor = 0
         while True:
-            cursor, chunk = self.r.hscan(self.k("refreshed"), cursor, count=1000)
+            cursor, chunk = self.r.hscan(self.key_of("refreshed"), cursor, count=1000)
             names = [n.decode() for n in chunk]
             p = self.pipeline()
             for name in names:
                 for what in ("timeline", "generations", "lag"):
                     self._trim_series(
-                        keys=[self.gk(name, what), self.gk(name, f"{what}:idx")], args=[cutoff], client=p
+                        keys=[self.group_key(name, what), self.group_key(name, f"{what}:idx")],
+                        args=[cutoff],
+                        client=p,
                     )
             removed += sum(int(x or 0) for x in p.execute())
             for name in names:
                 # points that crossed the detail horizon since the last trims (the collector trims
                 # every minute; the window allows for missed ones) keep their totals only
                 horizon = int(now_ms - LAG_DETAIL_MS)
-                keys = [self.gk(name, "lag"), self.gk(name, "lag:idx")]
+                keys = [self.group_key(name, "lag"), self.group_key(name, "lag:idx")]
                 self._compact_lag(keys=keys, args=[horizon - LAG_COMPACT_WINDOW_MS, horizon], client=p)
             p.execute(raise_on_error=False)  # a point the script cannot read stays as it is
             stale += [n for n in names if int(chunk[n.encode()]) < cutoff]
             if cursor == 0:
                 break
-        states = self.r.hmget(self.k("fleet", "state"), stale) if stale else []
+        states = self.r.hmget(self.key_of("fleet", "state"), stale) if stale else []
         for name, st in zip(stale, states, strict=True):
             if st and st.decode() in ("Dead", "Empty"):
                 self.delete_group(name)
                 removed += 1
         # Dead letters: the seen-set by record time; the stream itself is capped by length (MAXLEN), as
         # its ids are wall-clock times while retention runs on evidence time (replays of old captures).
-        removed += int(self.r.zremrangebyscore(self.k("deadletters", "seen"), "-inf", f"({cutoff}"))
+        removed += int(self.r.zremrangebyscore(self.key_of("deadletters", "seen"), "-inf", f"({cutoff}"))
         return removed
 
     def backfill_topics(self, batch: int = 500) -> int:
         """Put the groups written before the topic index existed (or by a writer without it) into it,
         from their stored documents; the collector runs this once at start. Returns how many groups.
         Cheap when there is nothing to do: two HLENs."""
-        if self.r.hlen(self.k("fleet")) <= self.r.hlen(self.topics.of_groups_key()):
+        if self.r.hlen(self.key_of("fleet")) <= self.r.hlen(self.topics.of_groups_key()):
             return 0
         done = 0
         cursor = 0
         while True:
-            cursor, chunk = self.r.hscan(self.k("fleet"), cursor, count=batch)
+            cursor, chunk = self.r.hscan(self.key_of("fleet"), cursor, count=batch)
             names = [n.decode() for n in chunk]
             known = self.r.hmget(self.topics.of_groups_key(), names) if names else []
             missing = [n for n, k in zip(names, known, strict=True) if k is None]
@@ -788,19 +790,19 @@ class RedisStore:
                 return done
 
     def delete_group(self, name: str) -> None:
-        st = self.r.hget(self.k("fleet", "state"), name)
+        st = self.r.hget(self.key_of("fleet", "state"), name)
         tops = self.r.hget(self.topics.of_groups_key(), name)
         p = self.pipeline()
         self.topics.forget_group(p, name, json.loads(tops) if tops else [])
         self.topics.flush(p)
         for sort in SORT_KEYS:
-            p.zrem(self.idx(sort), name)
+            p.zrem(self.index_key(sort), name)
             if st:
-                p.zrem(self.idx(sort, st.decode()), name)
+                p.zrem(self.index_key(sort, st.decode()), name)
         for h in ("fleet", "fleet:state", "fleet:type", "fleet:history", "refreshed"):
-            p.hdel(self.k(*h.split(":")), name)
+            p.hdel(self.key_of(*h.split(":")), name)
         for what in ALL_SUMMARY_KEYS:
-            p.hdel(self.sk(what), name)
+            p.hdel(self.summary_key(what), name)
         for what in (
             "doc",
             "offsets",
@@ -811,7 +813,7 @@ class RedisStore:
             "lag",
             "lag:idx",
         ):
-            p.delete(self.gk(name, what))
+            p.delete(self.group_key(name, what))
         p.execute()
 
     # ---- read side ---------------------------------------------------------------------------------
@@ -831,12 +833,12 @@ class RedisStore:
         offset, limit = max(0, int(offset)), max(0, int(limit))
         states = [state] if isinstance(state, str) else list(state or [])
         if not name_contains and not type_ and len(states) <= 1:
-            index = self.idx(sort_by, states[0] if states else None)
+            index = self.index_key(sort_by, states[0] if states else None)
             total, names = sorted_index.page(self.r, index, offset, limit, descending)
         else:
-            index = self.idx(sort_by, states[0] if len(states) == 1 else None)
+            index = self.index_key(sort_by, states[0] if len(states) == 1 else None)
             total, names = self._filter(
-                keys=[index, self.k("fleet", "type"), self.k("fleet", "state")],
+                keys=[index, self.key_of("fleet", "type"), self.key_of("fleet", "state")],
                 args=[
                     "1" if descending else "0",
                     (name_contains or "").lower(),
@@ -849,17 +851,17 @@ class RedisStore:
             total = int(total)
         if not names:
             return total, []
-        rows = self.r.hmget(self.k("fleet"), names)
+        rows = self.r.hmget(self.key_of("fleet"), names)
         return total, [json.loads(r) for r in rows if r]
 
     def fleet_counts(self) -> dict[str, Any]:
         """Counts for the fleet header: total and by state. (Storms, flapping and lagging are the
         alert rules' statuses, coordinator_model/statuses.py, read by storage/fleet_statuses.py.)"""
-        states = sorted(s.decode() for s in self.r.smembers(self.k("states")))
+        states = sorted(s.decode() for s in self.r.smembers(self.key_of("states")))
         p = self.pipeline()
-        p.hlen(self.k("fleet"))
+        p.hlen(self.key_of("fleet"))
         for s in states:
-            p.zcard(self.idx("name", s))
+            p.zcard(self.index_key("name", s))
         res = p.execute()
         by_state = {s: int(n) for s, n in zip(states, res[1 : 1 + len(states)], strict=True) if n}
         return {"total": int(res[0]), "by_state": by_state}
@@ -887,7 +889,7 @@ class RedisStore:
         together (a head that does not read as a document is left to the caller, as stored)."""
         if not names:
             return [], {}
-        raws = list(self.r.mget([self.gk(n, "doc") for n in names]))
+        raws = list(self.r.mget([self.group_key(n, "doc") for n in names]))
         heads: dict[int, dict[str, Any]] = {}
         for i, raw in enumerate(raws):
             if raw and b'"offsets_apart":true' in raw:
@@ -919,18 +921,18 @@ class RedisStore:
         return GroupDocument.from_json(json.loads(raws[0])) if raws[0] else None
 
     def get_row(self, name: str) -> dict[str, Any] | None:
-        raw = self.r.hget(self.k("fleet"), name)
+        raw = self.r.hget(self.key_of("fleet"), name)
         return json.loads(raw) if raw else None
 
     def _series(self, group: str, what: str, since: int | None, until: int | None) -> list[dict[str, Any]]:
         ids = self.r.zrangebyscore(
-            self.gk(group, f"{what}:idx"),
+            self.group_key(group, f"{what}:idx"),
             "-inf" if since is None else since,
             "+inf" if until is None else until,
         )
         if not ids:
             return []
-        return [json.loads(v) for v in self.r.hmget(self.gk(group, what), ids) if v]
+        return [json.loads(v) for v in self.r.hmget(self.group_key(group, what), ids) if v]
 
     def get_timeline(self, name: str, since: int | None = None, until: int | None = None) -> list[dict]:
         """State intervals that start in [since, until] plus the one in force at `since`, by start."""
@@ -948,7 +950,7 @@ class RedisStore:
     def dead_letters(self, n: int = 100) -> list[dict[str, Any]]:
         """The newest n dead letters, newest first."""
         out = []
-        for _id, fields in self.r.xrevrange(self.k("deadletters"), count=n):
+        for _id, fields in self.r.xrevrange(self.key_of("deadletters"), count=n):
             out.append(json.loads(fields[b"entry"]))
         return out
 
@@ -976,8 +978,8 @@ class RedisStore:
     def freshness(self, groups: Iterable[str] | None = None) -> dict[str, Any]:
         """Last collector heartbeat (and how old it is), per-source status, and last refresh per group
         (only the groups asked for, or none: the fleet rows carry `last_refreshed` too)."""
-        hb = self.r.get(self.k("collector", "heartbeat"))
-        sources = {k.decode(): json.loads(v) for k, v in self.r.hgetall(self.k("sources")).items()}
+        hb = self.r.get(self.key_of("collector", "heartbeat"))
+        sources = {k.decode(): json.loads(v) for k, v in self.r.hgetall(self.key_of("sources")).items()}
         out: dict[str, Any] = {
             "collector": json.loads(hb) if hb else None,
             "collector_age_ms": None,
@@ -988,6 +990,6 @@ class RedisStore:
             out["collector_age_ms"] = int(time.time() * 1000) - int(out["collector"]["ts"])
         if groups:
             names = list(groups)
-            vals = self.r.hmget(self.k("refreshed"), names)
+            vals = self.r.hmget(self.key_of("refreshed"), names)
             out["groups"] = {n: (int(v) if v else None) for n, v in zip(names, vals, strict=True)}
         return out

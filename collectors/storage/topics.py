@@ -238,7 +238,7 @@ class TopicIndex:
     def __init__(self, client: Any, prefix: str, filter_script: Any, group_key: Any) -> None:
         self.r = client
         self.p = prefix
-        self.group_key = group_key  # RedisStore.gk: a group's own keys (its lag history)
+        self.group_key = group_key  # RedisStore.group_key: a group's own keys (its lag history)
         self._aggregate = client.register_script(AGGREGATE_SCRIPT)
         self._filter = filter_script  # the fleet's index walk (redis_store._FILTER_SCRIPT)
         self.touched: set[str] = set()  # topics whose aggregate is due (flush)
@@ -250,7 +250,7 @@ class TopicIndex:
     def rows_key(self) -> str:
         return f"{self.p}:topics"
 
-    def idx(self, sort: str) -> str:
+    def index_key(self, sort: str) -> str:
         return f"{self.p}:tidx:{sort}"
 
     def of_groups_key(self) -> str:
@@ -289,7 +289,7 @@ class TopicIndex:
                     self.tk(t, "groups"),
                     self.rows_key(),
                     self.tk(t, "parts"),
-                    *(self.idx(s) for s in TOPIC_SORT_KEYS),
+                    *(self.index_key(s) for s in TOPIC_SORT_KEYS),
                 ],
                 args=[t],
                 client=client,
@@ -311,7 +311,7 @@ class TopicIndex:
         if sort_by not in TOPIC_SORT_KEYS:
             raise ValueError(f"sort_by must be one of {', '.join(TOPIC_SORT_KEYS)}, not {sort_by!r}")
         offset, limit = max(0, int(offset)), max(0, int(limit))
-        index = self.idx(sort_by)
+        index = self.index_key(sort_by)
         if not name_contains:
             total, names = sorted_index.page(self.r, index, offset, limit, descending)
         else:
@@ -327,9 +327,9 @@ class TopicIndex:
     def counts(self) -> dict[str, int]:
         """Topics, topics with a rebalancing group, topics with any lag."""
         p = self.r.pipeline(transaction=False)
-        p.zcard(self.idx("name"))
-        p.zcount(self.idx("rebalancing"), "(0", "+inf")
-        p.zcount(self.idx("lag"), "(0", "+inf")
+        p.zcard(self.index_key("name"))
+        p.zcount(self.index_key("rebalancing"), "(0", "+inf")
+        p.zcount(self.index_key("lag"), "(0", "+inf")
         total, rebalancing, lagging = p.execute()
         return {"total": int(total), "rebalancing": int(rebalancing), "lagging": int(lagging)}
 

@@ -238,8 +238,8 @@ def lag_wrong(admin: AdminClient, store: RedisStore, groups: list[str], topic: s
                 seen = {
                     "offsets": None if doc is None else doc.offsets,
                     "lag": None if doc is None else doc.lag.partitions,
-                    "fields": store.r.hgetall(store.gk(g, "offsets")),
-                    "head": store.r.get(store.gk(g, "doc")),
+                    "fields": store.r.hgetall(store.group_key(g, "offsets")),
+                    "head": store.r.get(store.group_key(g, "doc")),
                 }
                 return f"{g} {topic}-{p}: (committed, log end, lag) {shown}, the broker's log end {e}; {seen}"
     return None
