@@ -434,3 +434,35 @@ def test_the_sink_reads_a_document_exactly_as_the_standard_library_does(doc):
     got = read_document(text)
     assert got == json.loads(text)
     assert json.dumps(got) == json.dumps(json.loads(text))  # same types too (no int read as a float)
+
+
+def test_a_failed_live_query_is_started_again_after_a_growing_back_off_said_in_the_sources(
+    redis_client,
+) -> None:
+    """QueryRestarts (job.py): each failure is said in `gs:sources` ("pipeline") and waited out,
+    1 s, then doubling up to a minute; afresh once a query ran ten minutes; a stop during the wait
+    ends it; the restart says the query runs again, with the last failure."""
+    import threading
+
+    from collectors.pipeline.job import QueryRestarts
+
+    store = RedisStore(redis_client, prefix="restarts")
+    r = QueryRestarts()
+    r.MIN_S = 0.01  # the same doubling, in hundredths
+    r.backoff_s = r.MIN_S
+    waits = []
+    stop = threading.Event()
+    for _ in range(9):
+        waits.append(r.backoff_s)
+        assert r.wait(RuntimeError("Python worker failed to connect back.\nat ..."), 1.0, store, stop)
+    assert waits == [min(0.01 * 2**i, r.MAX_S) for i in range(9)]
+    status = json.loads(redis_client.hget("restarts:sources", "pipeline"))
+    assert not status["ok"] and "Python worker failed to connect back." in status["detail"]
+    assert "at ..." not in status["detail"]  # the first line of the failure, not its trace
+    r.started(store)
+    status = json.loads(redis_client.hget("restarts:sources", "pipeline"))
+    assert status["ok"] and "started again 9 times" in status["detail"]
+    r.wait(RuntimeError("again"), QueryRestarts.HEALTHY_S + 1, store, stop)  # after a long good run
+    assert r.backoff_s == 2 * r.MIN_S  # the back-off started afresh
+    stop.set()
+    assert not r.wait(RuntimeError("again"), 1.0, store, stop)  # stopping: no restart

@@ -367,6 +367,51 @@ def _watch(
     return False
 
 
+class QueryRestarts:
+    """A live query that failed for any other reason than its cluster going away (a Python worker
+    that did not connect back in time on a loaded machine, an executor lost, a bug met on one batch)
+    is started again from its checkpoint after a back-off, doubling from 1 s to a minute and starting
+    afresh once a query ran ten minutes, rather than ending the collector: the Admin poller, the lag
+    refresher and the provisional documents go on meanwhile, and the sources' status says so
+    (`gs:sources`, "pipeline"). A failure that comes back at every start keeps failing there, in
+    plain sight, at most once a minute."""
+
+    MIN_S = 1.0
+    MAX_S = 60.0
+    HEALTHY_S = 600.0
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.backoff_s = self.MIN_S
+        self.why = ""
+
+    def wait(self, exc: BaseException, ran_s: float, store: RedisStore, stop: threading.Event) -> bool:
+        """Say the failure and wait the back-off; False when the collector is to stop meanwhile."""
+        if ran_s > self.HEALTHY_S:
+            self.backoff_s = self.MIN_S
+        self.count += 1
+        self.why = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+        log.error(
+            "the query failed (%s); starting it again from its checkpoint in %.0f s", self.why, self.backoff_s
+        )
+        log.debug("the query's failure: %s", failure_text(exc))
+        self._say(store, False, f"query failed: {self.why}; starting again in {self.backoff_s:.0f} s")
+        if stop.wait(self.backoff_s):
+            return False
+        self.backoff_s = min(self.MAX_S, self.backoff_s * 2)
+        return True
+
+    def started(self, store: RedisStore) -> None:
+        """The query started again."""
+        if self.count:
+            self._say(store, True, f"running; started again {self.count} times, last after: {self.why}")
+
+    @staticmethod
+    def _say(store: RedisStore, ok: bool, detail: str) -> None:
+        with contextlib.suppress(Exception):
+            store.set_source_status("pipeline", ok, detail[:600], int(time.time() * 1000))
+
+
 def run_pipeline(
     cfg: PipelineConfig,
     spark: Any = None,
@@ -453,23 +498,29 @@ def run_pipeline(
         capture_total = capture_size(str(cfg.capture_dir))
     progress_log = os.environ.get("GROUPSCOPE_PROGRESS_LOG")  # one JSON line per micro-batch
     stop = stop_event if stop_event is not None else threading.Event()
+    restarts = QueryRestarts()
     try:
         while True:
+            started = time.monotonic()
             stopped = _watch(query, cfg, store, bar, stop, t0, duration_s, capture_total, progress_log)
             exc = None if stopped else query.exception()
             if exc is None:
                 break
-            # A read task gave up on a cluster that answers nothing (kafka_source.ClusterGone) rather
-            # than hold an executor slot, or the query died some other way while the cluster answers
-            # nothing: wait for the cluster here, then start the query again from its checkpoint,
-            # which reads the unfinished batch again. Any other failure ends the collector.
-            if not (cfg.live and (CLUSTER_GONE in failure_text(exc) or not answers_now(cfg))):
+            if not cfg.live or cfg.available_now:
                 raise RuntimeError(f"pipeline failed: {exc}")
-            log.warning("cluster %s answers nothing: its query waits for it", cfg.cluster)
-            if not wait_until_answers(cfg, store, stop):
+            if CLUSTER_GONE in failure_text(exc) or not answers_now(cfg):
+                # A read task gave up on a cluster that answers nothing (kafka_source.ClusterGone)
+                # rather than hold an executor slot, or the query died some other way while the
+                # cluster answers nothing: wait for the cluster here.
+                log.warning("cluster %s answers nothing: its query waits for it", cfg.cluster)
+                if not wait_until_answers(cfg, store, stop):
+                    break
+                log.info("cluster %s answers again: its query starts again from its checkpoint", cfg.cluster)
+            elif not restarts.wait(exc, time.monotonic() - started, store, stop):
                 break
-            log.info("cluster %s answers again: its query starts again from its checkpoint", cfg.cluster)
+            # from its checkpoint, which reads the unfinished batch again (Redis writes are idempotent)
             query = build_query(spark, cfg, topics, store)
+            restarts.started(store)
             if on_started:
                 on_started(query)
     finally:
