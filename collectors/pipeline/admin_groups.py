@@ -33,7 +33,7 @@ from collectors.pipeline.admin_lines import (
     share_describe_json,
     streams_describe_json,
 )
-from collectors.pipeline.admin_link import ProtocolLink
+from collectors.pipeline.admin_link import ProtocolLink, say_failure
 
 log = logging.getLogger("groupscope.admin")
 
@@ -203,11 +203,12 @@ class Kip848Blocks:
         try:
             blocks = describe_consumer_groups_kip848(kafka, [d["group"] for d in docs], timeout_s)
         except Exception as e:
-            if not self.failing:
-                log.warning("KIP-848 epochs not available (ConsumerGroupDescribe): %s", e)
-            else:
-                log.debug("ConsumerGroupDescribe still failing: %s", e)
-            self.failing = True
+            self.failing = say_failure(
+                self.failing,
+                "KIP-848 epochs not available (ConsumerGroupDescribe): %s",
+                "ConsumerGroupDescribe still failing: %s",
+                e,
+            )
             return
         self.failing = False
         answered = _now_ms()
@@ -247,10 +248,8 @@ class ModernDescriber:
         try:
             blocks = getattr(link.client(timeout_s), call)(groups, Deadline(timeout_s))
         except Exception as e:
-            if kind not in self.failing:
-                log.warning("%s groups not described (%s): %s", kind, api, e)
-            else:
-                log.debug("%s still failing: %s", api, e)
+            first, again = f"{kind} groups not described ({api}): %s", f"{api} still failing: %s"
+            say_failure(kind in self.failing, first, again, e)
             self.failing.add(kind)
             link.close()
             return {}, {}

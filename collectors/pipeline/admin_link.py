@@ -7,11 +7,25 @@ failed call (a broker restart or a half-read answer: the next poll starts with n
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from collectors.kafka_protocol import KafkaProtocolClient
+
+log = logging.getLogger("groupscope.admin")
+
+
+def say_failure(failing: bool, first: str, again: str, e: BaseException) -> bool:
+    """A failed call said at warning the first time and at debug while it keeps failing (a broker
+    without the API fails at every poll); returns that it is failing now. `first` and `again` are
+    log formats with one %s, the error."""
+    if not failing:
+        log.warning(first, e)
+    else:
+        log.debug(again, e)
+    return True
 
 
 class ProtocolLink:

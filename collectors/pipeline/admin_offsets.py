@@ -19,7 +19,7 @@ import logging
 from typing import Any
 
 from collectors.pipeline.admin_lines import AUTHORIZATION_FAILED, denial
-from collectors.pipeline.admin_link import ProtocolLink
+from collectors.pipeline.admin_link import ProtocolLink, say_failure
 
 log = logging.getLogger("groupscope.admin")
 
@@ -40,7 +40,7 @@ class CommittedOffsets:
         A group the broker answered with an error is left out of the first, as is every group when
         the call fails: the poll goes on with what else it has, and the next starts over with new
         connections."""
-        from collectors.kafka_protocol import ConfigError, GroupError
+        from collectors.kafka_protocol import ConfigError
         from collectors.kafka_protocol.connection import Deadline
 
         if link.unusable:
@@ -52,25 +52,12 @@ class CommittedOffsets:
             link.unusable = True
             return committed_through_librdkafka(admin, groups, timeout_s, self.in_flight), {}
         except Exception as e:
-            if not self.failing:
-                log.warning("committed offsets not available (OffsetFetch): %s", e)
-            else:
-                log.debug("OffsetFetch still failing: %s", e)
-            self.failing = True
+            first = "committed offsets not available (OffsetFetch): %s"
+            self.failing = say_failure(self.failing, first, "OffsetFetch still failing: %s", e)
             link.close()  # a broker restart or a half-read answer: reconnect next time
             return {}, {}
         self.failing = False
-        out: Committed = {}
-        refused: Refused = {}
-        for g in groups:
-            got = fetched.get(g)
-            if isinstance(got, GroupError):  # one group's error never stops the poll
-                log.debug("offsets of %s: %s", g, got.as_block()["error"])
-                if got.code in AUTHORIZATION_FAILED:
-                    refused[g] = f"{got.as_block()['error']}: {got.message or 'not authorized'}"
-            elif got is not None:
-                out[g] = got
-        return out, refused
+        return per_group(groups, fetched, "offsets")
 
 
 def committed_through_librdkafka(
@@ -107,6 +94,25 @@ def committed_through_librdkafka(
     return out
 
 
+def per_group(groups: list[str], fetched: dict[str, Any], what: str) -> tuple[dict[str, Any], Refused]:
+    """A call's answer for each group: what it got, and the groups an ACL refused, with why. A group
+    the broker answered with another error is left out (one group's error never stops the poll); so
+    is one it did not answer for (gone since it was listed)."""
+    from collectors.kafka_protocol import GroupError
+
+    out: dict[str, Any] = {}
+    refused: Refused = {}
+    for g in groups:
+        got = fetched.get(g)
+        if isinstance(got, GroupError):
+            log.debug("%s of %s: %s", what, g, got.as_block()["error"])
+            if got.code in AUTHORIZATION_FAILED:
+                refused[g] = f"{got.as_block()['error']}: {got.message or 'not authorized'}"
+        elif got is not None:
+            out[g] = got
+    return out, refused
+
+
 ShareOffsets = dict[str, list[tuple[str, int, int, int]]]  # group -> [(topic, partition, start, lag)]
 
 
@@ -122,32 +128,23 @@ class ShareStartOffsets:
         all out."""
         if not groups or link.unusable:
             return {}, {}
-        from collectors.kafka_protocol import GroupError, UnsupportedVersionError
+        from collectors.kafka_protocol import UnsupportedVersionError
         from collectors.kafka_protocol.connection import Deadline
 
         try:
             fetched = link.client(timeout_s).describe_share_group_offsets(groups, Deadline(timeout_s))
         except Exception as e:
-            if not self.failing:
-                log.warning("share groups' start offsets not read (DescribeShareGroupOffsets): %s", e)
-            else:
-                log.debug("DescribeShareGroupOffsets still failing: %s", e)
-            self.failing = True
+            self.failing = say_failure(
+                self.failing,
+                "share groups' start offsets not read (DescribeShareGroupOffsets): %s",
+                "DescribeShareGroupOffsets still failing: %s",
+                e,
+            )
             if not isinstance(e, UnsupportedVersionError):  # a broker without the API: keep connections
                 link.close()  # a broker restart or a half-read answer: reconnect next time
             return {}, {}
         self.failing = False
-        out: ShareOffsets = {}
-        refused: Refused = {}
-        for g in groups:
-            got = fetched.get(g)
-            if isinstance(got, GroupError):  # one group's error never stops the poll
-                log.debug("start offsets of %s: %s", g, got.as_block()["error"])
-                if got.code in AUTHORIZATION_FAILED:
-                    refused[g] = f"{got.as_block()['error']}: {got.message or 'not authorized'}"
-            elif got is not None:
-                out[g] = got
-        return out, refused
+        return per_group(groups, fetched, "start offsets")
 
 
 def log_end_offsets(admin: Any, tps: set[TP] | list[TP], timeout_s: float) -> tuple[dict[TP, int], Refused]:
