@@ -359,3 +359,25 @@ def test_reset_of_an_empty_group_has_no_warning_and_never_writes(url: str, redis
     assert _plan(r.output) == [["idle", "t", "0", "5", "150"]]  # the log end from the history
     assert "warning" not in r.output
     assert {k: redis_client.dump(k) for k in redis_client.keys("*")} == before
+
+
+def test_a_log_end_older_than_the_commit_is_shown_at_the_commit() -> None:
+    """The Admin poller's last log end can be older than a commit the offsets topic brought after it:
+    describe shows the end at the committed offset (the log had reached it), never below it, as
+    kafka-consumer-groups.sh does; a known end past the commit is shown as it is."""
+    from collectors.cli.describe_cmd import partition_rows
+
+    doc = GroupDocument(
+        group="g",
+        state="Stable",
+        offsets=[OffsetDoc("t", 0, 97), OffsetDoc("t", 1, 50)],
+        lag=LagDoc(
+            partitions=[
+                PartitionLag("t", 0, 97, True, 95, 0, 0.0),
+                PartitionLag("t", 1, 50, True, 60, 10, 1.0),
+            ]
+        ),
+    )
+    rows = {(r.topic, r.partition): r for r in partition_rows(doc)}
+    assert (rows[("t", 0)].committed, rows[("t", 0)].end_offset, rows[("t", 0)].lag) == (97, 97, 0)
+    assert (rows[("t", 1)].committed, rows[("t", 1)].end_offset, rows[("t", 1)].lag) == (50, 60, 10)

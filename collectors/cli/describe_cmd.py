@@ -75,6 +75,13 @@ def partition_rows(doc: GroupDocument) -> list[PartitionRow]:
             r.committed = p.committed if r.committed is None else r.committed
         r.end_offset, r.lag, r.lag_seconds = p.end_offset, p.lag, p.lag_seconds
         r.member_id = p.member_id
+    for r in rows.values():
+        # The log end groupscope knows is the Admin poller's last, often older than a commit that came
+        # after it on the offsets topic: the log had reached at least the committed offset (its lag,
+        # 0, already says so). Shown as is, the end read below the offset, which
+        # kafka-consumer-groups.sh (asking the broker now) never shows.
+        if r.end_offset is not None and r.committed is not None and r.committed > r.end_offset:
+            r.end_offset = r.committed
     for tp, mid in doc.owners().items():
         rows.setdefault(tp, PartitionRow(*tp)).member_id = mid
     return [rows[k] for k in sorted(rows)]
