@@ -31,6 +31,10 @@ GRID_COLUMNS = {
     "autoHeaderHeight": True,
 }
 
+# A grid cell whose long value wraps onto more lines, the row growing to hold it, rather than being
+# cut (the look of it: assets/style.css, gs-wrap).
+WRAPPED = {"wrapText": True, "autoHeight": True, "cellClass": "gs-wrap"}
+
 QUERY_STORE = "page-query"
 
 

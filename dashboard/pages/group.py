@@ -21,6 +21,7 @@ from dashboard.components import (
     GRID_COLUMNS,
     LAG_METRICS,
     QUERY_STORE,
+    WRAPPED,
     choice,
     cluster_label,
     empty_state,
@@ -93,9 +94,12 @@ MEMBER_COLUMNS = [
         },
     },
 ]
+# 100 px reads "Member epoch" whole (on two lines); with 130 px for the longest state
+# ("unrevoked_partitions") a share group's members (no probe: no heartbeat columns) fit at 1,400 px,
+# where at 130 and 140 px their grid was 10 px too wide and scrolled sideways.
 KIP848_COLUMNS = [
-    {"field": "member_epoch", "headerName": "Member epoch", "type": "numericColumn", "width": 130},
-    {"field": "state", "headerName": "Member state", "width": 140},
+    {"field": "member_epoch", "headerName": "Member epoch", "type": "numericColumn", "width": 100},
+    {"field": "state", "headerName": "Member state", "width": 130},
     {
         "field": "target",
         "headerName": "Target assignment",
@@ -104,13 +108,11 @@ KIP848_COLUMNS = [
         "tooltipField": "target",
     },
 ]
-# A cell's long value wraps onto more lines, the row growing to hold it, rather than being cut (the
-# look of it: assets/style.css, gs-wrap). A clamped one stops at 3 lines ending in "…", the whole in
-# its tooltip: a Kafka Streams repartition topic's name alone takes 4 lines of the Assignment column,
-# and a member's row is better seen whole beside the others.
-WRAPPED = {"wrapText": True, "autoHeight": True, "cellClass": "gs-wrap"}
 
 
+# A clamped cell (WRAPPED, to 3 lines) ends in "…", the whole in its tooltip: a Kafka Streams
+# repartition topic's name alone takes 4 lines of the Assignment column, and a member's row is better
+# seen whole beside the others.
 def clamped(field: str) -> dict[str, Any]:
     return {"wrapText": True, "autoHeight": True, "cellClass": "gs-wrap gs-clamp", "tooltipField": field}
 
@@ -302,7 +304,10 @@ def layout(name: str, cluster: str | None = None, multi: bool = False, search: s
                 className="card",
             ),
             html.Div(id="group-kip848", className="card", style={"display": "none"}),
-            html.Div([html.H3("Members"), _grid("group-members", MEMBER_COLUMNS, 280)], className="card"),
+            # no columns until the group's own come with its rows (member_columns): a column the grid
+            # already had (Client id) kept drawing its cells without the formatter its new definition
+            # brings, until the next refresh
+            html.Div([html.H3("Members"), _grid("group-members", [], 280)], className="card"),
             html.Div(graph("group-heatmap"), className="card"),
             html.Div(
                 [
@@ -491,22 +496,25 @@ def task_rows(doc: GroupDocument) -> list[Any]:
     tasks = task_lags(doc)
     if not tasks:
         return []
-    head = html.Tr([html.Th(x) for x in ("Task", "Run by", "Reads", "Lag (offsets)", "Lag (s)")])
+    head = html.Tr(
+        [html.Th(x) for x in ("Task", "Run by", "Reads")]
+        + [html.Th(x, className="num") for x in ("Lag (offsets)", "Lag (s)")]
+    )
     rows = [
         html.Tr(
             [
                 html.Td(t.task),
                 html.Td(t.client_id or t.member_id or "no member", title=t.member_id or ""),
                 html.Td(gd.fmt_tps(t.partitions) or "-"),
-                html.Td("-" if t.lag is None else f"{t.lag:,}"),
-                html.Td("-" if t.lag_seconds is None else f"{t.lag_seconds:.1f}"),
+                html.Td("-" if t.lag is None else f"{t.lag:,}", className="num"),
+                html.Td("-" if t.lag_seconds is None else f"{t.lag_seconds:.1f}", className="num"),
             ]
         )
         for t in tasks
     ]
     return [
         html.H4("Lag per task"),
-        html.Table([html.Thead(head), html.Tbody(rows)], className="kv", id="group-tasks"),
+        html.Table([html.Thead(head), html.Tbody(rows)], className="gs-table", id="group-tasks"),
     ]
 
 
@@ -537,7 +545,7 @@ def topology_rows(doc: GroupDocument) -> list[Any]:
     head = html.Tr([html.Th(x) for x in ("Subtopology", "Reads", "Repartitions to", "Changelogs")])
     return [
         html.H4(f"Topology (epoch {topo.epoch})"),
-        html.Table([html.Thead(head), html.Tbody(rows)], className="kv", id="group-topology"),
+        html.Table([html.Thead(head), html.Tbody(rows)], className="gs-table", id="group-topology"),
     ]
 
 

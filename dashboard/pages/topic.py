@@ -58,7 +58,16 @@ GROUP_COLUMNS: list[dict[str, Any]] = [
         "minWidth": 240,
         "tooltipField": "owners",
     },
-    {"field": "whatif", "headerName": "", "cellRenderer": "WhatifLink", "width": 90, "sortable": False},
+    # a link to the group's what-if page, under a header that says so (it had none); nothing to sort
+    # or filter by
+    {
+        "field": "whatif",
+        "headerName": "What-if",
+        "cellRenderer": "WhatifLink",
+        "width": 90,
+        "sortable": False,
+        "filter": False,
+    },
 ]
 
 
