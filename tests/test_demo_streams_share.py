@@ -42,6 +42,24 @@ def test_the_streams_and_share_scenarios() -> None:
     assert {st.action for st in SHARE.steps} == {"start"}
 
 
+def test_the_share_consumers_pause_together_so_the_share_lag_grows() -> None:
+    """Issue 34: the demo's share group read every record at once, so its page showed a lag of 0
+    throughout. Its two consumers now stop polling for a while each cycle, at least 15 s of it both
+    at once (share-2 starts later), and poll again after."""
+    from collectors.demo.share import paused as in_pause
+
+    started = {st.member: st.at for st in SHARE.steps if st.action == "start"}
+    one, two = SHARE.members
+
+    def paused(m: Member, t: float) -> bool:  # at second t of the scenario
+        return t >= started[m.name] and in_pause(t - started[m.name], m.pause_every, m.pause_for)
+
+    together = [t for t in range(0, 300) if paused(one, t) and paused(two, t)]
+    assert len(together) >= 3 * 15  # in each of the first three cycles
+    assert not paused(one, 5) and not paused(two, 15)  # polling from their start
+    assert any(not paused(one, t) and not paused(two, t) for t in range(together[-1], 300))
+
+
 def test_member_command_lines(tmp_path: Path) -> None:
     w = _workload(tmp_path, [])
     argv = w.member_argv(STREAMS, STREAMS.members[1])
@@ -53,6 +71,10 @@ def test_member_command_lines(tmp_path: Path) -> None:
     argv = w.member_argv(SHARE, SHARE.members[0])
     a = parse(argv[argv.index("share-consumer") :])
     assert (a.role, a.group, a.topic, a.client_id) == ("share-consumer", "demo-share", SHARE.topic, "share-1")
+    # it pauses (so the group's share-partition lag grows), and so does share-2 at the same time
+    assert (
+        (a.pause_every, a.pause_for) == (SHARE.members[0].pause_every, SHARE.members[0].pause_for) != (0, 0)
+    )
 
 
 def test_the_producer_feeds_the_input_topics_not_the_streams_output(tmp_path: Path, monkeypatch) -> None:

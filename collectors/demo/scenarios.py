@@ -61,6 +61,8 @@ class Member:
     run_for: float = 0.0
     resubscribe_after: float = 0.0  # seconds after its start, the member subscribes again ...
     add_topics: tuple[str, ...] = ()  # ... to the scenario's topic and these
+    pause_every: float = 0.0  # a share consumer stops polling after every this many seconds ...
+    pause_for: float = 0.0  # ... for this many (0: never)
 
 
 @dataclass(frozen=True)
@@ -249,11 +251,14 @@ SCENARIOS: tuple[Scenario, ...] = (
         "share",
         "demo-jobs",
         3,
-        (Member("share-1"), Member("share-2")),
+        # both pause together 20 s of every 90 (share-2 starts 10 s later): records wait meanwhile, so
+        # the share-partition lag grows and drains, and the group's page has a lag to show
+        (Member("share-1", pause_every=60, pause_for=30), Member("share-2", pause_every=60, pause_for=30)),
         (Step(0, "start", "share-1"), Step(10, "start", "share-2")),
         protocol="share",
         what="a share group (KIP-932): two share consumers on the same 3 partitions, each record "
-        "delivered to one of them",
+        "delivered to one of them; each stops polling for 30 s every 90 s (20 s of it together: the "
+        "share-partition lag grows, then drains)",
     ),
 )
 
@@ -323,9 +328,12 @@ class Workload:
         Streams instance, after the scenario's protocol."""
         worker = [sys.executable, "-m", "collectors.demo.worker"]
         if s.protocol == "share":
+            pauses = (
+                ["--pause-every", str(m.pause_every), "--pause-for", str(m.pause_for)] if m.pause_for else []
+            )
             return [
                 *worker, "share-consumer", "--bootstrap-servers", self.bootstrap,
-                "--group", s.group, "--topic", s.topic, "--client-id", m.name,
+                "--group", s.group, "--topic", s.topic, "--client-id", m.name, *pauses,
             ]  # fmt: skip
         if s.protocol == "streams":
             # its state directory, Streams log and events beside the demo's logs, kept across restarts

@@ -13,7 +13,8 @@ the server-side assignor is asked for with group.remote.assignor. `--resubscribe
 changes the subscription while the member runs (a new subscription is a new group epoch on KIP-848, a
 rebalance on the classic protocol).
 
-`share-consumer` runs one KIP-932 share consumer (collectors/demo/share.py) until SIGTERM. `streams` runs
+`share-consumer` runs one KIP-932 share consumer (collectors/demo/share.py) until SIGTERM, with
+`--pause-every S --pause-for D` not polling for D s after every S s. `streams` runs
 one instance of the Kafka Streams word count (collectors/demo/streams_app, its own JVM on
 group.protocol=streams, KIP-1071) and stands for it: SIGTERM closes it (it leaves the group), and when the
 JVM ends on its own the worker ends with its status, so the demo restarts it. Its state directory is
@@ -170,7 +171,15 @@ def _rate(a: argparse.Namespace, elapsed: float) -> float:
 def run_share_consumer(a: argparse.Namespace) -> int:
     from collectors.demo.share import ShareMember
 
-    member = ShareMember(a.bootstrap_servers, a.group, a.topic, a.client_id, conf=_cluster_conf())
+    member = ShareMember(
+        a.bootstrap_servers,
+        a.group,
+        a.topic,
+        a.client_id,
+        conf=_cluster_conf(),
+        pause_every=a.pause_every,
+        pause_for=a.pause_for,
+    )
     member.start()
     _say(event="started", member=a.client_id, group=a.group, kind="share")
     while not _stop.wait(1.0) and member.is_alive():
@@ -278,6 +287,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     sh.add_argument("--group", required=True)
     sh.add_argument("--topic", required=True)
     sh.add_argument("--client-id", required=True)
+    sh.add_argument("--pause-every", type=float, default=0.0, help="seconds of polling between pauses")
+    sh.add_argument("--pause-for", type=float, default=0.0, help="seconds of each pause (0: none)")
     st = sub.add_parser("streams")
     st.add_argument("--bootstrap-servers", required=True)
     st.add_argument("--application-id", required=True, help="the streams group")
