@@ -101,6 +101,8 @@ def decode_one(
         # A line may name several groups (groups deleted): each gets it.
         return [(g, ev.ts, 1, ev) for g in (ev.groups or (ev.group,)) if g]
     obj = json.loads(text)
+    if "\\ud" in text or "\\uD" in text:  # rare: a character past the BMP escaped as a pair, or a lone one
+        _refuse_lone_surrogates(obj)
     if not isinstance(obj, dict):
         raise ValueError(f"expected a JSON object, got {type(obj).__name__}")
     if kind == "heartbeat":
@@ -121,6 +123,17 @@ def decode_one(
         ev = E.from_describe_json(obj)
         return [(ev.group, ev.ts, 2, ev)]
     raise ValueError(f"no decoder for source kind {kind!r}")
+
+
+def _refuse_lone_surrogates(obj: Any) -> None:
+    """Refuse a JSON line whose strings hold a lone surrogate (an escape such as \\ud800 that no pair
+    completes). Python's reader takes it, but no UTF-8 encoder writes it back: as a committed topic
+    it failed the model stage's Redis reads and writes after the row's guard (the query failed, and
+    again at each restart). orjson, which the fast routes read with, refuses such text outright."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("a string of the line holds a lone surrogate: not UTF-8 text") from None
 
 
 def _end_offsets_line(obj: dict, key: bytes | None) -> list[tuple[str, int, int, Any]]:

@@ -169,7 +169,10 @@ def commit_run_packed(raw: bytes, run: Any, history: Any) -> bytes | bool | None
         end = history.at(ts) if history is not None else None
         out.append(
             _SAMPLE_FORM.pack(
-                ts, off, _UNKNOWN if end is None else max(0, end - off), _UNKNOWN if end is None else end
+                ts,
+                off,
+                _UNKNOWN if end is None else min(max(0, end - off), lagmod.LAG_MAX),  # as lagmod.lag_offsets
+                _UNKNOWN if end is None else end,
             )
         )
     return b"".join(out)

@@ -115,10 +115,16 @@ class PartitionWindow:
             del self.samples[0]
 
 
+# The largest lag a partition has: a lag is stored as a long (storage/group_offsets.py), and a commit
+# of any long is a real record (a client may commit offset -2**63 to its own group), whose lag to a
+# log end past 0 was past a long and failed the model stage's write of the group's offsets.
+LAG_MAX = 2**63 - 1
+
+
 def lag_offsets(committed: int | None, end_offset: int | None) -> int | None:
     if committed is None or end_offset is None:
         return None
-    return max(0, end_offset - committed)
+    return min(max(0, end_offset - committed), LAG_MAX)
 
 
 def lag_seconds(committed: int | None, history: EndOffsetHistory | None, now_ms: int) -> float | None:
