@@ -183,7 +183,7 @@ class GroupOffsets:
 
     def __init__(self, client: Any, key_of: Any) -> None:
         self.r = client
-        self.key_of = key_of  # group -> its hash's key (RedisStore.gk(group, "offsets"))
+        self.key_of = key_of  # group -> its hash's key (RedisStore.group_key(group, "offsets"))
 
     def held(self, groups: list[str]) -> list[str]:
         """Those of `groups` that hold offsets here (their hash exists)."""
