@@ -458,3 +458,47 @@ def test_a_phantom_group_through_the_route_and_model_stages(monkeypatch: pytest.
     phantom = [_hb_line(T0 + 1_000, PHANTOM, "join", group="x", session_timeout_ms=2**31 - 1)]
     docs = _pipeline_docs(monkeypatch, real + phantom)
     assert "g" in docs and "x" not in docs
+
+
+def test_a_group_only_heartbeats_name_is_forgotten_after_a_while_without_events(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A forger may name any number of groups on the heartbeat topic: each is held unconfirmed, and
+    forgotten once nothing came for it for UNCONFIRMED_KEEP_MS (the state store does not fill with
+    made-up names); a confirmed group stays. Both groups share one bucket here."""
+    lines = [_describe_line(T0, [A, B]), _hb_line(T0 + 500, A), _hb_line(T0 + 500, B)]
+    lines += [_hb_line(T0 + 1_000, PHANTOM, "heartbeat", group="x")]
+    raw = pd.DataFrame(
+        {
+            "topic": [t for t, _ in lines],
+            "partition": [0] * len(lines),
+            "offset": list(range(len(lines))),
+            "timestamp": [line["ts"] for _, line in lines],
+            "key": [str(line.get("group", "")).encode() for _, line in lines],
+            "value": [json.dumps(line).encode() for _, line in lines],
+        }
+    )
+    routed = pd.concat(list(decode_batches(iter([raw]), {"hb": "heartbeat", "admin": "admin"}, 1)))
+    update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, hide_unconfirmed=True)
+    state = BucketState()
+
+    def run(rows: Any, now: int) -> set[str]:
+        monkeypatch.setattr(model_state, "_now_ms", lambda: now)
+        for _ in update((0,), iter([rows]), state):
+            pass
+        return set(model_state._load_state(state)[0])
+
+    assert run(routed, T0 + 10_000) == {"g", "x"}  # held, unconfirmed, never shown
+    later = T0 + 10_000 + model_state.UNCONFIRMED_KEEP_MS + 60_000
+    clock = pd.DataFrame(
+        {
+            "topic": ["admin"],
+            "partition": [0],
+            "offset": [len(lines)],
+            "timestamp": [later],
+            "key": [b""],
+            "value": [json.dumps({"ts": later, "clock": True}).encode()],
+        }
+    )
+    routed_clock = pd.concat(list(decode_batches(iter([clock]), {"hb": "heartbeat", "admin": "admin"}, 1)))
+    assert run(routed_clock, later) == {"g"}

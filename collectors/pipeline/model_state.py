@@ -425,6 +425,12 @@ def make_update(
                 # named only by heartbeat events, which any writer of the probe's topic can forge
                 # (docs/security.md): kept, so its history is whole once the coordinator's records or
                 # the Admin API speak for it, and shown only then
+                if not held and now - int(last_input or now) >= UNCONFIRMED_KEEP_MS:
+                    # and forgotten when nothing has come for it in all that time: a real group is
+                    # confirmed within an Admin poll, and a forger's made-up names must not pile up
+                    # in the state store
+                    groups.pop(group, None)
+                    continue
                 groups[group] = GroupSlot(state_blob, int(last_input), "", held, wake_time)
                 continue
             groups[group] = GroupSlot(state_blob, int(last_input), new_digest, held, wake_time)
@@ -751,6 +757,11 @@ def _wake_at(
     if timers is not None:
         wake = min(wake, timers)
     return wake
+
+
+# How long a group that only heartbeat events name is kept with no new event of its own (it is
+# looked at again IDLE_REFRESH_MS after its last one, and forgotten then).
+UNCONFIRMED_KEEP_MS = IDLE_REFRESH_MS
 
 
 # How long a bucket's watermark inputs may go unsaved when nothing else about it changes. Once a
