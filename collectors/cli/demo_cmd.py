@@ -33,11 +33,9 @@ from typing import Any
 import click
 
 from collectors.cli.options import bootstrap_option, redis_option, settings_from
-from collectors.demo.scenarios import SCENARIOS, Scenario
+from collectors.demo.scenarios import DEMO_CLUSTERS, SCENARIOS, Scenario
 from collectors.endpoints import dashboard_bind_error
 
-# The clusters of `--clusters N`: the same scenarios (so the same group names) on each.
-DEMO_CLUSTERS = ("east", "west", "north", "south")
 CHAOS_FLAG = "--chaos-on-my-cluster"
 
 

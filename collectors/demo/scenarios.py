@@ -41,6 +41,9 @@ from typing import Any, Literal
 
 from collectors.demo.supervisor import Child, Supervisor
 
+# The clusters of `groupscope demo --clusters N`: the same scenarios (so the same group names) on each.
+DEMO_CLUSTERS = ("east", "west", "north", "south")
+
 Action = Literal["start", "stop", "kill", "flap"]
 # classic and consumer (KIP-848): probed consumer processes; streams (KIP-1071): Kafka Streams instances;
 # share (KIP-932): share consumers

@@ -328,7 +328,7 @@ def main() -> None:
     if a.demo == bool(a.url):
         ap.error("give the URL of a running demo, or --demo")
     if a.demo:
-        from collectors.cli.demo_cmd import DEMO_CLUSTERS  # the names a demo of several clusters gives
+        from collectors.demo.scenarios import DEMO_CLUSTERS  # the names a demo of several clusters gives
 
         cluster = a.cluster or (None if a.clusters == 1 else DEMO_CLUSTERS[0])
         with running_demo(a.clusters, a.warm_up) as url:
