@@ -389,21 +389,26 @@ def test_a_leave_nothing_confirms_is_a_leave_when_the_member_falls_silent() -> N
 
 
 # -- 5. through the pipeline's route and model stages (no Spark) ---------------------------------------------
-def _pipeline_docs(monkeypatch: pytest.MonkeyPatch, lines: list[tuple[str, dict]]) -> dict[str, dict]:
-    """Raw heartbeat and Admin lines through route (decode_batches) and the live model stage, one
-    micro-batch; the last document of each group."""
-    kinds = {"hb": "heartbeat", "admin": "admin"}
+def _routed(lines: list[tuple[str, dict]], buckets: int, first_offset: int = 0) -> pd.DataFrame:
+    """Raw heartbeat ("hb") and Admin ("admin") lines as the sources give them, through the route
+    stage (decode_batches) into `buckets` state buckets."""
     raw = pd.DataFrame(
         {
             "topic": [t for t, _ in lines],
             "partition": [0] * len(lines),
-            "offset": list(range(len(lines))),
+            "offset": list(range(first_offset, first_offset + len(lines))),
             "timestamp": [line["ts"] for _, line in lines],
             "key": [str(line.get("group", "")).encode() for _, line in lines],
             "value": [json.dumps(line).encode() for _, line in lines],
         }
     )
-    routed = pd.concat(list(decode_batches(iter([raw]), kinds, 4)))
+    return pd.concat(list(decode_batches(iter([raw]), {"hb": "heartbeat", "admin": "admin"}, buckets)))
+
+
+def _pipeline_docs(monkeypatch: pytest.MonkeyPatch, lines: list[tuple[str, dict]]) -> dict[str, dict]:
+    """Raw heartbeat and Admin lines through route (decode_batches) and the live model stage, one
+    micro-batch; the last document of each group."""
+    routed = _routed(lines, 4)
     last = max(line["ts"] for _, line in lines)
     monkeypatch.setattr(model_state, "_now_ms", lambda: last + 10_000)
     update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, hide_unconfirmed=True)
@@ -468,17 +473,7 @@ def test_a_group_only_heartbeats_name_is_forgotten_after_a_while_without_events(
     made-up names); a confirmed group stays. Both groups share one bucket here."""
     lines = [_describe_line(T0, [A, B]), _hb_line(T0 + 500, A), _hb_line(T0 + 500, B)]
     lines += [_hb_line(T0 + 1_000, PHANTOM, "heartbeat", group="x")]
-    raw = pd.DataFrame(
-        {
-            "topic": [t for t, _ in lines],
-            "partition": [0] * len(lines),
-            "offset": list(range(len(lines))),
-            "timestamp": [line["ts"] for _, line in lines],
-            "key": [str(line.get("group", "")).encode() for _, line in lines],
-            "value": [json.dumps(line).encode() for _, line in lines],
-        }
-    )
-    routed = pd.concat(list(decode_batches(iter([raw]), {"hb": "heartbeat", "admin": "admin"}, 1)))
+    routed = _routed(lines, 1)
     update = model_state.make_update(True, 7 * 24 * 3600 * 1000, 5000, 0, hide_unconfirmed=True)
     state = BucketState()
 
@@ -490,15 +485,4 @@ def test_a_group_only_heartbeats_name_is_forgotten_after_a_while_without_events(
 
     assert run(routed, T0 + 10_000) == {"g", "x"}  # held, unconfirmed, never shown
     later = T0 + 10_000 + model_state.UNCONFIRMED_KEEP_MS + 60_000
-    clock = pd.DataFrame(
-        {
-            "topic": ["admin"],
-            "partition": [0],
-            "offset": [len(lines)],
-            "timestamp": [later],
-            "key": [b""],
-            "value": [json.dumps({"ts": later, "clock": True}).encode()],
-        }
-    )
-    routed_clock = pd.concat(list(decode_batches(iter([clock]), {"hb": "heartbeat", "admin": "admin"}, 1)))
-    assert run(routed_clock, later) == {"g"}
+    assert run(_routed([("admin", {"ts": later, "clock": True})], 1, len(lines)), later) == {"g"}
