@@ -21,6 +21,7 @@ import signal
 import subprocess
 import sys
 import time
+import traceback
 import urllib.error
 import urllib.request
 import uuid
@@ -30,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from browser.dashboard_driver import task_ids_said
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient
 
@@ -275,14 +277,16 @@ def _look_at_topics(driver: Any, base: str, artifacts_dir: Path, env: dict, demo
         out["streams_page"] = _look_at_group(driver, base, STREAMS_GROUP, artifacts_dir, demo, "1_1")
         out["share_page"] = _look_at_group(driver, base, SHARE_GROUP, artifacts_dir, demo, "share-2")
     except Exception as e:  # a broken page is that test's failure, not the fixture's
-        out["error"] = repr(e)
+        # where it broke: a WebDriverException's repr alone says nothing ("WebDriverException()")
+        out["error"] = f"{e!r} {getattr(e, 'msg', '') or ''}\n{traceback.format_exc(limit=-3)}"
     return out
 
 
 def _look_at_group(
     driver: Any, base: str, group: str, artifacts_dir: Path, demo: subprocess.Popen, want: str
 ) -> dict:
-    """A group's page, live, until its members grid has a row holding `want` (a task id, a client id):
+    """A group's page, live, until its members grid has a row holding `want` (a task id, among the
+    tasks as the grid says them, "active 0:0-1 1:1"; a client id):
     the page's header, topology and members as shown, and a screenshot."""
     rows_js = (
         "try { const api = dash_ag_grid.getApi(arguments[0]); const out = [];"
@@ -294,7 +298,7 @@ def _look_at_group(
     members: list = []
     while time.monotonic() < deadline and demo.poll() is None:
         members = driver.execute_script(rows_js, "group-members") or []
-        if any(want in json.dumps(m) for m in members):
+        if any(want in json.dumps(m) or want in task_ids_said(m.get("tasks")) for m in members):
             break
         time.sleep(0.5)
     time.sleep(1)  # the charts drawn
@@ -585,8 +589,6 @@ def test_live_demo_streams_and_share_group_pages(demo_run):
     assert seen["error"] is None, seen["error"]
     if seen.get("demo_ended"):
         pytest.skip("the demo (and its dashboard) ended before its pages were looked at: a loaded machine")
-    from browser.dashboard_driver import task_ids_said
-
     streams = seen["streams_page"]
     assert "streams" in (streams["header"] or "").lower(), streams["header"]
     held = sorted(t for m in streams["members"] for t in task_ids_said(m["tasks"]))
