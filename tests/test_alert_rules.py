@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -187,6 +189,9 @@ def test_group_empty_after_the_grace_period_and_not_on_restart() -> None:
     assert early.finding is None and early.recheck_at == T0 + 2 * MIN
     r = R.group_empty(d, T0 + 2 * MIN, P("group_empty"))
     assert r.finding is not None and r.finding.evidence["previous_state"] == "Stable"
+    # said as a time people read (it goes to Slack, e-mail, Alertmanager), not epoch milliseconds
+    became = datetime.fromtimestamp((T0 + MIN) / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+    assert r.finding.summary == f"group Empty since {became} (was Stable)"
     # a restart: Empty for 5 s, then members are back
     tl2 = [
         ("Stable", T0, T0 + MIN),

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from coordinator_model.alert_rules.config import AlertConfig
@@ -28,6 +29,12 @@ from coordinator_model.document.types import GroupDocument, PartitionLag
 # A rule reads a GroupView; a document (or its JSON form, read with GroupDocument.from_json) is
 # wrapped in one.
 Doc = GroupDocument | Mapping[str, Any] | GroupView
+
+
+def _utc(ms: int) -> str:
+    """A moment as people read it in a summary (an alert's summary goes to Slack, e-mail and
+    Alertmanager as it is): UTC, to the second."""
+    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 @dataclass(frozen=True)
@@ -400,7 +407,7 @@ def group_empty(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
         group=v.group,
         rule="group_empty",
         severity=p["severity"],
-        summary=f"group {state} since {begin} (was {spans[j].state})",
+        summary=f"group {state} since {_utc(begin)} (was {spans[j].state})",
         since=begin + for_ms,
         evidence={
             "state": state,
