@@ -97,14 +97,18 @@ def fmt_tps(tps: list[TopicPartition]) -> str:
 
 def member_rows(doc: GroupDocument, now_ms: int) -> list[MemberRow]:
     """A member's lag is over the partitions it owns whose lag is known (None when none is): the
-    sum in offsets, the worst in seconds."""
+    sum in offsets, the worst in seconds. Its heartbeat's age is as of the document (`as_of`, the
+    moment the model has run to; `now_ms` for a document without one): live, the model runs a few
+    seconds behind the clock (the event-time watermark's lateness), and measured against the
+    page's clock a member beating every second read as older than a 6 s session timeout."""
     lag_by_tp = {(p.topic, p.partition): p for p in doc.lag.partitions}
+    ref = int(doc.as_of) if doc.as_of else now_ms
     rows = []
     for m in doc.members:
         lags = [lag_by_tp[tp] for tp in m.assignment if tp in lag_by_tp]
         offs = [p.lag for p in lags if p.lag is not None]
         secs = [p.lag_seconds for p in lags if p.lag_seconds is not None]
-        age = (now_ms - m.last_heartbeat) / 1000 if m.last_heartbeat else None
+        age = max(0, ref - m.last_heartbeat) / 1000 if m.last_heartbeat else None
         st = m.session_timeout_ms / 1000 if m.session_timeout_ms else None
         rows.append(
             MemberRow(

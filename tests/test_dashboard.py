@@ -507,3 +507,17 @@ def test_a_log_end_read_before_the_commit_is_shown_as_at_least_the_commit() -> N
     assert (rows[2]["log_end"], rows[2]["log_end_bound"]) == (100, False)  # no commit: as read
     assert (rows[3]["log_end"], rows[3]["log_end_bound"]) == (None, False)  # not read: unknown
     assert gd.shown_log_end(120, 120) == (120, False)
+
+
+def test_a_heartbeats_age_is_as_of_the_document_not_the_page_clock(lag_ramp: GroupDocument) -> None:
+    """Live, the model runs a few seconds behind the clock: a member that beat a second before the
+    document's moment is a second old, however late the page is drawn (it read 1.2-2 times a 6 s
+    session timeout on the demo's healthy members)."""
+    import dataclasses
+
+    doc = dataclasses.replace(
+        lag_ramp,
+        members=[dataclasses.replace(m, last_heartbeat=lag_ramp.as_of - 1_000) for m in lag_ramp.members],
+    )
+    (row,) = gd.member_rows(doc, now_ms=lag_ramp.as_of + 9_000)
+    assert row.heartbeat_age_s == 1.0
