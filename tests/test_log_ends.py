@@ -598,6 +598,7 @@ def test_the_lag_refresher_thread_refreshes_what_is_due_notes_its_state_and_stop
         update, pd.concat([_end_lines(groups, T0, {0: 500, 1: 700}), _commits(groups, T0 + 100, 400)]), states
     )
     LogEnds(redis_client, "gs").merge({("orders", 0): [(T0 + 30_000, 1500)]})
+    stamped = redis_client.hgetall("gs:refreshed")
     refresher = LagRefresher(
         redis_server.url, "gs", 7 * 24 * 3600 * 1000, lateness_ms=0, clock=lambda: T0 + 3 * LAG_REFRESH_MS
     )
@@ -609,6 +610,10 @@ def test_the_lag_refresher_thread_refreshes_what_is_due_notes_its_state_and_stop
         note = json.loads(redis_client.get("gs:collector:lag_refresh"))
         assert note["refreshed"] == 2 and note["scheduled"] == 2
         assert json.loads(redis_client.hget("gs:fleet", "a"))["lag"] == (1500 - 400) + (700 - 400)
+        # moving lag on with the log ends is no news from the cluster: the groups' refresh stamps stand
+        # (a cluster that went away must read as stale on the pages)
+        assert stamped and redis_client.hgetall("gs:refreshed") == stamped
+        assert json.loads(redis_client.hget("gs:fleet", "a"))["last_refreshed"] == int(stamped[b"a"])
     finally:
         refresher.stop()
         refresher.join(5)

@@ -218,9 +218,12 @@ class LagRefresher(threading.Thread):
         # before the parts is, with its lag moved on
         heads, wholes = DocWriter(store, heads_stored=True), DocWriter(store)
         nxt: dict[str, int] = {}
-        wall = self.clock()
         for r in found:
-            (heads if r.head else wholes).add(r.doc, int(r.doc.as_of or 0), wall, r.text)
+            # refresh stamp 0: the stored one stands (stamps never go back, RedisStore.write_many).
+            # Moving a group's lag on with the log ends brings no news from its cluster; stamped
+            # here, a group of a cluster that went away read as fresh once a minute, where the pages
+            # must show how stale it is.
+            (heads if r.head else wholes).add(r.doc, int(r.doc.as_of or 0), 0, r.text)
             when = next_lag_due(r.doc, at, r.stop_at)
             if when:
                 nxt[r.group] = when
