@@ -224,7 +224,7 @@ def test_describe_watch_redraws_until_stopped(
         doc["state"] = "PreparingRebalance"
         RedisStore(redis_client).write_groups([doc], NOW + 1000)
 
-    monkeypatch.setattr(describe_cmd.time, "sleep", sleep)
+    monkeypatch.setattr(describe_cmd, "pause", sleep)
     r = run("describe", "--group", "orders", "--state", "--watch", "2", "--watch-count", "3", "--redis", url)
     assert r.exit_code == 0, r.output
     assert slept == [2.0, 2.0] and r.output.count("every 2s: groupscope describe") == 3
@@ -236,7 +236,7 @@ def test_describe_watch_redraws_until_stopped(
         slept.append(s)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(describe_cmd.time, "sleep", interrupt)
+    monkeypatch.setattr(describe_cmd, "pause", interrupt)
     r = run("describe", "--group", "orders", "--watch", "--redis", url)
     assert r.exit_code == 0 and slept == [5.0] and r.output.count("every 5s") == 1
 

@@ -349,9 +349,15 @@ def describe(
             drawn += 1
             if watch is None or (watch_count is not None and drawn >= watch_count):
                 return
-            time.sleep(watch)
+            pause(watch)
     except KeyboardInterrupt:
         return
+
+
+def pause(seconds: float) -> None:
+    """The wait between two --watch draws; its own name so a test can replace it without
+    replacing time.sleep for every other thread of the process."""
+    time.sleep(seconds)
 
 
 # ---- reset-offsets --------------------------------------------------------------------------------
