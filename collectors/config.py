@@ -209,6 +209,13 @@ class Settings(BaseSettings):
     trigger_interval_s: float = Field(
         1.0, description="Seconds between two micro-batches of the collector (at least 0.1)."
     )
+    # commits to partitions a group holds, applied as they arrive (collectors/pipeline/commit_lane.py)
+    commit_lane: bool = Field(
+        True,
+        description="Apply offset commits to partitions a group already holds as they arrive, through "
+        "one Kafka consumer in the collector's driver, rather than at the next micro-batch. Off, a "
+        "commit shows when its micro-batch ends (seconds later on a busy cluster).",
+    )
     # the share of a core the collector's lag refresher may spend (collectors/pipeline/lag_refresh.py)
     lag_refresh_cpu_share: float = Field(
         0.2,

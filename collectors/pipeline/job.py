@@ -81,6 +81,7 @@ class PipelineConfig:
     # live: the share of one core the lag refresher may spend (lag_refresh.py); past it, a round of the
     # fleet's lagging groups takes longer than a minute rather than slowing the commits
     lag_refresh_cpu_share: float = 0.2
+    commit_lane: bool = True  # live: commits to held partitions applied as they arrive (commit_lane.py)
 
     @property
     def live(self) -> bool:
@@ -336,9 +337,11 @@ def _watch(
     duration_s: float | None,
     capture_total: int | None,
     progress_log: str | None,
+    lane: Any = None,
 ) -> bool:
     """Follow a running query (progress, the collector's heartbeat) until it ends (False) or is to
-    stop: `stop` set, `duration_s` passed, a paced replay finished (True)."""
+    stop: `stop` set, `duration_s` passed, a paced replay finished (True). The commit lane starts at
+    the end of the first batch that read the offsets topic to its log end."""
     logged = None
     while query.isActive:
         if stop.is_set():
@@ -346,6 +349,8 @@ def _watch(
         if duration_s is not None and time.monotonic() - t0 > duration_s:
             return True
         prog = query.lastProgress
+        if lane is not None and prog:
+            lane.start_at(caught_up_end(prog, cfg.offsets_topic))
         if progress_log and prog and prog.get("batchId") != logged:
             logged = prog.get("batchId")
             _log_progress(progress_log, prog)
@@ -425,6 +430,7 @@ def run_pipeline(
     """Run the pipeline until the replay is done, `duration_s` passes, or `stop_event` is set."""
     from collectors.pipeline.admin_process import AdminProcess
     from collectors.pipeline.broker_log_shipper import BrokerLogShipper
+    from collectors.pipeline.commit_lane import lane_for
     from collectors.pipeline.kafka_source import CLUSTER_GONE
     from collectors.pipeline.lag_refresh import LagRefresher
     from collectors.pipeline.topic_check import answers_now, check_topics, wait_until_answers
@@ -437,6 +443,7 @@ def run_pipeline(
     topics: list[str] = []
     offsets_ok: bool | None = None
     threads: list[Any] = []
+    lane = None
     if cfg.live:
         topics, offsets_ok = check_topics(cfg, store)
         if cfg.admin_enabled:
@@ -467,6 +474,10 @@ def run_pipeline(
                     cpu_share=cfg.lag_refresh_cpu_share,
                 )
             )
+            if offsets_ok and cfg.commit_lane:
+                # commits to partitions groups hold, in Redis as they arrive (commit_lane.py)
+                lane = lane_for(cfg)
+                threads.append(lane)
     own_spark = spark is None
     # The poller starts before Spark does (some 20 s on a small machine): its first answers about
     # every group are then in the topic when the first micro-batch is planned, and a catch-up models
@@ -502,7 +513,7 @@ def run_pipeline(
     try:
         while True:
             started = time.monotonic()
-            stopped = _watch(query, cfg, store, bar, stop, t0, duration_s, capture_total, progress_log)
+            stopped = _watch(query, cfg, store, bar, stop, t0, duration_s, capture_total, progress_log, lane)
             exc = None if stopped else query.exception()
             if exc is None:
                 break
@@ -542,6 +553,24 @@ def run_pipeline(
         seconds=time.monotonic() - t0,
         offsets_readable=offsets_ok,
     )
+
+
+def caught_up_end(prog: dict, topic: str) -> dict | None:
+    """A batch's end offsets when it read `topic` to the log end its planning saw (else None)."""
+    from collectors.pipeline.commit_lane import end_offset_of
+
+    for s in prog.get("sources") or ():
+        end, latest = end_offset_of({"sources": [s]}), s.get("latestOffset")
+        if isinstance(latest, str):
+            with contextlib.suppress(ValueError):
+                latest = json.loads(latest)
+        if not isinstance(end, dict) or not isinstance(end.get(topic), dict):
+            continue
+        ahead = latest.get(topic) if isinstance(latest, dict) else None
+        if isinstance(ahead, dict) and any(int(o) > int(end[topic].get(p, -1)) for p, o in ahead.items()):
+            return None  # a capped catch-up batch: the lane would read the rest beside Spark
+        return end
+    return None
 
 
 def _log_progress(path: str, prog: dict) -> None:
@@ -584,6 +613,7 @@ def live_config(s: Settings, checkpoint_dir: str | None = None) -> PipelineConfi
         retention_ms=s.retention_s * 1000,
         allowed_lateness_ms=s.allowed_lateness_ms,
         lag_refresh_cpu_share=s.lag_refresh_cpu_share,
+        commit_lane=s.commit_lane,
     )
 
 

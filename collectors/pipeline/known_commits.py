@@ -41,6 +41,7 @@ class Committed:
     fields: dict[TP, bytes | None]
     taken: set[TP]
     now: dict[TP, bytes]  # every taken partition's stored form after the runs
+    read: dict[TP, bytes]  # each partition of `fields` as it was read (what the write compares with)
 
     @property
     def offsets(self) -> Any:
@@ -106,7 +107,9 @@ def commit_known(store: Any, ends_view: Any, cands: dict[str, list[Any]]) -> dic
                     if fields[tp] is not None:
                         now[tp] = fields[tp]
         if taken:
-            out[group] = Committed(fields, taken, {tp: now[tp] for tp in taken})
+            out[group] = Committed(
+                fields, taken, {tp: now[tp] for tp in taken}, {tp: held[tp] for tp in fields}
+            )
     return out
 
 
@@ -146,8 +149,6 @@ class KnownCommits:
         import pyarrow as pa
 
         from collectors.pipeline.commit_runs import commit_runs_of_columns
-        from collectors.pipeline.lag_refresh import lag_phase
-        from collectors.pipeline.log_ends_reader import LogEndsReader
         from collectors.pipeline.sink import model_store
 
         store = model_store(self.sink)
@@ -166,30 +167,55 @@ class KnownCommits:
         col = {c: batch.column(c).take(pa.array(rows)).to_pylist() for c in _RUN_COLUMNS}
         runs = commit_runs_of_columns(*(col[c] for c in _RUN_COLUMNS))
         run_of = dict(zip(rows, runs, strict=True))
-        done = commit_known(
-            store, LogEndsReader(self.sink).view, {g: [run_of[i] for i in by_group[g]] for g in held}
-        )
+        done = self._commit(store, {g: [run_of[i] for i in by_group[g]] for g in held})
         taken_rows = [
             i
             for g, c in done.items()
             for i in by_group[g]
             if (run_of[i].topic, run_of[i].partition) in c.taken
         ]
-        fields_of = {g: c.fields for g, c in done.items() if c.fields}
-        if fields_of:
-            now = int(time.time() * 1000)
-            with store.r.pipeline(transaction=False) as p:
-                for g, fields in fields_of.items():
-                    store.offsets.queue_fields(p, g, fields)
-                # their lag numbers at each group's next phase (lag_refresh.py)
-                store.lag_schedule.queue_sooner(p, {g: lag_phase(g, now) for g in fields_of})
-                p.execute()
-            store.touch_refreshed({g: now for g in fields_of})
         if not taken_rows:
             return batch
         keep = np.ones(batch.num_rows, bool)
         keep[taken_rows] = False
         return batch.filter(pa.array(keep))
+
+    def _commit(self, store: Any, cands: dict[str, list[Any]]) -> dict[str, Committed]:
+        """Commit the runs and write the partitions that moved, each only if it still holds what was
+        read: the commit lane (commit_lane.py) writes the same fields beside the first stage. A group
+        another writer changed meanwhile is read and committed again (its runs that writer already
+        applied are skipped by their log offsets); one still changed after three tries is left out,
+        and its runs go on to the model stage."""
+        from collectors.pipeline.lag_refresh import lag_phase
+        from collectors.pipeline.log_ends_reader import LogEndsReader
+        from collectors.storage.group_offsets import moved_of
+
+        ends_view = LogEndsReader(self.sink).view
+        done: dict[str, Committed] = {}
+        written: list[str] = []
+        for _ in range(3):
+            tried = commit_known(store, ends_view, cands)
+            writes = {g: c for g, c in tried.items() if c.fields}
+            moved: set[str] = set()
+            if writes:
+                with store.r.pipeline(transaction=False) as p:
+                    for g, c in writes.items():
+                        store.offsets.queue_swaps(p, g, {tp: (c.read[tp], v) for tp, v in c.fields.items()})
+                    answers = p.execute()
+                moved = {g for g, a in zip(writes, answers, strict=True) if moved_of(a)}
+                written += [g for g in writes if g not in moved]
+            done.update((g, c) for g, c in tried.items() if g not in moved)
+            cands = {g: cands[g] for g in moved}
+            if not cands:
+                break
+        if written:
+            now = int(time.time() * 1000)
+            # their lag numbers at each group's next phase (lag_refresh.py)
+            with store.r.pipeline(transaction=False) as p:
+                store.lag_schedule.queue_sooner(p, {g: lag_phase(g, now) for g in written})
+                p.execute()
+            store.touch_refreshed({g: now for g in written})
+        return done
 
 
 # commit_runs_of_columns' arguments, in its order

@@ -268,6 +268,7 @@ def route_arrow(
     changes: Any = None,
     ends_apart: bool = False,
     known: Any = None,
+    trim: bool = True,
 ) -> Iterator[Any]:
     """mapInArrow body: raw record batches in, ROUTED_SCHEMA batches out. With `known`
     (known_commits.KnownCommits, live), runs of commits to partitions their group already holds are
@@ -340,7 +341,8 @@ def route_arrow(
     if changes is not None:
         changes.note(moving)
     yield from _slices(flushed())
-    heap_trim.release()  # a catch-up task's columns are gone: the idle worker need not keep their pages
+    if trim:  # a Spark worker's; never the driver's (the commit lane: heap_trim.py)
+        heap_trim.release()  # a catch-up task's columns are gone: the idle worker need not keep their pages
 
 
 @dataclass

@@ -178,12 +178,34 @@ def commit_run_packed(raw: bytes, run: Any, history: Any) -> bytes | bool | None
     return b"".join(out)
 
 
+# Compare-and-set of partition fields. Two writers apply commits to the partitions a group holds,
+# the first stage in Spark (known_commits.py) and the commit lane (commit_lane.py), each reading a
+# field, applying its runs to it and writing it back: a field the other wrote in between is left as
+# it is and named in the answer, and the writer reads it again. ARGV: field, the value read, the value
+# to write ('' deletes the field), for each field.
+_SWAP = """
+local moved = {}
+for i = 1, #ARGV, 3 do
+  local cur = redis.call('HGET', KEYS[1], ARGV[i])
+  if cur ~= ARGV[i + 1] then
+    moved[#moved + 1] = ARGV[i]
+  elseif ARGV[i + 2] == '' then
+    redis.call('HDEL', KEYS[1], ARGV[i])
+  else
+    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])
+  end
+end
+return moved
+"""
+
+
 class GroupOffsets:
     """Read and write groups' offset hashes through one client."""
 
     def __init__(self, client: Any, key_of: Any) -> None:
         self.r = client
         self.key_of = key_of  # group -> its hash's key (RedisStore.group_key(group, "offsets"))
+        self._swap = client.register_script(_SWAP)
 
     def held(self, groups: list[str]) -> list[str]:
         """Those of `groups` that hold offsets here (their hash exists)."""
@@ -230,6 +252,20 @@ class GroupOffsets:
             p.hset(key, mapping=sets)
         if gone:
             p.hdel(key, *gone)
+
+    def queue_swaps(self, p: Any, group: str, swaps: dict[TP, tuple[bytes, bytes | None]]) -> None:
+        """Queue on pipeline `p` these partitions' new forms, each written only if the field still
+        holds the form it was read as (`(read, new)`; new None: the field goes). The pipeline's answer
+        for it: the names of the fields another writer changed meanwhile (`moved_of`)."""
+        args: list[Any] = []
+        for tp, (read, new) in swaps.items():
+            args += [field(tp), read, b"" if new is None else new]
+        self._swap(keys=[self.key_of(group)], args=args, client=p)
+
+
+def moved_of(answer: Any) -> set[TP]:
+    """The partitions a queue_swaps answer says were changed by another writer (and left as they were)."""
+    return {tp_of(name) for name in answer or ()}
 
 
 def stored(fields: dict[TP, bytes]) -> OffsetStore:

@@ -1,0 +1,187 @@
+"""The commit lane (collectors/pipeline/commit_lane.py): commits to partitions a group holds reach
+Redis as they arrive, without a micro-batch, and the lane and the first stage never overwrite what
+the other wrote (group_offsets.queue_swaps)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from collectors.pipeline import known_commits
+from collectors.pipeline.commit_lane import CommitLane, end_offset_of
+from collectors.pipeline.job import caught_up_end
+from collectors.pipeline.known_commits import KnownCommits
+from collectors.pipeline.route import route_arrow
+from collectors.pipeline.rows import RAW_SCHEMA, arrow_schema
+from collectors.pipeline.sink import SinkConfig
+from collectors.storage.group_offsets import encode, moved_of, stored
+from collectors.storage.redis_store import RedisStore
+from coordinator_model.offsets import OffsetState, OffsetStore
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def _field(offset: int, log_offset: int, ts: int = 1_700_000_000_000) -> bytes:
+    s = OffsetStore()
+    s.committed[("orders", 0)] = OffsetState(offset, ts, ts, log_offset)
+    out = encode(s, ("orders", 0))
+    assert out is not None
+    return out
+
+
+def _store(url: str) -> tuple[RedisStore, SinkConfig]:
+    prefix = f"lane{uuid.uuid4().hex[:8]}"
+    return RedisStore.from_url(url, prefix=prefix), SinkConfig(url, prefix)
+
+
+def _held(store: RedisStore, group: str) -> dict[tuple[str, int], OffsetState]:
+    raw = store.r.hgetall(store.group_key(group, "offsets"))
+    return stored(
+        {(k.decode().rpartition(":")[0], int(k.decode().rpartition(":")[2])): v for k, v in raw.items()}
+    ).committed
+
+
+@pytest.mark.servers
+def test_a_swap_writes_only_a_field_that_still_holds_what_was_read(redis_server) -> None:
+    store, _ = _store(redis_server.url)
+    tp = ("orders", 0)
+    first, second, third = _field(1, 10), _field(2, 20), _field(3, 30)
+    store.r.hset(store.group_key("g", "offsets"), "orders:0", first)
+    with store.r.pipeline(transaction=False) as p:
+        store.offsets.queue_swaps(p, "g", {tp: (first, second)})
+        store.offsets.queue_swaps(p, "g", {tp: (first, third)})  # read before the write above
+        answers = p.execute()
+    assert [moved_of(a) for a in answers] == [set(), {tp}]
+    assert store.r.hget(store.group_key("g", "offsets"), "orders:0") == second
+    with store.r.pipeline(transaction=False) as p:
+        store.offsets.queue_swaps(p, "g", {tp: (second, None)})
+        assert [moved_of(a) for a in p.execute()] == [set()]
+    assert store.r.hget(store.group_key("g", "offsets"), "orders:0") is None
+
+
+def _commit_batch(group: str, rows: list[tuple[int, int, int]]) -> Any:
+    """A raw batch of OffsetCommit records of `orders` 0: (log offset, committed offset, time)."""
+    import pyarrow as pa
+
+    from collectors.codec import records as r
+    from collectors.codec.encoder import encode_key, encode_value
+
+    key = encode_key(r.OffsetCommitKey(group=group, topic="orders", partition=0))
+    cols: dict[str, list[Any]] = {
+        k: [] for k in ("topic", "partition", "offset", "timestamp", "key", "value")
+    }
+    for log_offset, offset, ts in rows:
+        value = encode_value(1, r.OffsetCommitValue(offset=offset, commit_timestamp=ts), 3)
+        for c, v in zip(cols, (OFFSETS_TOPIC, 0, log_offset, ts, key, value), strict=True):
+            cols[c].append(v)
+    return pa.RecordBatch.from_pydict(cols, schema=arrow_schema(RAW_SCHEMA))
+
+
+@pytest.mark.servers
+def test_a_field_the_other_writer_moved_meanwhile_is_read_again_not_overwritten(
+    redis_server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first stage reads a partition, the lane writes a later commit to it, then the first stage
+    writes: its older result must not replace the lane's (before the swap, the committed offset
+    went back until the partition's next commit)."""
+    store, sink = _store(redis_server.url)
+    now = int(time.time() * 1000)
+    store.r.hset(store.group_key("g", "offsets"), "orders:0", _field(1, 10, now - 60_000))
+    lane_wrote = _field(9, 500, now)
+    real = known_commits.commit_known
+    calls: list[int] = []
+
+    def and_meanwhile(*args: Any) -> Any:
+        out = real(*args)
+        if not calls:  # the lane's write, between this writer's read and its write
+            store.r.hset(store.group_key("g", "offsets"), "orders:0", lane_wrote)
+        calls.append(1)
+        return out
+
+    monkeypatch.setattr(known_commits, "commit_known", and_meanwhile)
+    batch = _commit_batch("g", [(100, 5, now - 1000)])
+    left = sum(
+        b.num_rows for b in route_arrow(iter([batch]), {OFFSETS_TOPIC: "offsets"}, known=KnownCommits(sink))
+    )
+    assert len(calls) == 2, "read again after the swap was refused"
+    assert left == 0, "the run is taken: the stored partition already holds it"
+    assert store.r.hget(store.group_key("g", "offsets"), "orders:0") == lane_wrote
+    assert _held(store, "g")[("orders", 0)].offset == 9
+
+
+def test_the_lane_starts_where_a_batch_read_the_offsets_topic_to_its_end() -> None:
+    end = {OFFSETS_TOPIC: {"0": 7, "1": 3}, "groupscope.heartbeats": {"0": 1}}
+    caught = {"sources": [{"endOffset": end, "latestOffset": {OFFSETS_TOPIC: {"0": 7, "1": 3}}}]}
+    capped = {"sources": [{"endOffset": end, "latestOffset": {OFFSETS_TOPIC: {"0": 9, "1": 3}}}]}
+    assert caught_up_end(caught, OFFSETS_TOPIC) == end
+    assert caught_up_end(capped, OFFSETS_TOPIC) is None
+    assert end_offset_of({"sources": [{"endOffset": '{"t": {"0": 1}}'}]}) == {"t": {"0": 1}}
+    lane = CommitLane({}, OFFSETS_TOPIC, None, 16)
+    lane.start_at({"other": {"0": 1}})
+    assert not lane._start.is_set()
+    lane.start_at(end)
+    lane.start_at({OFFSETS_TOPIC: {"0": 99}})  # later calls change nothing
+    assert lane._positions == {0: 7, 1: 3}
+
+
+def _wait(cond: Any, timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.mark.servers
+def test_a_real_commit_to_a_held_partition_reaches_redis_through_the_lane(kafka_broker, redis_server) -> None:
+    """A real broker's commits: those to partitions the group holds in Redis are applied by the lane
+    alone (no Spark runs here), within a second or so; one to a partition it does not hold is left for
+    the model stage."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from collectors.pipeline.kafka_source import Watermarks
+
+    bs = kafka_broker.bootstrap_servers
+    topic, group = f"lane-{uuid.uuid4().hex[:8]}", f"lane-group-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
+    store, sink = _store(redis_server.url)
+    key = store.group_key(group, "offsets")
+    for p in (0, 1):  # held: what the model stage wrote of the group's first commits
+        s = OffsetStore()
+        s.committed[(topic, p)] = OffsetState(1, 1, 1, -1)  # before any log offset
+        store.r.hset(key, f"{topic}:{p}", encode(s, (topic, p)))
+    # the offsets topic exists once a group has committed (a fresh broker has none yet)
+    first = ConsumerGroupTopicPartitions(f"{group}-first", [TopicPartition(topic, 0, 0)])
+    admin.alter_consumer_group_offsets([first])[f"{group}-first"].result(30)
+    wm = Watermarks({"bootstrap.servers": bs})
+    try:
+        start = wm.offsets([OFFSETS_TOPIC], "latest")
+    finally:
+        wm.close()
+    lane = CommitLane({"bootstrap.servers": bs}, OFFSETS_TOPIC, sink, 16)
+    lane.start()
+    try:
+        lane.start_at(start)
+        asked = time.monotonic()
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, 5 + p) for p in range(3)])
+        admin.alter_consumer_group_offsets([req])[group].result(30)
+        got = _wait(
+            lambda: (h := _held(store, group)) and all(h[(topic, p)].offset == 5 + p for p in (0, 1)) and h,
+            30,
+            "the lane's writes",
+        )
+        took = time.monotonic() - asked
+    finally:
+        lane.stop()
+        lane.join(10)
+    assert not lane.is_alive()
+    assert (topic, 2) not in got, "a partition the group does not hold is the model stage's"
+    assert got[(topic, 0)].log_offset >= 0 and lane.records >= 1
+    print(f"commit -> Redis through the lane: {took:.2f} s")
