@@ -38,10 +38,10 @@ from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 from prometheus_client.core import GaugeMetricFamily  # noqa: E402
 
 from collectors.alerts.evaluate import Evaluator  # noqa: E402
-from collectors.alerts.store import AlertStore  # noqa: E402
 from collectors.demo.servers.processes import RedisServer, free_port  # noqa: E402
 from collectors.exporter.scrape import MetricsSource  # noqa: E402
 from collectors.exporter.server import start_metrics_server  # noqa: E402
+from collectors.storage.alerts import AlertStore  # noqa: E402
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix  # noqa: E402
 from collectors.storage.redis_store import RedisStore  # noqa: E402
 from coordinator_model.alert_rules import parse_alert_config  # noqa: E402

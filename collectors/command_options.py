@@ -1,9 +1,9 @@
-"""Options shared by the subcommands, so every command spells --redis and --bootstrap-servers alike."""
+"""Options shared by the `groupscope` subcommands, those of collectors/cli/ and `groupscope dashboard`
+(dashboard/serve.py), so every command spells --redis and --bootstrap-servers alike. Outside both,
+so that neither the command line nor the dashboard imports the other for them."""
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable
 from typing import Any
 
 import click
@@ -34,14 +34,3 @@ def settings_from(**overrides: Any) -> Settings:
         return load_settings(**overrides)
     except ConfigError as e:
         raise click.UsageError(str(e)) from e
-
-
-def not_finished(what: str) -> Callable[..., Any]:
-    """Body of a subcommand that a later issue fills in: says so and exits non-zero, never pretends."""
-
-    @functools.wraps(lambda: None)
-    def body(*_: Any, **__: Any) -> None:
-        click.echo(f"groupscope: '{what}' is not implemented yet in this build.", err=True)
-        raise SystemExit(3)
-
-    return body

@@ -9,7 +9,6 @@ tests/test_config_reference.py fails when docs/configuration.md differs from wha
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 import typing
@@ -57,11 +56,11 @@ retention_s: 1209600
 
 def _commands() -> dict[str, click.Command]:
     """Every `groupscope` command by its full name (`alerts evaluate` for a group's subcommand)."""
-    from collectors.cli.main import SUBCOMMANDS
+    from collectors.cli.main import SUBCOMMANDS, load_command
 
     out: dict[str, click.Command] = {}
-    for name, (module, attr, _) in SUBCOMMANDS.items():
-        cmd = getattr(importlib.import_module(module), attr)
+    for name in SUBCOMMANDS:
+        cmd = load_command(name)
         if isinstance(cmd, click.Group):
             for sub, sub_cmd in cmd.commands.items():
                 out[f"{name} {sub}"] = sub_cmd

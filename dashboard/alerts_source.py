@@ -1,4 +1,4 @@
-"""The /alerts page's one connection to the alerts component (collectors.alerts.store.AlertStore,
+"""The /alerts page's one connection to the alerts component (collectors.storage.alerts.AlertStore,
 documented in docs/alerts.md), kept in one place so the page does not depend on how alerts are
 stored. Each cluster's alerts are under its own prefix (collectors/storage/clusters.py): one
 AlertStore per cluster. Where no evaluation cycle ever ran (no `groupscope worker`), the page says
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from collectors.alerts.store import AlertStore
+from collectors.storage.alerts import AlertStore
 
 
 def read_alerts(client: Any, prefix: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -419,7 +419,7 @@ def topic(data: DashboardData, cluster: str, name: str) -> dict[str, Any]:
 
 def alerts(data: DashboardData) -> dict[str, Any]:
     """The alerts firing now, newest first, of every cluster or one; filters optional."""
-    from collectors.alerts.store import AlertStore
+    from collectors.storage.alerts import AlertStore
     from collectors.storage.clusters import cluster_prefix
 
     q = Query(("cluster", "group", "rule", "severity"))

@@ -2,7 +2,8 @@
 worker for the what-if page's background computations unless --no-worker says one runs elsewhere.
 
 The command lives with the dashboard it serves; the `groupscope` command line (collectors/cli/main.py)
-names it by module in its table of subcommands, so nothing in collectors/ imports dashboard/."""
+imports it when it runs. The options it shares with the other commands are in
+collectors/command_options.py, so the dashboard does not import the command line."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from typing import Any
 
 import click
 
-from collectors.cli.options import redis_option, settings_from
+from collectors.command_options import redis_option, settings_from
 from collectors.config import Settings
 from collectors.endpoints import DASHBOARD_TIMEOUT_S, OPEN_FLAG, OPEN_HELP, dashboard_bind_error, is_loopback
 

@@ -25,10 +25,10 @@ from collectors.alerts import tasks
 from collectors.alerts.alertmanager import AlertmanagerNotifier
 from collectors.alerts.notifiers import build_notifier
 from collectors.alerts.notify import NotifyError, make_event, send_with_retry
-from collectors.alerts.store import AlertStore
 from collectors.config import ConfigError
 from collectors.demo.servers.processes import free_port
 from collectors.demo.servers.prometheus import AMTOOL, AlertmanagerServer
+from collectors.storage.alerts import AlertStore
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.alert_rules import AlertConfigError
 from coordinator_model.alert_rules import parse_alert_config as parse_alerts

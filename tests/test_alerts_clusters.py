@@ -18,8 +18,8 @@ from collectors.alerts.clusters import cluster_names
 from collectors.alerts.evaluate import ClusterEvaluator, Evaluator
 from collectors.alerts.notifiers import build_notifier
 from collectors.alerts.notify import ThreadDispatcher, make_event
-from collectors.alerts.store import Alert, AlertStore
 from collectors.cli.main import cli
+from collectors.storage.alerts import Alert, AlertStore
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.alert_rules import AlertConfigError, parse_alert_config

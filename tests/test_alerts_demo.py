@@ -13,8 +13,8 @@ import pytest
 from conftest import FIXTURES
 
 from collectors.alerts.evaluate import Evaluator
-from collectors.alerts.store import AlertStore
 from collectors.capture import read_capture
+from collectors.storage.alerts import AlertStore
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.alert_rules import parse_alert_config
 from coordinator_model.rebuild import rebuild

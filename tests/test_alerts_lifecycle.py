@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from test_alert_docs import MIN, T0, S, doc, gen, mid, part, steady_doc, storm_doc
 
 from collectors.alerts.evaluate import Evaluator
-from collectors.alerts.store import AlertStore
+from collectors.storage.alerts import AlertStore
 from collectors.storage.redis_store import RedisStore
 from coordinator_model.alert_rules import parse_alert_config
 

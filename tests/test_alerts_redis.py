@@ -11,9 +11,9 @@ from conftest import CAPTURES
 from test_alert_docs import MIN, T0, S, doc, gen, mid, part, steady_doc, storm_doc
 
 from collectors.alerts.evaluate import Evaluator, lag_from_point
-from collectors.alerts.store import AlertStore
 from collectors.capture import read_capture
 from collectors.cli.main import cli
+from collectors.storage.alerts import AlertStore
 from collectors.storage.redis_store import SUMMARY_KEYS, RedisStore
 from coordinator_model.alert_rules import parse_alert_config
 from coordinator_model.document.types import GroupDocument

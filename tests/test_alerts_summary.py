@@ -24,10 +24,10 @@ from prometheus_client.registry import CollectorRegistry
 from test_alert_docs import MIN, T0, S, mid, part, steady_doc, storm_doc, wordcount_doc
 
 from collectors.alerts.evaluate import Evaluator
-from collectors.alerts.store import AlertStore
 from collectors.capture import read_capture
 from collectors.exporter.scrape import MetricsSource
 from collectors.exporter.server import make_registry, make_wsgi_app
+from collectors.storage.alerts import AlertStore
 from collectors.storage.redis_store import SUMMARY_KEYS, RedisStore, _history_digest
 from collectors.storage.summaries import (
     PackedEvaluator,

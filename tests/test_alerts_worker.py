@@ -19,7 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_alert_docs import capture_doc, part, steady_doc
 from test_notif_servers import HookServer, SMTPServer, closed_port, three_channels, wait_for
 
-from collectors.alerts.store import AlertStore
+from collectors.storage.alerts import AlertStore
 from collectors.storage.redis_store import RedisStore
 
 pytestmark = pytest.mark.servers

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from collectors.alerts.store import Alert, AlertStore
 from collectors.config import Settings
 from collectors.demo.servers.processes import free_port
+from collectors.storage.alerts import Alert, AlertStore
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.group_offsets import encode
 from collectors.storage.group_parts import head_json

@@ -131,7 +131,7 @@ def test_fleet_page_counts_grid_sorting_and_filtering(served, browser, artifacts
     # storms are counted as the alerts count them, now (coordinator_model/statuses.py): the same
     # groups the alert evaluator raised rebalance_storm for. The capture's storm (37 generations in
     # ~80 s) ended long ago, so neither counts it, and the empty box says what a storm is.
-    from collectors.alerts.store import AlertStore
+    from collectors.storage.alerts import AlertStore
 
     storms = [a for a in AlertStore.from_url(served["url"]).active() if a["rule"] == "rebalance_storm"]
     assert int(text(browser, "#fleet-storm-count")) == len(storms)
@@ -986,7 +986,7 @@ def test_alerts_page_lists_the_evaluators_alerts(served, browser, artifacts_dir)
     import redis
     from selenium.webdriver.common.by import By
 
-    from collectors.alerts.store import AlertStore
+    from collectors.storage.alerts import AlertStore
 
     active = AlertStore(redis.Redis.from_url(served["url"])).active()
     browser.get(served["base"] + "/alerts")

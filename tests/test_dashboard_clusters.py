@@ -328,7 +328,7 @@ def test_legacy_urls_read_the_only_cluster(redis_client, redis_server, k848) -> 
 
 
 def test_alerts_of_every_cluster_carry_their_cluster(redis_client, redis_server) -> None:
-    from collectors.alerts.store import Alert, AlertStore
+    from collectors.storage.alerts import Alert, AlertStore
 
     now = int(time.time() * 1000)
     for i, cluster in enumerate(("prod", "staging")):

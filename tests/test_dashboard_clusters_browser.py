@@ -41,7 +41,7 @@ DB = 6  # a database of its own: other tests flush database 0, the single-cluste
 def two_clusters(redis_server: RedisServer) -> Iterator[dict[str, Any]]:
     import redis
 
-    from collectors.alerts.store import Alert, AlertStore
+    from collectors.storage.alerts import Alert, AlertStore
     from collectors.storage.clusters import ClusterRegistry, cluster_prefix
     from collectors.storage.redis_store import RedisStore
 

@@ -17,9 +17,9 @@ from prometheus_client.parser import text_string_to_metric_families
 from test_alert_docs import MIN, S, doc, gen, mid, part, steady_doc, storm_doc
 
 from collectors.alerts.evaluate import ClusterEvaluator
-from collectors.alerts.store import AlertStore
 from collectors.cli.main import cli
 from collectors.exporter.scrape import MetricsSource
+from collectors.storage.alerts import AlertStore
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.fleet_statuses import read_statuses
 from collectors.storage.redis_store import RedisStore

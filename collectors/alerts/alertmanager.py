@@ -266,7 +266,7 @@ def resend_active(
     """Re-post every firing alert of `clusters` to each Alertmanager notifier whose `resend_s` has
     passed (every one with `force`). Returns notifier name -> alerts posted; a notifier that fails is
     logged (redacted) and left out: the next cycle tries again."""
-    from collectors.alerts.store import AlertStore
+    from collectors.storage.alerts import AlertStore
     from collectors.storage.clusters import cluster_prefix
 
     due = [n for n in notifiers if isinstance(n, AlertmanagerNotifier) and (force or n.resend_due())]

@@ -43,8 +43,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from collectors.alerts.clusters import cluster_names
-from collectors.alerts.store import Alert, AlertStore, alert_id, cluster_of_prefix
 from collectors.gc_pause import no_cyclic_gc
+from collectors.storage.alerts import Alert, AlertStore, alert_id, cluster_of_prefix
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import (

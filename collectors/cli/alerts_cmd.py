@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from collectors.cli.options import redis_option, settings_from
+from collectors.command_options import redis_option, settings_from
 from collectors.endpoints import OPEN_FLAG, OPEN_HELP, is_loopback, open_bind_error
 from collectors.redact import redact
 
@@ -171,7 +171,7 @@ def list_(
     alert carries its `cluster`."""
     import redis
 
-    from collectors.alerts.store import AlertStore
+    from collectors.storage.alerts import AlertStore
     from collectors.storage.clusters import cluster_prefix
 
     settings = settings_from(redis_url=redis_url)

@@ -32,7 +32,7 @@ from typing import Any
 
 import click
 
-from collectors.cli.options import bootstrap_option, redis_option, settings_from
+from collectors.command_options import bootstrap_option, redis_option, settings_from
 from collectors.demo.scenarios import DEMO_CLUSTERS, SCENARIOS, Scenario
 from collectors.endpoints import dashboard_bind_error
 

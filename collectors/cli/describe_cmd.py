@@ -18,10 +18,10 @@ from typing import Any
 
 import click
 
-from collectors.cli.options import bootstrap_option, redis_option
 from collectors.cli.read_cmd import Clusters, _clusters, _find_group, group_cluster_option
 from collectors.cli.times import HELP as TIME_HELP
 from collectors.cli.times import TIME, ago, iso_utc
+from collectors.command_options import bootstrap_option, redis_option
 from collectors.config import ConfigError
 from coordinator_model.document import DocumentError, GroupDocument
 

@@ -8,8 +8,9 @@ import os
 
 import click
 
-# name -> (module, attribute, one-line help shown in `groupscope --help`); a command may live in the
-# part of the product it runs (`dashboard` in dashboard/serve.py), named here by module only
+# name -> (module, attribute, one-line help shown in `groupscope --help`); the modules are imported
+# only when their command runs. `dashboard` lives with the dashboard it serves and is imported plainly
+# (`load_command`).
 SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
     "decode": ("collectors.cli.decode_cmd", "decode", "Decode __consumer_offsets capture lines to JSON."),
     "model": ("collectors.cli.model_cmd", "model", "Rebuild every group of a capture folder."),
@@ -35,6 +36,16 @@ SUBCOMMANDS: dict[str, tuple[str, str, str]] = {
 }
 
 
+def load_command(name: str) -> click.Command:
+    """The subcommand `name`, importing its module now."""
+    if name == "dashboard":
+        from dashboard.serve import dashboard
+
+        return dashboard
+    module, attr, _ = SUBCOMMANDS[name]
+    return getattr(importlib.import_module(module), attr)
+
+
 class LazyGroup(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(SUBCOMMANDS)
@@ -42,8 +53,7 @@ class LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
         if cmd_name not in SUBCOMMANDS:
             return None
-        module, attr, _ = SUBCOMMANDS[cmd_name]
-        return getattr(importlib.import_module(module), attr)
+        return load_command(cmd_name)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Short help without importing every module.

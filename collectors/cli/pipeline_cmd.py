@@ -9,7 +9,7 @@ import shutil
 
 import click
 
-from collectors.cli.options import bootstrap_option, redis_option, settings_from
+from collectors.command_options import bootstrap_option, redis_option, settings_from
 
 
 def _quiet_spark_logs() -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import click
 
-from collectors.cli.options import redis_option, settings_from
 from collectors.cli.times import ago
+from collectors.command_options import redis_option, settings_from
 from collectors.config import DEFAULT_CLUSTER, ConfigError, Settings, check_cluster_name, one_cluster
 from collectors.redact import redact
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix, list_groups_across

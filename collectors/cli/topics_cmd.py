@@ -8,8 +8,8 @@ import sys
 
 import click
 
-from collectors.cli.options import redis_option
 from collectors.cli.read_cmd import _store
+from collectors.command_options import redis_option
 from collectors.storage.topics import TOPIC_SORT_KEYS, owners
 
 

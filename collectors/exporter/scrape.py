@@ -64,9 +64,9 @@ from prometheus_client.core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.alerts.clusters import cluster_names
-from collectors.alerts.store import AlertStore
 from collectors.config import DEFAULT_CLUSTER
 from collectors.gc_pause import no_cyclic_gc
+from collectors.storage.alerts import AlertStore
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.fleet_statuses import FleetStatuses, read_statuses
 from collectors.storage.redis_store import RedisStore
