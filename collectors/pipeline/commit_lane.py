@@ -33,7 +33,7 @@ log = logging.getLogger("groupscope.commit_lane")
 
 READ_ROWS = 10_000  # records handed to the first stage's code at once
 POLL_S = 0.2
-FETCH_WAIT_MS = 20  # a commit waits at most this long in the broker for company
+FETCH_WAIT_MS = 100  # an idle fetch waits this long in the broker: a quiet cluster costs 10 requests a second
 RETRY_S = (1.0, 30.0)  # a failed lane starts again after this long, doubling up to the second
 
 
