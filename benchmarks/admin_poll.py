@@ -63,7 +63,7 @@ def make_groups(bootstrap: str, groups: int, topic: str, start: int = 0) -> floa
 def committed_alone(bootstrap: str, groups: int, topic: str) -> None:
     """The committed-offsets step of a poll on its own, checked against what make_groups committed."""
     from collectors.kafka_protocol import KafkaProtocolClient
-    from collectors.kafka_protocol.client import CHUNK_GROUPS
+    from collectors.kafka_protocol.coordinators import CHUNK_GROUPS
 
     names = [group_name(i) for i in range(groups)]
     with KafkaProtocolClient({"bootstrap.servers": bootstrap}, timeout_s=60) as client:

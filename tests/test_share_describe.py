@@ -12,7 +12,8 @@ from types import SimpleNamespace
 from typing import Any
 
 from collectors.kafka_protocol import GroupError, codec
-from collectors.kafka_protocol.client import share_broker_block, start_offsets
+from collectors.kafka_protocol.client import start_offsets
+from collectors.kafka_protocol.describe_lines import share_broker_block
 from collectors.kafka_protocol.messages import DESCRIBE_SHARE_GROUP_OFFSETS, SHARE_GROUP_DESCRIBE
 from collectors.pipeline.admin_lines import end_offset_lines, share_describe_json, share_offsets_line
 from collectors.pipeline.admin_poller import AdminPoller

@@ -14,6 +14,8 @@ It connects the way the rest of groupscope does, from the same librdkafka-style 
   (`.fetch_committed(group_ids)`, `.describe_groups(group_ids)`, `.describe_kip848(group_ids)`,
   `.describe_share(group_ids)`, `.describe_streams(group_ids)`, `.list_typed_groups(types)`),
   `describe_share_groups(conf, group_ids, timeout_s)`, `describe_streams_groups(conf, group_ids, timeout_s)`
+- `coordinators.py`: connections, FindCoordinator, a request per coordinator with retries
+- `describe_lines.py`: groupscope's describe-line "broker" blocks from the describe answers
 - `connection.py`: socket, TLS, framing, ApiVersions, SASL exchange; the settings (`ClientSettings`)
 - `sasl.py`: PLAIN and SCRAM client messages
 - `messages.py`: the request/response schemas (transcribed from Kafka's JSON); `codec.py` reads
@@ -23,19 +25,16 @@ It connects the way the rest of groupscope does, from the same librdkafka-style 
 
 from collectors.kafka_protocol.client import (
     Committed,
-    GroupError,
     KafkaProtocolClient,
-    Node,
     StartOffsets,
-    broker_block,
     describe_consumer_groups_kip848,
     describe_share_groups,
     describe_streams_groups,
-    share_broker_block,
     start_offsets,
-    streams_broker_block,
 )
 from collectors.kafka_protocol.connection import ClientSettings
+from collectors.kafka_protocol.coordinators import GroupError, Node
+from collectors.kafka_protocol.describe_lines import broker_block, share_broker_block, streams_broker_block
 from collectors.kafka_protocol.errors import (
     AuthenticationError,
     BrokerError,
