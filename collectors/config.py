@@ -5,23 +5,20 @@ environment variables, command-line flags. Kafka client settings are passed thro
 untouched, so SASL and SSL work exactly as librdkafka documents them.
 
 A key of the YAML file (at the top or in a cluster's section) or a GROUPSCOPE_* environment variable
-that names no setting is an error naming the nearest one: a misspelt setting never falls back to its
-default in silence. The environment variables other parts of groupscope read themselves
-(`OTHER_ENV`) are not settings and are let through.
+that names no setting is an error naming the nearest one (config_sources.py).
 """
 
 from __future__ import annotations
 
-import difflib
-import os
 import re
 from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from collectors.config_sources import ConfigError, EnvCheck, YamlSource
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 # The cluster that today's single-cluster settings (bootstrap_servers, kafka, ...) describe, and the
@@ -30,28 +27,6 @@ DEFAULT_CLUSTER = "default"
 # Lower case because environment variables (GROUPSCOPE_CLUSTERS__PROD__...) do not keep case; no ':',
 # '@' or braces, which would blur the Redis keys the name goes into.
 CLUSTER_NAME = re.compile(r"[a-z0-9][a-z0-9_.-]{0,62}")
-
-
-class ConfigError(ValueError):
-    """The configuration cannot be used; the message says which setting and why."""
-
-
-ENV_PREFIX = "GROUPSCOPE_"
-# GROUPSCOPE_* variables that are not settings: read directly where they are used.
-OTHER_ENV = {
-    "GROUPSCOPE_CONFIG": "the YAML configuration file (--config)",
-    "GROUPSCOPE_SPARK_CONF": "Spark settings, key=value,... (collectors/spark_session.py)",
-    "GROUPSCOPE_PROGRESS_LOG": "a file for one JSON line per micro-batch (collectors/pipeline/job.py)",
-    "GROUPSCOPE_KAFKA_VERSION": "the Apache Kafka release of the embedded broker's jars",
-    "GROUPSCOPE_DEMO_ID": "the mark of the demo's processes (collectors/demo/supervisor.py)",
-}
-# The YAML file's top-level keys that are not settings: read by another part of groupscope.
-OTHER_KEYS = {"alerts": "the alert rules (collectors/alerts/config.py, docs/alerts.md)"}
-
-
-def nearest(name: str, known: list[str]) -> str:
-    """The known name most like `name` (difflib's ratio), for an error to suggest."""
-    return (difflib.get_close_matches(name, known, n=1, cutoff=0.0) or [""])[0]
 
 
 def check_cluster_name(name: str) -> str:
@@ -354,7 +329,12 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, _EnvCheck(settings_cls), env_settings, _YamlSource(settings_cls))
+        return (
+            init_settings,
+            EnvCheck(settings_cls, ClusterSettings),
+            env_settings,
+            YamlSource(settings_cls, ClusterSettings),
+        )
 
     def kafka_config(self, **extra: Any) -> dict[str, Any]:
         """librdkafka configuration for a client: the pass-through settings plus bootstrap servers."""
@@ -408,117 +388,6 @@ class Settings(BaseSettings):
                 "broker_log_files": list(c.broker_log_files),
             }
         )
-
-
-class _YamlSource(PydanticBaseSettingsSource):
-    """Reads the YAML file named by GROUPSCOPE_CONFIG (set by ``--config`` too)."""
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        path = os.environ.get("GROUPSCOPE_CONFIG")
-        if not path:
-            return {}
-        try:
-            data = yaml.safe_load(Path(path).read_text()) or {}
-        except OSError as e:
-            raise ConfigError(f"cannot read config file {path}: {e.strerror}") from e
-        except yaml.YAMLError as e:
-            raise ConfigError(f"config file {path} is not valid YAML: {e}") from e
-        if not isinstance(data, dict):
-            raise ConfigError(f"config file {path} must hold a mapping of settings")
-        # YAML may spell keys with dashes or dots; settings use underscores (not librdkafka's keys
-        # under `kafka:`, which keep their dots).
-        out = {_setting_name(k): v for k, v in data.items()}
-        _check_keys(data, list(Settings.model_fields), f"config file {path}: ", extra=OTHER_KEYS)
-        for key in OTHER_KEYS:
-            out.pop(key, None)
-        clusters = out.get("clusters")
-        if isinstance(clusters, dict):
-            for name, c in clusters.items():
-                if isinstance(c, dict):
-                    _check_keys(
-                        c, list(ClusterSettings.model_fields), f"config file {path}: clusters.{name}: "
-                    )
-            out["clusters"] = {
-                str(name): {_setting_name(k): v for k, v in c.items()} if isinstance(c, dict) else c
-                for name, c in clusters.items()
-            }
-        return out
-
-
-def _check_keys(
-    data: dict[Any, Any], known: list[str], where: str, extra: dict[str, str] | None = None
-) -> None:
-    """ConfigError for the first key of `data` that names no setting of `known` (nor of `extra`),
-    naming the nearest one."""
-    allowed = [*known, *(extra or {})]
-    for key in data:
-        if _setting_name(key) not in allowed:
-            raise ConfigError(
-                f"{where}unknown setting {str(key)!r}; did you mean {nearest(_setting_name(key), allowed)!r}?"
-            )
-
-
-class _EnvCheck(PydanticBaseSettingsSource):
-    """Refuses a GROUPSCOPE_* environment variable that names no setting (nor one of OTHER_ENV),
-    naming the nearest; gives no values itself (the environment source reads them)."""
-
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover
-        return None, field_name, False
-
-    def __call__(self) -> dict[str, Any]:
-        for var in sorted(os.environ):
-            if var.upper().startswith(ENV_PREFIX):
-                why = env_problem(var)
-                if why:
-                    raise ConfigError(why)
-        return {}
-
-
-# Settings that hold a mapping, set item by item from the environment (GROUPSCOPE_KAFKA__<name>,
-# GROUPSCOPE_CLUSTERS__<cluster>__<setting>).
-_NESTED = ("kafka", "clusters")
-
-
-def env_problem(var: str) -> str | None:
-    """Why the environment variable `var` (GROUPSCOPE_...) names no setting, or None when it does
-    (or is one of OTHER_ENV). Names are matched without case, as pydantic-settings reads them."""
-    upper = var.upper()
-    if upper in OTHER_ENV:
-        return None
-    fields = list(Settings.model_fields)
-    known = [ENV_PREFIX + f.upper() for f in fields] + list(OTHER_ENV)
-    top, _, rest = upper[len(ENV_PREFIX) :].partition("__")
-    field = top.lower()
-    if field not in fields:
-        guess = nearest(ENV_PREFIX + top, known)
-        return f"environment variable {var} names no setting; did you mean {guess}?"
-    if not rest:
-        return None
-    if field not in _NESTED:
-        return (
-            f"environment variable {var}: {field} holds no settings of its own; "
-            f"did you mean {ENV_PREFIX}{top}?"
-        )
-    if field == "clusters":
-        name, _, setting = rest.partition("__")
-        head = setting.partition("__")[0].lower()
-        cluster_fields = list(ClusterSettings.model_fields)
-        if setting and head not in cluster_fields:
-            guess = nearest(head, cluster_fields).upper()
-            return (
-                f"environment variable {var}: a cluster has no setting {head}; "
-                f"did you mean {ENV_PREFIX}CLUSTERS__{name}__{guess}?"
-            )
-        if setting and "__" in setting and head != "kafka":
-            return f"environment variable {var}: {head} holds no settings of its own"
-    return None
-
-
-def _setting_name(key: Any) -> str:
-    return str(key).replace("-", "_").replace(".", "_")
 
 
 def load_settings(**overrides: Any) -> Settings:

@@ -18,7 +18,8 @@ from typing import Any
 import click
 from pydantic.fields import FieldInfo
 
-from collectors.config import ENV_PREFIX, OTHER_ENV, OTHER_KEYS, ClusterSettings, Settings
+from collectors.config import ClusterSettings, Settings
+from collectors.config_sources import ENV_PREFIX, OTHER_ENV, OTHER_KEYS
 
 GENERATOR = "python -m collectors.config_reference > docs/configuration.md"
 

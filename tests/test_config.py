@@ -161,7 +161,7 @@ def test_an_unknown_environment_variable_names_the_nearest(
 def test_variables_read_elsewhere_and_nested_settings_are_let_through(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from collectors.config import OTHER_ENV
+    from collectors.config_sources import OTHER_ENV
 
     for var in OTHER_ENV:
         if var != "GROUPSCOPE_CONFIG":
