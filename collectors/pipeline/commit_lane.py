@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -34,6 +35,7 @@ log = logging.getLogger("groupscope.commit_lane")
 READ_ROWS = 10_000  # records handed to the first stage's code at once
 POLL_S = 0.2
 FETCH_WAIT_MS = 100  # an idle fetch waits this long in the broker: a quiet cluster costs 10 requests a second
+SAY_EVERY_S = 30.0  # how often the lane logs what it read and how far behind it is
 RETRY_S = (1.0, 30.0)  # a failed lane starts again after this long, doubling up to the second
 
 
@@ -49,6 +51,7 @@ class CommitLane(Loop):
         self._start = threading.Event()
         self._positions: dict[int, int] = {}  # partition -> next offset to read
         self.records = 0  # read since the start (read by tests)
+        self.behind = 0  # records between its positions and the log ends, at the last look
 
     def start_at(self, end_offset: Any) -> None:
         """The query's end offsets after a finished batch (its progress's `endOffset`, this source's
@@ -101,10 +104,20 @@ class CommitLane(Loop):
         schema = arrow_schema(RAW_SCHEMA)
         kinds = {self.topic: "offsets"}
         known = KnownCommits(self.sink)
+        said, said_records = time.monotonic(), self.records
         try:
             c.assign([TopicPartition(self.topic, p, o) for p, o in sorted(self._positions.items())])
             log.info("commit lane: following %s from the query's position", self.topic)
             while not self._stop_evt.is_set():
+                if time.monotonic() - said >= SAY_EVERY_S:
+                    self.behind = self._behind(c)
+                    log.info(
+                        "commit lane: %d records in %.0f s, %d behind the log ends",
+                        self.records - said_records,
+                        time.monotonic() - said,
+                        self.behind,
+                    )
+                    said, said_records = time.monotonic(), self.records
                 msgs = c.consume(READ_ROWS, timeout=POLL_S)
                 cols: dict[str, list[Any]] = {
                     k: [] for k in ("topic", "partition", "offset", "timestamp", "key", "value")
@@ -130,6 +143,20 @@ class CommitLane(Loop):
                 self.records += batch.num_rows
         finally:
             c.close()
+
+    def _behind(self, c: Any) -> int:
+        """Records between the lane's positions and the log ends its fetches last saw."""
+        from confluent_kafka import TopicPartition
+
+        behind = 0
+        for p, o in self._positions.items():
+            try:
+                _, high = c.get_watermark_offsets(TopicPartition(self.topic, p), cached=True)
+            except Exception:
+                continue
+            if high >= 0:
+                behind += max(0, high - o)
+        return behind
 
 
 def lane_for(cfg: Any) -> CommitLane:
