@@ -119,6 +119,8 @@ class GroupEngine:
         # what the broker refused to tell about the group ("describe", "offsets", "end_offsets" -> since,
         # error): the poller's AdminDenied lines
         self.denied: dict[str, dict[str, Any]] = {}
+        # the coordinator broker (id, host, port) the Admin API's last describe named
+        self.coordinator: tuple[int, str, int] | None = None
 
     @property
     def confirmed(self) -> bool:
@@ -445,6 +447,8 @@ class GroupEngine:
     # 4. Admin API
     def _on_describe(self, ev: DescribeSnapshot) -> None:
         self.denied.pop("describe", None)  # allowed again
+        if ev.coordinator_id is not None and ev.coordinator_host and ev.coordinator_port is not None:
+            self.coordinator = (ev.coordinator_id, ev.coordinator_host, ev.coordinator_port)
         if ev.type == "streams" or self.type == "streams":
             # StreamsGroupDescribe (KIP-1071) is the only answer about a streams group: its commits
             # alone had made it a classic group until now

@@ -323,6 +323,10 @@ class DescribeSnapshot:
     members: tuple[DescribedMember, ...]
     simple: bool = False
     coordinator_id: int | None = None
+    # the coordinator's address as the describe's node gave it (kafka-consumer-groups.sh's
+    # COORDINATOR (ID) column: "host:port  (id)"); None where the answer named no node
+    coordinator_host: str | None = None
+    coordinator_port: int | None = None
     broker_state: str | None = None  # Consumer/ShareGroupDescribe state, group and assignment epochs
     group_epoch: int | None = None
     assignment_epoch: int | None = None
@@ -804,6 +808,8 @@ def from_describe_json(obj: dict) -> DescribeSnapshot | CommittedSnapshot | Admi
         members=tuple(_described_member(m, broker_members) for m in members),
         simple=bool(obj.get("simple", False)),
         coordinator_id=_coordinator_id(coordinator),
+        coordinator_host=_coordinator_host(coordinator),
+        coordinator_port=_coordinator_port(coordinator),
         broker_state=broker.get("state") if broker else None,
         group_epoch=_int(broker, "group_epoch", False) if broker else None,
         assignment_epoch=_int(broker, "assignment_epoch", False) if broker else None,
@@ -878,6 +884,25 @@ def _coordinator_id(coordinator: dict) -> int | None:
     if type(cid) is not int:
         return None
     return _in_range(cid, "'coordinator.id'", INT32_MIN, INT32_MAX)
+
+
+def _coordinator_host(coordinator: dict) -> str | None:
+    """The describing broker's host: a non-empty string of at most a DNS name's 253 characters (a
+    longer one is no host a broker advertises: malformed), anything else none."""
+    host = coordinator.get("host")
+    if not isinstance(host, str) or not host:
+        return None
+    if len(host) > 253:
+        raise EvidenceError(f"'coordinator.host' longer than 253 characters: {host[:80]!r}...")
+    return host
+
+
+def _coordinator_port(coordinator: dict) -> int | None:
+    """The describing broker's port: an int in 0..65535 (past it: malformed), anything else none."""
+    port = coordinator.get("port")
+    if type(port) is not int:
+        return None
+    return _in_range(port, "'coordinator.port'", 0, 65535)
 
 
 def from_end_offset_json(obj: dict) -> EndOffset:

@@ -62,6 +62,10 @@ class Generation:
     empty: bool = False
     member_id: str | None = None  # session/poll timeout: the member whose timeout caused it
     gap_ms: int | None = None  # ... and how long it had been silent (heartbeats) or stalled (poll)
+    # KIP-848, share and streams epochs: member id -> (client id, host) of the members it names
+    # (joined, left), kept as they were when named: once one left, the group holds nothing else that
+    # says who its opaque id was (a classic member's id starts with its client id)
+    clients: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def __setstate__(self, state: Any) -> None:
         # a generation pickled before a field was added gets that field's default

@@ -228,8 +228,13 @@ def schemas() -> dict[str, Schema]:
                 "inferred": array(STR),
                 "member_id": nullable(STR),
                 "gap_ms": nullable(INT),
+                "clients": desc(
+                    {"type": "object", "additionalProperties": ref("Client")},
+                    "A KIP-848, share or streams epoch's: who each member it names (joined, left) was, "
+                    "by member id, where known (kept after the member left).",
+                ),
             },
-            optional=("in_progress_ms", "overdue"),
+            optional=("in_progress_ms", "overdue", "clients"),
             desc="A classic group's generation or a KIP-848/932 group's epoch.",
         ),
         "PartitionLag": obj(
@@ -262,6 +267,11 @@ def schemas() -> dict[str, Schema]:
             {"kind": STR, "first": nullable(INT), "last": nullable(INT), "count": INT, "note": STR}
         ),
         "Denied": obj({"since": nullable(INT), "error": nullable(STR)}),
+        "Client": obj({"client_id": nullable(STR), "client_host": nullable(STR)}),
+        "Coordinator": obj(
+            {"id": INT, "host": STR, "port": INT},
+            desc="The group's coordinator broker, as the Admin API's last describe named it.",
+        ),
         "GroupDocument": obj(
             {
                 "group": STR,
@@ -286,9 +296,10 @@ def schemas() -> dict[str, Schema]:
                 "denied": {"type": "object", "additionalProperties": ref("Denied")},
                 "as_of": nullable(INT),
                 "topology": ref("Topology"),
+                "coordinator": ref("Coordinator"),
                 "provisional": desc(BOOL, PROVISIONAL),
             },
-            optional=("denied", "topology", "provisional"),
+            optional=("denied", "topology", "coordinator", "provisional"),
             desc="The JSON `groupscope group NAME --json` prints (docs/coordinator-model.md).",
         ),
         "GroupResponse": obj(

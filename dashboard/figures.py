@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 
 from coordinator_model.document.types import GenerationDoc, MemberDoc, PartitionLag, TimelineSpan
+from dashboard.group_doc import members_named
 from dashboard.timefmt import fmt_time, time_axis_title, zone_name
 
 # A small template of our own: plotly's stock ones are big, and validating one costs ~0.1 s per figure.
@@ -138,12 +139,18 @@ def _dur(ms: int | float | None) -> str:
 
 
 def generations_figure(
-    gens: Sequence[GenerationDoc], since: int | None, until: int, modern: bool = False
+    gens: Sequence[GenerationDoc],
+    since: int | None,
+    until: int,
+    modern: bool = False,
+    members: Mapping[str, MemberDoc] | None = None,
 ) -> go.Figure:
     """One bar per generation (a KIP-848 or share group's: per group epoch, and so named): how long its
     rebalance took, coloured by cause, details on hover. The axis is the generation number itself,
     whose ticks Plotly thins, so 10,000 generations read as well as 10 (as categories, 77 of them
-    overlapped and most labels went)."""
+    overlapped and most labels went). A KIP-848, share or streams group's joined and left members
+    are said on hover by client id and host with their ids (group_doc.members_named; `members`: the
+    group's present ones, for epochs that did not keep who theirs were)."""
     word, title = ("epoch", "Epochs") if modern else ("gen", "Generations")
     shown = [
         g
@@ -170,8 +177,8 @@ def generations_figure(
                     [
                         iso(g.start),
                         _dur(g.duration_ms) if g.duration_ms is not None else "unknown",
-                        ", ".join(g.members_joined) or "-",
-                        ", ".join(g.members_left) or "-",
+                        _members_hover(g.members_joined, g, members if modern else None),
+                        _members_hover(g.members_left, g, members if modern else None),
                         g.protocol or "-",
                         (g.reason or "")[:160] or "-",
                         ", ".join(g.inferred) or "-",
@@ -211,6 +218,16 @@ def generations_figure(
             "title": {"text": "cause"},
         },
     )
+
+
+def _members_hover(ids: Sequence[str], g: GenerationDoc, members: Mapping[str, MemberDoc] | None) -> str:
+    """A generation's joined or left members on its bar's hover: a classic group's by id (it starts
+    with the client id), a modern group's (`members` given) by client id and host with its id."""
+    if not ids:
+        return "-"
+    if members is None:
+        return ", ".join(ids)
+    return members_named(ids, g, members)[1]
 
 
 def _short(member_id: str, n: int = 28) -> str:

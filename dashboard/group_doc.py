@@ -7,10 +7,17 @@ GroupDocument.from_json, once per document); nothing here reads JSON or guesses 
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from coordinator_model.document.types import GroupDocument, OffsetDoc, TopicPartition
+from coordinator_model.document.types import (
+    GenerationDoc,
+    GroupDocument,
+    MemberDoc,
+    OffsetDoc,
+    TopicPartition,
+)
 
 
 @dataclass
@@ -177,6 +184,39 @@ def partition_rows(doc: GroupDocument) -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+def member_named(member_id: str, client_id: str | None, host: str | None) -> tuple[str, str]:
+    """(what a cell shows, its tooltip) for a member a generation or epoch names. A classic member's
+    id starts with its client id (Kafka makes it "<client id>-<UUID>"), so it is said as it is; a
+    KIP-848, share or streams member's is an opaque UUID, so, as a classic one reads, it is said by
+    its client id and host ("orders-1 (/10.0.0.7)"), its id in the tooltip. Unknown client: its id."""
+    if not client_id or member_id.startswith(client_id):
+        return member_id, member_id + (f" on {host}" if host else "")
+    shown = f"{client_id} ({host})" if host else client_id
+    return shown, f"{shown}: member {member_id}"
+
+
+def members_named(
+    ids: Iterable[str], gen: GenerationDoc, members: Mapping[str, MemberDoc] | None = None
+) -> tuple[str, str]:
+    """(shown, tooltip) of a generation's joined or left members, comma-separated and each
+    member_named: who each was as the epoch kept it (GenerationDoc.clients: kept after it left), else
+    as the group's present member of that id says (an epoch written before epochs kept them)."""
+    shown, whole = [], []
+    for mid in ids:
+        c = gen.client_of(mid)
+        m = (members or {}).get(mid)
+        if c is not None:
+            cid, host = c.client_id, c.client_host
+        elif m is not None:
+            cid, host = m.client_id, m.client_host
+        else:
+            cid, host = None, None
+        one, tip = member_named(mid, cid, host)
+        shown.append(one)
+        whole.append(tip)
+    return ", ".join(shown), "; ".join(whole)
 
 
 def latest_time(doc: GroupDocument) -> int | None:

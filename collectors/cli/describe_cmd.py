@@ -23,7 +23,7 @@ from collectors.cli.times import HELP as TIME_HELP
 from collectors.cli.times import TIME, ago, iso_utc
 from collectors.command_options import bootstrap_option, redis_option
 from collectors.config import ConfigError
-from coordinator_model.document import DocumentError, GroupDocument
+from coordinator_model.document import CoordinatorDoc, DocumentError, GroupDocument
 
 UNKNOWN = "-"
 
@@ -156,13 +156,23 @@ def _state_json(doc: GroupDocument) -> list[dict[str, Any]]:
     return [
         {
             "group": doc.group,
-            "coordinator": None,  # the broker is not known to groupscope
+            # the broker the Admin API's last describe named ({"id", "host", "port"}); None when no
+            # describe named one (a group only its commits tell of, a share or streams group)
+            "coordinator": doc.coordinator.to_json() if doc.coordinator is not None else None,
             "coordinator_partition": doc.coordinator_partition,
             "assignment_strategy": doc.protocol,
             "state": doc.state,
             "members": len(doc.members),
         }
     ]
+
+
+def _coordinator(node: dict[str, Any] | None) -> str:
+    """The COORDINATOR (ID) cell as kafka-consumer-groups.sh prints it, "host:port  (id)"; "-" when
+    no describe named the coordinator."""
+    if node is None:
+        return UNKNOWN
+    return CoordinatorDoc(node["id"], node["host"], node["port"]).label()
 
 
 OFFSET_COLUMNS = [
@@ -207,7 +217,13 @@ def render(mode: str, verbose: bool, rows: list[dict[str, Any]]) -> list[str]:
             ("#MEMBERS", None),
         ]
         cells = [
-            [r["group"], UNKNOWN, _s(r["assignment_strategy"]), _s(r["state"]), str(r["members"])]
+            [
+                r["group"],
+                _coordinator(r["coordinator"]),
+                _s(r["assignment_strategy"]),
+                _s(r["state"]),
+                str(r["members"]),
+            ]
             for r in rows
         ]
         return _table(cols, cells)
@@ -328,8 +344,8 @@ def describe(
     """Describe groups the way `kafka-consumer-groups.sh --describe` does, from Redis.
 
     Columns as Kafka's tool prints them, plus LAG-SECONDS (after LAG): how far behind the group is in
-    time. '-' stands for what groupscope does not know (no commit, no log end yet, no owner; the
-    coordinator broker in --state)."""
+    time. '-' stands for what groupscope does not know (no commit, no log end yet, no owner; in
+    --state, a coordinator no Admin API describe has named yet)."""
     if not groups and not all_groups:
         raise click.UsageError("say which groups: --group GROUP (repeatable) or --all-groups")
     if groups and all_groups:

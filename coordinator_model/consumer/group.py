@@ -33,6 +33,14 @@ from coordinator_model.group_context import GroupContext
 from coordinator_model.membership import MAX_GENERATIONS, TP, Generation, Member
 from coordinator_model.states import MODERN_TYPES, derive_consumer_group_state
 
+# How many of the newest epochs learn a member's client id or host when it becomes known late.
+NAMED_EPOCHS_LOOKED_AT = 3
+
+
+def no_changes() -> dict[str, Any]:
+    """The membership changes noted for the next epoch bump, none yet."""
+    return {"joined": [], "left": [], "cause": None, "clients": {}}
+
 
 class ConsumerGroupModel:
     """The KIP-848 part of one group's reconstruction."""
@@ -50,8 +58,9 @@ class ConsumerGroupModel:
         self.topic_names: dict[str, str] = {}  # topic id -> name
         self.assignor: str | None = None
         self.epochs: dict[int, Generation] = {}
-        # membership changes seen before the epoch bump they lead to (records: member first)
-        self.pending: dict[str, Any] = {"joined": [], "left": [], "cause": None}
+        # membership changes seen before the epoch bump they lead to (records: member first), with
+        # who each member named was (client id, host; "clients": kept once it left, Generation.clients)
+        self.pending: dict[str, Any] = no_changes()
 
     def __getstate__(self) -> dict[str, Any]:
         # the group it belongs to is not part of its state: GroupEngine.__setstate__ attaches it again
@@ -68,7 +77,7 @@ class ConsumerGroupModel:
         self.group_epoch = self.assignment_epoch = None
         self.describe_state = None
         self.assignor = None
-        self.pending = {"joined": [], "left": [], "cause": None}
+        self.pending = no_changes()
 
     def on_epoch(self, ev: ConsumerGroupEpoch) -> None:
         self.claim()
@@ -104,6 +113,7 @@ class ConsumerGroupModel:
             m.in_records = True
             m.group_instance_id = ev.instance_id
             m.client_id, m.client_host = ev.client_id, ev.client_host
+            self.name_client(m)
             m.subscription = ev.subscribed_topics
             m.rebalance_timeout_ms = ev.rebalance_timeout_ms if ev.rebalance_timeout_ms >= 0 else None
             m.server_assignor = ev.server_assignor
@@ -205,8 +215,11 @@ class ConsumerGroupModel:
         if mid not in self.engine.members and authoritative:
             return  # membership is the broker's to say
         m = self.engine.member(mid)
+        known = (m.client_id, m.client_host)
         m.client_id = ev.client_id or m.client_id
         m.client_host = ev.host or m.client_host
+        if (m.client_id, m.client_host) != known:
+            self.name_client(m)
         m.group_instance_id = ev.group_instance_id or m.group_instance_id
         # (as a classic member's: held to the broker's limits, and not changed by a later event)
         m.session_timeout_ms = m.session_timeout_ms or session_timeout(ev.session_timeout_ms)
@@ -288,6 +301,8 @@ class ConsumerGroupModel:
             m = keep.get(dm.member_id) or Member(dm.member_id, joined_at=ev.ts)
             m.group_instance_id = dm.group_instance_id
             m.client_id, m.client_host = dm.client_id, dm.host
+            if dm.member_id in keep:
+                self.name_client(m)
             m.assignment = dm.assignment
             m.target_assignment = dm.target_assignment
             m.member_epoch = dm.member_epoch if dm.member_epoch is not None else m.member_epoch
@@ -298,7 +313,8 @@ class ConsumerGroupModel:
         left = sorted(prev - set(self.engine.members))
         for mid in left:
             self.engine.departed[mid] = ev.ts
-            self.epoch_note(left=mid)
+            # (not removed through remove_member: who it was is read from the members it had)
+            self.epoch_note(left=mid, gone=keep[mid])
         return left
 
     def learn_topic_id(self, topic_id: str, name: str) -> None:
@@ -370,8 +386,9 @@ class ConsumerGroupModel:
             pending = self.pending
             g.joined.extend(pending["joined"])
             g.left.extend(pending["left"])
+            g.clients.update(pending.get("clients") or {})  # (a pending pickled before it kept them)
             g.cause = pending.get("cause") or g.cause
-            self.pending = {"joined": [], "left": [], "cause": None}
+            self.pending = no_changes()
             if g.cause == "unknown":
                 g.cause = self.cause_of(g, first=not prev)
 
@@ -403,14 +420,19 @@ class ConsumerGroupModel:
         if p["joined"] or p["left"] or p["cause"]:
             g.joined.extend(m for m in p["joined"] if m not in g.joined)
             g.left.extend(m for m in p["left"] if m not in g.left)
+            g.clients.update(p.get("clients") or {})
             if p["cause"]:
                 g.cause = p["cause"]
             elif g.cause in ("metadata_change", "member_joined", "member_left"):
                 g.cause = self.cause_of(g, first=not [k for k in self.epochs if k < epoch])
-            self.pending = {"joined": [], "left": [], "cause": None}
+            self.pending = no_changes()
 
     def epoch_note(
-        self, joined: str | None = None, left: str | None = None, cause: str | None = None
+        self,
+        joined: str | None = None,
+        left: str | None = None,
+        cause: str | None = None,
+        gone: Member | None = None,
     ) -> None:
         """Membership changes that lead to the next epoch bump (records arrive member first, epoch after)."""
         p = self.pending
@@ -420,6 +442,38 @@ class ConsumerGroupModel:
             p["left"].append(left)
         if cause:
             p["cause"] = cause
+        for mid in (joined, left):
+            if not mid:
+                continue
+            who = self.client_of(mid, gone if mid == left else None)
+            if who is not None:
+                p.setdefault("clients", {})[mid] = who
+
+    def client_of(self, member_id: str, gone: Member | None = None) -> tuple[str | None, str | None] | None:
+        """(client id, host) of a member, present or just departed (`gone`: the member that left, when
+        the caller has it); None when neither is known. A member that leaves is removed before its
+        leave is noted: the engine keeps the last few that left (departed_members), read there."""
+        m = gone or self.engine.members.get(member_id) or self.engine.departed_members.get(member_id)
+        return _who(m) if m is not None else None
+
+    def name_client(self, m: Member) -> None:
+        """A member's client id or host became known after its join was noted (the broker's log
+        names a joining member before its record or a describe says who it is): the pending change
+        and the newest epochs that name it learn who it was. Only the newest few are looked at,
+        as a member is described within a poll of joining, and a scan of 2,000 epochs per record
+        would cost a storm group dearly."""
+        who = _who(m)
+        if who is None:
+            return
+        mid = m.member_id
+        p = self.pending
+        if mid in p["joined"] or mid in p["left"]:
+            p.setdefault("clients", {})[mid] = who
+        for n, g in enumerate(reversed(self.epochs.values())):
+            if n >= NAMED_EPOCHS_LOOKED_AT:
+                break
+            if (mid in g.joined or mid in g.left) and g.clients.get(mid) != who:
+                g.clients[mid] = who
 
     def counted_members(self) -> list[Member]:
         """The members the state counts: with the records read, those the records hold."""
@@ -460,6 +514,13 @@ class ConsumerGroupModel:
                 g = self.epochs.get(self.group_epoch or -1)
                 if g is not None and g.stable is None:
                     g.stable = ts
+
+
+def _who(m: Member) -> tuple[str | None, str | None] | None:
+    """A member's (client id, host), None for what is not known (a record's empty string included);
+    None when neither is."""
+    cid, host = m.client_id or None, m.client_host or None
+    return None if cid is None and host is None else (cid, host)
 
 
 def has_k848_details(ev: DescribeSnapshot) -> bool:

@@ -4,7 +4,9 @@ reads the offsets model."""
 
 from coordinator_model.document.types import (
     REBALANCING_STATES,
+    ClientDoc,
     Conflict,
+    CoordinatorDoc,
     Denied,
     DocumentError,
     GenerationDoc,
@@ -23,7 +25,9 @@ from coordinator_model.document.types import (
 
 __all__ = [
     "REBALANCING_STATES",
+    "ClientDoc",
     "Conflict",
+    "CoordinatorDoc",
     "Denied",
     "DocumentError",
     "GenerationDoc",

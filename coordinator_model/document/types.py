@@ -188,6 +188,47 @@ class MemberDoc:
 
 
 @dataclass(slots=True)
+class ClientDoc:
+    """Who a member was to Kafka, kept for a generation's or epoch's events that name it: its client
+    id and host. A classic member's id starts with its client id, so a classic group's events read
+    as clients even after the member left; a KIP-848, share or streams member's id is an opaque
+    UUID, which once the member left said nothing of who it was without these."""
+
+    client_id: str | None = None
+    client_host: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"client_id": self.client_id, "client_host": self.client_host}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> ClientDoc:
+        return cls(d.get("client_id"), d.get("client_host"))
+
+
+@dataclass(slots=True)
+class CoordinatorDoc:
+    """The broker that coordinates the group, as the Admin API's describe named it (its node)."""
+
+    id: int
+    host: str
+    port: int
+
+    def label(self) -> str:
+        """As kafka-consumer-groups.sh prints it in its COORDINATOR (ID) column: "host:port  (id)",
+        two spaces before the id as Kafka's ConsumerGroupCommand writes them."""
+        return f"{self.host}:{self.port}  ({self.id})"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "host": self.host, "port": self.port}
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any] | None) -> CoordinatorDoc | None:
+        if d is None:
+            return None
+        return cls(int(d["id"]), str(d["host"]), int(d["port"]))
+
+
+@dataclass(slots=True)
 class TimelineSpan:
     """The group was in `state` from `start` to `end` (None: still is). `inferred`: the moment was not
     seen, only implied by the evidence (a state the coordinator must have passed through)."""
@@ -232,6 +273,9 @@ class GenerationDoc:
     gap_ms: int | None = None  # how long that member had been silent or not polling
     in_progress_ms: int | None = None
     overdue: bool = False
+    # a KIP-848, share or streams epoch's: who the members it names (joined, left) were, by member
+    # id, for those whose client id or host is known; written when there are any
+    clients: dict[str, ClientDoc] = field(default_factory=dict)
 
     @property
     def in_progress(self) -> bool:
@@ -265,7 +309,13 @@ class GenerationDoc:
                 "gap_ms": self.gap_ms,
             }
         )
+        if self.clients:
+            d["clients"] = {mid: c.to_json() for mid, c in sorted(self.clients.items())}
         return d
+
+    def client_of(self, member_id: str) -> ClientDoc | None:
+        """Who a member this epoch names was (None: not known)."""
+        return self.clients.get(member_id)
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> GenerationDoc:
@@ -290,6 +340,7 @@ class GenerationDoc:
             gap_ms=d.get("gap_ms"),
             in_progress_ms=d.get("in_progress_ms"),
             overdue=bool(d.get("overdue")),
+            clients={str(mid): ClientDoc.from_json(c) for mid, c in (d.get("clients") or {}).items()},
         )
 
 
@@ -479,6 +530,9 @@ class GroupDocument:
     assignment_epoch: int | None = None
     leader: str | None = None
     coordinator_partition: int | None = None  # the __consumer_offsets partition of its coordinator
+    # the coordinator broker, as the Admin API's last describe of the group named it (None: no
+    # describe named one); written when known
+    coordinator: CoordinatorDoc | None = None
     simple: bool = False  # a group that only commits offsets (no members ever joined)
     members: list[MemberDoc] = field(default_factory=list)
     offsets: list[OffsetDoc] = field(default_factory=list)
@@ -552,6 +606,8 @@ class GroupDocument:
         d["as_of"] = self.as_of
         if self.topology is not None:
             d["topology"] = self.topology.to_json()
+        if self.coordinator is not None:
+            d["coordinator"] = self.coordinator.to_json()
         if self.provisional:
             d["provisional"] = True
         return d
@@ -586,6 +642,7 @@ class GroupDocument:
                 denied={k: Denied.from_json(v) for k, v in (d.get("denied") or {}).items()},
                 as_of=d.get("as_of"),
                 topology=TopologyDoc.from_json(d.get("topology")),
+                coordinator=CoordinatorDoc.from_json(d.get("coordinator")),
                 provisional=bool(d.get("provisional")),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:

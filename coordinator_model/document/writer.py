@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from coordinator_model.document.types import (
+    ClientDoc,
     Conflict,
+    CoordinatorDoc,
     Denied,
     GenerationDoc,
     GroupDocument,
@@ -30,6 +32,7 @@ class DocumentedGroup(GroupContext, Protocol):
     group: str
     conflicts: dict[str, dict[str, Any]]
     denied: dict[str, dict[str, Any]]
+    coordinator: tuple[int, str, int] | None
     classic: Any  # classic.ClassicGroupModel
     consumer: Any  # consumer.ConsumerGroupModel
 
@@ -99,6 +102,7 @@ def group_document(engine: DocumentedGroup, now: int) -> GroupDocument:
                 inferred=sorted(g.inferred),
                 member_id=g.member_id,
                 gap_ms=g.gap_ms,
+                clients={mid: ClientDoc(cid, host) for mid, (cid, host) in g.clients.items()},
             )
         )
     if engine.classic.open is not None and not modern:
@@ -134,6 +138,7 @@ def group_document(engine: DocumentedGroup, now: int) -> GroupDocument:
         assignment_epoch=engine.consumer.assignment_epoch if modern else None,
         leader=None if modern else engine.classic.leader,
         coordinator_partition=coordinator_partition(engine.group),
+        coordinator=CoordinatorDoc(*engine.coordinator) if engine.coordinator is not None else None,
         simple=engine.classic.simple,
         members=members,
         offsets=engine.offsets.rows(),

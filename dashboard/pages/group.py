@@ -203,8 +203,10 @@ GEN_COLUMNS = [
     {"field": "start", "headerName": "Started", "width": 180},
     {"field": "duration", "headerName": "Rebalance took", "width": 120},
     {"field": "cause", "headerName": "Cause", "width": 155},
-    {"field": "joined", "headerName": "Joined", "flex": 1, "minWidth": 120, "tooltipField": "joined"},
-    {"field": "left", "headerName": "Left", "flex": 1, "minWidth": 120, "tooltipField": "left"},
+    # a KIP-848, share or streams member said by its client id and host, its id in the tooltip
+    # (generation_rows); a classic member by its id, which starts with its client id
+    {"field": "joined", "headerName": "Joined", "flex": 1, "minWidth": 120, "tooltipField": "joined_whole"},
+    {"field": "left", "headerName": "Left", "flex": 1, "minWidth": 120, "tooltipField": "left_whole"},
     {"field": "protocol", "headerName": "Protocol", "width": 100},
     {
         "field": "reason",
@@ -562,22 +564,36 @@ def heatmap(doc: GroupDocument) -> Any:
     return assignment_heatmap([], lag)
 
 
-def generation_rows(gens: list[GenerationDoc]) -> list[dict[str, Any]]:
-    return [
-        {
-            "generation": g.generation,
-            "start": fmt_time(g.start),
-            "duration": _dur(g.duration_ms) if g.duration_ms is not None else "unknown",
-            # a cause no source stated is marked (the broker's log states it; else it is inferred)
-            "cause": (g.cause or "unknown") + (" (inferred)" if "cause" in g.inferred else ""),
-            "joined": ", ".join(g.members_joined),
-            "left": ", ".join(g.members_left),
-            "protocol": g.protocol,
-            "reason": g.reason,
-            "inferred": ", ".join(g.inferred),
-        }
-        for g in gens
-    ]
+def generation_rows(gens: list[GenerationDoc], doc: GroupDocument | None = None) -> list[dict[str, Any]]:
+    """The generations table's rows. A KIP-848, share or streams group's (`doc` modern) say the
+    members who joined and left by client id and host (gd.members_named), the whole in the tooltip;
+    a classic group's by member id, which says its client id already."""
+    members = doc.member_by_id() if doc is not None and doc.modern else None
+    rows = []
+    for g in gens:
+        if members is not None:
+            joined, joined_whole = gd.members_named(g.members_joined, g, members)
+            left, left_whole = gd.members_named(g.members_left, g, members)
+        else:
+            joined = joined_whole = ", ".join(g.members_joined)
+            left = left_whole = ", ".join(g.members_left)
+        rows.append(
+            {
+                "generation": g.generation,
+                "start": fmt_time(g.start),
+                "duration": _dur(g.duration_ms) if g.duration_ms is not None else "unknown",
+                # a cause no source stated is marked (the broker's log states it; else it is inferred)
+                "cause": (g.cause or "unknown") + (" (inferred)" if "cause" in g.inferred else ""),
+                "joined": joined,
+                "joined_whole": joined_whole,
+                "left": left,
+                "left_whole": left_whole,
+                "protocol": g.protocol,
+                "reason": g.reason,
+                "inferred": ", ".join(g.inferred),
+            }
+        )
+    return rows
 
 
 def partition_rows(doc: GroupDocument) -> list[dict[str, Any]]:
@@ -786,8 +802,8 @@ def group_outputs(
             max(until, max((b.end or b.start for b in bands), default=until)),
             activity_view(bands, now, gd.latest_time(doc)) if range_ms == ACTIVITY else None,
         ),
-        generations_figure(gens, since, until, modern=doc.modern),
-        generation_rows(gens),
+        generations_figure(gens, since, until, modern=doc.modern, members=doc.member_by_id()),
+        generation_rows(gens, doc),
         kip_body,
         kip_style,
         members,
