@@ -207,6 +207,30 @@ def test_a_streams_groups_member_columns_fit_the_page_at_1400_px() -> None:
     assert least <= 1_300, least
 
 
+def test_a_kip848_groups_member_columns_fit_the_page_at_1400_px() -> None:
+    """Issue 34: a KIP-848 group whose members are probed (the heartbeat columns beside its epochs,
+    states and targets) scrolled sideways at 1,400 px (~1,600 px of columns in the grid's ~1,320).
+    Its columns' least widths, the heartbeat ones included and a static member's instance id left out
+    (as for a streams group's), add up to less than the grid; its member id is cut, with its tooltip."""
+    from dashboard.pages.group import MODERN_MEMBER_COLUMNS, member_columns
+
+    least = sum(
+        c.get("minWidth") or c["width"] for c in MODERN_MEMBER_COLUMNS if c["field"] != "group_instance_id"
+    )
+    assert least <= 1_300, least
+    probed = GroupDocument(
+        group="k",
+        type="consumer",
+        members=[MemberDoc("m1", client_id="c", session_timeout_ms=45_000, last_heartbeat=1, modern=True)],
+        as_of=2_000,
+    )
+    fields = [c["field"] for c in member_columns(probed, [r.__dict__ for r in gd.member_rows(probed, 0)])]
+    assert {"heartbeat_age_s", "session_timeout_s", "heartbeat_ratio"} <= set(fields)
+    assert fields[-3:] == ["member_epoch", "state", "target"] and "partitions" not in fields
+    member_id = next(c for c in MODERN_MEMBER_COLUMNS if c["field"] == "member_id")
+    assert member_id["tooltipField"] == "member_id" and "wrapText" not in member_id
+
+
 def test_a_streams_members_tasks_are_said_by_subtopology_in_ranges() -> None:
     """Kafka's task ids ("<subtopology>_<partition>") said compactly, each kind's by subtopology with
     its partitions as ranges, and read back (as the browser tests read a cell) to the same tasks."""

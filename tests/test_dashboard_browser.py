@@ -552,6 +552,154 @@ def shown_cells(driver: Any, grid_id: str) -> list[dict[str, str]]:
     )
 
 
+# A KIP-848 application's consumers as a real deployment names them: a client id per service and
+# pod, hosts in a cluster's pod network, a long topic.
+K848_TOPIC = "payments.settlement.ledger-entries.v2"
+
+
+def probed_kip848_doc(name: str, as_of: int) -> dict[str, Any]:
+    """A KIP-848 group whose members the probe watches (heartbeat ages and session timeouts): four
+    members with long client ids over 12 partitions of a long topic, one still reconciling towards
+    another target; and its epochs, one of them the leave of a member the group no longer has."""
+    from coordinator_model.document.types import (
+        ClientDoc,
+        GenerationDoc,
+        GroupDocument,
+        LagDoc,
+        MemberDoc,
+        PartitionLag,
+    )
+
+    def member(i: int, parts: list[int], **kw: Any) -> MemberDoc:
+        assignment = [(K848_TOPIC, p) for p in parts]
+        return MemberDoc(
+            f"Xq{i}vT2rSWOle9GA7MoeJA",
+            client_id=f"settlement-ledger-writer-7f9c{i}d5b8-x{i}q2z-consumer",
+            client_host=f"/10.244.{i}.{100 + i}",
+            session_timeout_ms=45_000,
+            assignment=assignment,
+            last_heartbeat=as_of - 2_000 * i,
+            modern=True,
+            member_epoch=kw.pop("epoch", 12),
+            state=kw.pop("state", "stable"),
+            target_assignment=kw.pop("target", assignment),
+        )
+
+    members = [
+        member(1, [0, 1, 2]),
+        member(2, [3, 4, 5]),
+        member(3, [6, 7, 8]),
+        member(
+            4,
+            [9, 10],
+            epoch=11,
+            state="unrevoked_partitions",
+            target=[(K848_TOPIC, p) for p in (9, 10, 11)],
+        ),
+    ]
+    gone = "Zz9vT2rSWOle9GA7MoeJA_"
+    gens = [
+        GenerationDoc(
+            11,
+            as_of - 60_000,
+            end=as_of - 30_000,
+            stable=as_of - 59_000,
+            duration_ms=1_000,
+            members_joined=[members[3].member_id],
+            cause="member_joined",
+            clients={members[3].member_id: ClientDoc(members[3].client_id, members[3].client_host)},
+        ),
+        GenerationDoc(
+            12,
+            as_of - 30_000,
+            stable=as_of - 29_000,
+            duration_ms=1_000,
+            members_left=[gone],
+            cause="member_left",
+            clients={gone: ClientDoc("settlement-ledger-writer-old-pod", "/10.244.9.9")},
+        ),
+    ]
+    owner = {tp: m.member_id for m in members for tp in m.assignment}
+    lag = [
+        PartitionLag(K848_TOPIC, p, 10_000 + p, True, 10_050 + p, 50, 1.5, "OK", owner.get((K848_TOPIC, p)))
+        for p in range(12)
+    ]
+    doc = GroupDocument(
+        group=name,
+        type="consumer",
+        state="Reconciling",
+        protocol_type="consumer",
+        protocol="uniform",
+        group_epoch=12,
+        assignment_epoch=12,
+        members=members,
+        generations=gens,
+        lag=LagDoc(total=600, max_seconds=1.5, partitions=lag),
+        sources=["describe", "heartbeats", "offsets"],
+        as_of=as_of,
+    )
+    return doc.to_json()
+
+
+def test_a_probed_kip848_groups_members_fit_the_page(served, browser, artifacts_dir) -> None:
+    """Issue 34: a KIP-848 group whose members are probed (the heartbeat columns beside its member
+    epoch, state and target) had a members grid that scrolled sideways at 1,400 px. It has no
+    horizontal scrollbar; every header reads whole; the member id is cut with the whole in its
+    tooltip, client ids and assignments are clamped with theirs, hosts and states wrap; a reconciled
+    member's target says "same". Its epochs say the member that left, and the one that joined, by
+    client id and host, the member id in the tooltip."""
+    import redis
+
+    from collectors.storage.redis_store import RedisStore
+
+    now = int(time.time() * 1000)
+    doc = probed_kip848_doc("k848-probed-wide", now)
+    RedisStore(redis.Redis.from_url(served["url"])).write_group(doc, now, as_of_ms=doc["as_of"])
+    served["docs"][doc["group"]] = doc  # what is served from now on (the topics pages count it)
+    browser.get(served["base"] + group_url(doc["group"]))
+    wait_for(lambda: len(grid_cells(browser, "group-members", "member_id")) == 4, what="the members")
+    fields = browser.execute_script(
+        "return dash_ag_grid.getApi('group-members').getColumnDefs().map(c => c.field);"
+    )
+    beats = {"heartbeat_age_s", "session_timeout_s", "heartbeat_ratio"}
+    assert beats | {"member_epoch", "target"} <= set(fields)
+    browser.execute_script("document.querySelector('#group-members').scrollIntoView()")
+    wait_for(lambda: grid_scroll(browser, "group-members")[0] > 0, what="the grid drawn")
+    shown = wait_for(lambda: shown_cells(browser, "group-members"), what="the members' cells")
+    by_member = {r["member_id"]: r for r in shown}
+    assert len(by_member) == 4
+    targets = [r["target"] for r in shown]
+    assert sorted(targets) == sorted(["same", "same", "same", f"{K848_TOPIC}: 9,10,11"]), targets
+    scroll = grid_scroll(browser, "group-members")
+    shoot(browser, artifacts_dir, "group-kip848-probed")
+    browser.find_element("id", "group-members").screenshot(
+        str(artifacts_dir / "dashboard-group-kip848-probed-members-grid.png")
+    )
+    assert scroll[0] <= scroll[1], f"the members grid scrolls sideways: {scroll}"
+    _readable_headers(browser, "group-members")
+    cut = browser.execute_script(
+        "return [...document.querySelectorAll('#group-members .ag-center-cols-container .ag-cell')]"
+        ".filter(c => c.scrollWidth > c.clientWidth + 1 || c.scrollHeight > c.clientHeight + 1)"
+        ".map(c => c.getAttribute('col-id'));"
+    )
+    assert set(cut) <= {"member_id", "client_id", "assignment", "target"}, cut
+    tips = browser.execute_script(
+        "return dash_ag_grid.getApi('group-members').getColumnDefs().map(c => [c.field, c.tooltipField]);"
+    )
+    assert {"member_id", "client_id", "assignment", "target"} <= {f for f, tip in tips if tip == f}, tips
+    # the epochs: who joined and who left, by client id and host; the member id in the tooltip
+    left = wait_for(
+        lambda: [x for x in grid_cells(browser, "group-generations-table", "left") if x], what="left"
+    )
+    assert left == ["settlement-ledger-writer-old-pod (/10.244.9.9)"]
+    tip = grid_cells(browser, "group-generations-table", "left_whole")
+    assert "member Zz9vT2rSWOle9GA7MoeJA_" in next(t for t in tip if t)
+    joined = [x for x in grid_cells(browser, "group-generations-table", "joined") if x]
+    assert joined == ["settlement-ledger-writer-7f9c4d5b8-x4q2z-consumer (/10.244.4.104)"]
+    browser.execute_script("document.querySelector('#group-generations-table').scrollIntoView()")
+    shoot(browser, artifacts_dir, "group-kip848-probed-epochs")
+
+
 def test_out_of_the_box_group_marks_what_was_inferred(served, browser, artifacts_dir) -> None:
     """A group rebuilt from the offsets topic and the Admin API alone (no broker log, no probe), as
     `groupscope collect` sees a cluster out of the box: the periods no source saw begin are hatched on

@@ -42,3 +42,20 @@ dagfuncs.streamsTargetTasks = function (params) {
   }
   return unbrokenRanges(params.value);
 };
+
+/* A KIP-848 or share group's members grid (dashboard/pages/group.py, MODERN_MEMBER_COLUMNS): a member
+   whose target assignment is its assignment (reconciled) says so in a word, as a streams member's
+   target tasks do; the target is read only where it differs (the tooltip has the whole). */
+dagfuncs.sameAsAssignment = function (params) {
+  if (params.value !== null && params.value !== undefined && params.data && params.value === params.data.assignment) {
+    return 'same';
+  }
+  return params.value;
+};
+
+// A host ("/10.244.1.101", "broker-1.internal") may wrap after a dot rather than inside a number: a
+// zero-width space after each dot. (The cell's text for the eye only; its tooltip and the API keep the
+// value as it is.)
+dagfuncs.breakAtDots = function (params) {
+  return typeof params.value === 'string' ? params.value.replace(/\./g, '.\u200b') : params.value;
+};

@@ -56,9 +56,9 @@ RANGES = [
     ("all history", 0),
 ]
 
-# A classic or KIP-848 group's members fit the grid at the browser tests' 1,400 px (headers wrap,
-# GRID_COLUMNS; the columns no member fills are left out, member_columns); a streams group's have
-# columns of their own (STREAMS_MEMBER_COLUMNS).
+# A classic group's members fit the grid at the browser tests' 1,400 px (headers wrap, GRID_COLUMNS;
+# the columns no member fills are left out, member_columns); a KIP-848 or share group's
+# (MODERN_MEMBER_COLUMNS) and a streams group's (STREAMS_MEMBER_COLUMNS) have columns of their own.
 MEMBER_COLUMNS = [
     {"field": "member_id", "headerName": "Member id", "minWidth": 180, "flex": 2},
     {"field": "group_instance_id", "headerName": "Instance id", "width": 110},
@@ -94,20 +94,6 @@ MEMBER_COLUMNS = [
         },
     },
 ]
-# 100 px reads "Member epoch" whole (on two lines); with 130 px for the longest state
-# ("unrevoked_partitions") a share group's members (no probe: no heartbeat columns) fit at 1,400 px,
-# where at 130 and 140 px their grid was 10 px too wide and scrolled sideways.
-KIP848_COLUMNS = [
-    {"field": "member_epoch", "headerName": "Member epoch", "type": "numericColumn", "width": 100},
-    {"field": "state", "headerName": "Member state", "width": 130},
-    {
-        "field": "target",
-        "headerName": "Target assignment",
-        "flex": 2,
-        "minWidth": 200,
-        "tooltipField": "target",
-    },
-]
 
 
 # A clamped cell (WRAPPED, to 3 lines) ends in "…", the whole in its tooltip: a Kafka Streams
@@ -123,6 +109,55 @@ SHORT_ID = {"function": "streamsProcessId(params)"}
 CLIENT_ID = {"function": "streamsClientId(params)"}
 SAME_AS_TASKS = {"function": "streamsTargetTasks(params)"}
 TASKS = {"function": "streamsTasks(params)"}  # a range's hyphen non-breaking: "0:0-" never ends a line
+# A KIP-848 or share member's target assignment said "same" when it is its assignment (reconciled),
+# its host free to wrap after a dot: assets/dashAgGridFunctions.js.
+SAME_AS_ASSIGNMENT = {"function": "sameAsAssignment(params)"}
+HOST = {"function": "breakAtDots(params)"}
+# A KIP-848 or share group's members: a consumer's columns and the member's epoch, state and target
+# assignment. A KIP-848 group whose members are probed (the heartbeat columns) made at the consumer's
+# widths a grid of ~1,600 px in the ~1,320 px the page has at 1,400 px, read only by scrolling it
+# sideways. As the streams grid was (STREAMS_MEMBER_COLUMNS), each column here is the least its header
+# needs to read whole; the minimums add up to 1,280 px with the heartbeat columns (1,380 with a
+# static member's instance id). The member id (an opaque UUID: the client id and host say who it is)
+# is cut, the whole in its tooltip; client ids and the assignments wrap to 3 lines, the whole in their
+# tooltips; hosts and member states wrap. The count of partitions is left out: the Assignment beside
+# it lists them, and the heatmap below counts them.
+MODERN_MEMBER_COLUMNS = [
+    {
+        "field": "member_id",
+        "headerName": "Member id",
+        "flex": 1,
+        "minWidth": 100,
+        "tooltipField": "member_id",
+    },
+    {"field": "group_instance_id", "headerName": "Instance id", "width": 100, **WRAPPED},
+    {"field": "client_id", "headerName": "Client id", "flex": 2, "minWidth": 120, **clamped("client_id")},
+    # a host wraps after a dot ("/10.244.1." "101"), not inside a number (its last digit went to a line
+    # of its own); the row is as tall already for its client id
+    {
+        "field": "client_host",
+        "headerName": "Host",
+        "width": 110,
+        "valueFormatter": HOST,
+        "tooltipField": "client_host",
+        **WRAPPED,
+    },
+    {"field": "assignment", "headerName": "Assignment", "flex": 2, "minWidth": 130, **clamped("assignment")},
+    {"field": "lag", "headerName": "Lag (offsets)", "type": "numericColumn", "width": 110},
+    {"field": "lag_seconds", "headerName": "Lag (s)", "type": "numericColumn", "width": 80},
+    *[c for c in MEMBER_COLUMNS if c["field"] in ("heartbeat_age_s", "session_timeout_s", "heartbeat_ratio")],
+    {"field": "member_epoch", "headerName": "Member epoch", "type": "numericColumn", "width": 100},
+    # the longest state, "unrevoked_partitions", on two lines
+    {"field": "state", "headerName": "Member state", "width": 100, **WRAPPED},
+    {
+        "field": "target",
+        "headerName": "Target assignment",
+        "flex": 1,
+        "minWidth": 120,
+        "valueFormatter": SAME_AS_ASSIGNMENT,
+        **clamped("target"),
+    },
+]
 # A streams member has, beyond a consumer's, its member epoch and state, its tasks, its target
 # tasks and its process: at the consumer's widths they made a grid of ~1,700 px in the ~1,320 px the
 # page has at 1,400 px, read only by scrolling it sideways. Here the columns' minimums add up to
@@ -193,7 +228,7 @@ def member_columns(doc: GroupDocument, rows: list[dict[str, Any]]) -> list[dict[
         beats = [c for c in MEMBER_COLUMNS if c["field"] in HEARTBEAT_FIELDS]
         at = next(i for i, c in enumerate(STREAMS_MEMBER_COLUMNS) if c["field"] == "lag_seconds") + 1
         return shown(STREAMS_MEMBER_COLUMNS[:at] + beats + STREAMS_MEMBER_COLUMNS[at:])
-    return shown(MEMBER_COLUMNS) + (KIP848_COLUMNS if doc.modern else [])
+    return shown(MODERN_MEMBER_COLUMNS if doc.modern else MEMBER_COLUMNS)
 
 
 # The widths add up to less than the page's grid at 1,280 px (a column past the grid's edge was read
