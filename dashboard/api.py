@@ -32,7 +32,7 @@ from urllib.parse import unquote, urlsplit
 from flask import Flask, Response, request
 
 from collectors.config import CLUSTER_NAME
-from collectors.storage.redis_store import KNOWN_STATES
+from collectors.storage.fleet_rows import KNOWN_STATES
 from collectors.storage.topics import TOPIC_SORT_KEYS
 from coordinator_model.document.types import DocumentError
 from coordinator_model.streams.tasks import TaskLag, task_lags
@@ -227,7 +227,7 @@ def group_exists(data: DashboardData, cluster: str, group: str) -> bool:
     if data.fleet_row(group, cluster) is not None:
         return True
     store = data.store_for(cluster)
-    return bool(guarded(data, lambda: store.r.exists(store.group_key(group, "doc"))))
+    return bool(guarded(data, lambda: store.r.exists(store.document_key(group))))
 
 
 def no_group(cluster: str, group: str) -> NoReturn:

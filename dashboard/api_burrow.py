@@ -351,7 +351,7 @@ def read_status(data: DashboardData, cluster: str, group: str) -> dict[str, Any]
 def consumers(data: DashboardData, cluster: str) -> list[str]:
     """The cluster's groups Burrow would list: every group but share groups, by name."""
     store = data.store_for(cluster)
-    types = guarded(data, lambda: store.r.hgetall(store.key_of("fleet", "type")))
+    types = guarded(data, lambda: store.r.hgetall(store.fleet_types_key))
     names = []
     for k, v in types.items():
         name = k.decode(errors="replace") if isinstance(k, bytes) else str(k)

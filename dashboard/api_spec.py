@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collectors.storage.redis_store import KNOWN_STATES
+from collectors.storage.fleet_rows import KNOWN_STATES
 from collectors.storage.topics import TOPIC_SORT_KEYS
 from dashboard.data import GRID_SORT
 

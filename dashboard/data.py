@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from collectors.alerts.fleet_statuses import read_statuses, top_key
 from collectors.config import CLUSTER_NAME, DEFAULT_CLUSTER, one_cluster
 from collectors.storage.clusters import (
     BASE_PREFIX,
@@ -24,7 +25,6 @@ from collectors.storage.clusters import (
     list_groups_across,
     merge_pages,
 )
-from collectors.storage.fleet_statuses import read_statuses, top_key
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.topics import TOPIC_SORT_KEYS, TopicRow, TopicView
 from coordinator_model.alert_rules import AlertConfig, parse_alert_config

@@ -177,7 +177,15 @@ GROUP_RANGES = {
     "7d": 7 * 24 * 3_600_000,
     "all": 0,
 }
-TOPIC_RANGES = {"15m": 15 * 60_000, "1h": 3_600_000, "6h": 6 * 3_600_000, "24h": 24 * 3_600_000}
+# The topic page's default span of lag history: all it holds, up to the longest preset's (pages/topic.py).
+HISTORY_HELD = -2
+TOPIC_RANGES = {
+    "held": HISTORY_HELD,
+    "15m": 15 * 60_000,
+    "1h": 3_600_000,
+    "6h": 6 * 3_600_000,
+    "24h": 24 * 3_600_000,
+}
 # The what-if form (dashboard/pages/whatif.py, FORM_URL): the assignors the engine knows; numbers
 # must be whole numbers here (whether they are in range, a member is the group's or a topic can have
 # that many partitions is the form's to say, beside its field, as for what a user types).
@@ -215,7 +223,7 @@ QUERY: dict[str, tuple[Param, ...]] = {
         Param("by", {"partition": "partition", "member": "member"}, default="partition", what="lag line"),
     ),
     "topic": (
-        Param("range", TOPIC_RANGES, default=3_600_000, what="time range"),
+        Param("range", TOPIC_RANGES, default=HISTORY_HELD, what="time range"),
         Param("metric", METRICS, default="lag", what="lag metric"),
     ),
     "whatif": (

@@ -14,8 +14,9 @@ from test_alert_docs import MIN, T0, S, part, steady_doc, storm_doc
 from test_notif_servers import HookServer, SMTPServer
 
 from collectors.alerts import tasks
+from collectors.alerts.cluster_cycle import ClusterEvaluator
 from collectors.alerts.clusters import cluster_names
-from collectors.alerts.evaluate import ClusterEvaluator, Evaluator
+from collectors.alerts.evaluate import Evaluator
 from collectors.alerts.notifiers import build_notifier
 from collectors.alerts.notify import ThreadDispatcher, make_event
 from collectors.cli.main import cli

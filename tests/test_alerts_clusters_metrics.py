@@ -16,12 +16,13 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from test_alert_docs import T0, S, part, steady_doc, storm_doc
 
-from collectors.alerts.evaluate import ClusterEvaluator
-from collectors.exporter.scrape import FAMILIES, MetricsSource, with_label
+from collectors.alerts.cluster_cycle import ClusterEvaluator
+from collectors.exporter.cluster_label import with_label
+from collectors.exporter.scrape import FAMILIES, MetricsSource
 from collectors.exporter.server import make_registry, make_wsgi_app
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
+from collectors.storage.metric_lines import GROUP_FAMILIES, metric_lines
 from collectors.storage.redis_store import RedisStore
-from collectors.storage.summaries import GROUP_FAMILIES, metric_lines
 from coordinator_model.alert_rules import parse_alert_config
 
 Sample = tuple[str, tuple[tuple[str, str], ...]]

@@ -14,7 +14,8 @@ from collectors.alerts.evaluate import Evaluator, lag_from_point
 from collectors.capture import read_capture
 from collectors.cli.main import cli
 from collectors.storage.alerts import AlertStore
-from collectors.storage.redis_store import SUMMARY_KEYS, RedisStore
+from collectors.storage.redis_store import RedisStore
+from collectors.storage.store_keys import SUMMARY_KEYS
 from coordinator_model.alert_rules import parse_alert_config
 from coordinator_model.document.types import GroupDocument
 from coordinator_model.rebuild import rebuild

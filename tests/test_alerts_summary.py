@@ -24,19 +24,16 @@ from prometheus_client.registry import CollectorRegistry
 from test_alert_docs import MIN, T0, S, mid, part, steady_doc, storm_doc, wordcount_doc
 
 from collectors.alerts.evaluate import Evaluator
+from collectors.alerts.summary_rules import PackedEvaluator, summaries_usable
 from collectors.capture import read_capture
 from collectors.exporter.scrape import MetricsSource
 from collectors.exporter.server import make_registry, make_wsgi_app
 from collectors.storage.alerts import AlertStore
-from collectors.storage.redis_store import SUMMARY_KEYS, RedisStore, _history_digest
-from collectors.storage.summaries import (
-    PackedEvaluator,
-    decode_facts,
-    metric_lines,
-    metric_values,
-    summaries_usable,
-    summarize,
-)
+from collectors.storage.fleet_rows import history_digest
+from collectors.storage.metric_lines import metric_lines, metric_values
+from collectors.storage.redis_store import RedisStore
+from collectors.storage.store_keys import SUMMARY_KEYS
+from collectors.storage.summaries import decode_facts, summarize
 from coordinator_model.alert_rules import AlertConfig, evaluate_group, parse_alert_config
 from coordinator_model.document.types import (
     GenerationDoc,
@@ -174,7 +171,7 @@ def documents(draw) -> dict[str, Any]:
 
 
 def _digest(doc: dict[str, Any]) -> str:
-    return _history_digest(GroupDocument.from_json(doc))
+    return history_digest(GroupDocument.from_json(doc))
 
 
 @st.composite

@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 from collectors.cli.main import cli
 from collectors.config import ConfigError, load_settings
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix, list_groups_across
-from collectors.storage.redis_store import SORT_KEYS, RedisStore
+from collectors.storage.fleet_rows import SORT_KEYS
+from collectors.storage.redis_store import RedisStore
 from tests.test_redis_store import make_doc
 
 NOW = 1_700_000_100_000

@@ -700,6 +700,41 @@ def test_a_probed_kip848_groups_members_fit_the_page(served, browser, artifacts_
     shoot(browser, artifacts_dir, "group-kip848-probed-epochs")
 
 
+def test_the_topic_pages_range_follows_the_data_held(served, browser, artifacts_dir) -> None:
+    """Issue 34: the topic page's lag history opened on "last hour" over a few minutes of data. It
+    opens on all the history held (up to a day), its title saying how much that is, with a bare URL;
+    a range chosen goes to the URL, and the URL's range comes back with the page."""
+    import redis
+
+    from collectors.storage.redis_store import RedisStore
+    from dashboard.pages.topic import HELD_UP_TO_MS, held_span
+
+    topic = "lag-data-060433j"  # the lag-ramp group's: the captures' lag history is its
+    readers = sorted(_topics_of(served["docs"])[topic])
+    index = RedisStore(redis.Redis.from_url(served["url"])).topics
+    history = index.lag_history(topic, readers, HELD_UP_TO_MS)
+    times = [t for points in history.values() for t, _, _ in points]
+    assert times and max(times) - min(times) < 3_600_000  # a capture of a few minutes
+    page = served["base"] + topic_url(topic)
+    browser.get(page)
+    wait_for(lambda: "all the history held" in text(browser, "#topic-lag-range"), what="the default span")
+    title = wait_for(lambda: plot_layout(browser, "topic-lag", "title.text"), what="the lag chart")
+    assert title.endswith(": " + held_span(history)) and held_span(history).startswith("all "), title
+    assert browser.current_url == page  # the default: a bare URL
+    lines = wait_for(lambda: plot_data(browser, "topic-lag"), what="lag history")
+    assert sorted(t["name"] for t in lines) == sorted(history)
+    shoot(browser, artifacts_dir, "topic-range-held")
+    choose(browser, "topic-lag-range", "last hour")
+    wait_for(lambda: browser.current_url == page + "?range=1h", what="the chosen span in the URL")
+    wait_for(
+        lambda: ": all" not in (plot_layout(browser, "topic-lag", "title.text") or ": all"), what="title"
+    )
+    browser.get(page + "?range=15m")
+    wait_for(lambda: "last 15 min" in text(browser, "#topic-lag-range"), what="the URL's span")
+    choose(browser, "topic-lag-range", "all the history held")
+    wait_for(lambda: browser.current_url == page, what="back to the default: a bare URL")
+
+
 def test_out_of_the_box_group_marks_what_was_inferred(served, browser, artifacts_dir) -> None:
     """A group rebuilt from the offsets topic and the Admin API alone (no broker log, no probe), as
     `groupscope collect` sees a cluster out of the box: the periods no source saw begin are hatched on
@@ -1122,11 +1157,13 @@ def test_back_and_forward_reapply_the_urls_filters_and_range(served, browser, ar
     assert browser.find_element("id", "topics-filter-name").get_attribute("value") == "k848"
     topic = base + topic_url("k848-data-060433h")
     browser.get(topic)
-    wait_for(lambda: "last hour" in text(browser, "#topic-lag-range"), what="topic's default span")
+    wait_for(lambda: "all the history held" in text(browser, "#topic-lag-range"), what="topic's default span")
     choose(browser, "topic-lag-range", "last 6 hours")
     wait_for(lambda: browser.current_url == topic + "?range=6h", what="span in the URL")
     browser.back()
-    wait_for(lambda: "last hour" in text(browser, "#topic-lag-range"), what="back: the default span")
+    wait_for(
+        lambda: "all the history held" in text(browser, "#topic-lag-range"), what="back: the default span"
+    )
     assert browser.current_url == topic
 
 

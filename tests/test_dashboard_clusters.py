@@ -20,7 +20,8 @@ from browser.dashboard_fill import CAPTURES, model_docs, started_ms
 
 from collectors.config import CLUSTER_NAME, Settings
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
-from collectors.storage.redis_store import KNOWN_STATES, RedisStore
+from collectors.storage.fleet_rows import KNOWN_STATES
+from collectors.storage.redis_store import RedisStore
 from coordinator_model.document.types import GroupDocument, LagDoc, MemberDoc, PartitionLag, TimelineSpan
 from dashboard.app import create_app, health_outputs
 from dashboard.data import DashboardData, Health, fleet_page, topics_page

@@ -29,6 +29,7 @@ from dashboard.urls import (
     FLEET_SORTS,
     FLEET_STATES,
     GROUP_RANGES,
+    HISTORY_HELD,
     METRICS,
     QUERY,
     TOPIC_RANGES,
@@ -194,7 +195,11 @@ def test_defaults_and_empty_values_make_a_bare_url() -> None:
     assert build_query("fleet", {}) == ""
     assert build_query("fleet", {"state": [], "name": "", "sort": ("name", "asc"), "type": None}) == ""
     assert build_query("group", {"range": -1, "metric": "lag", "by": "partition"}) == ""
-    assert build_query("topic", {"range": 3_600_000, "metric": "lag"}) == ""
+    # the topic page's default span is the history held (issue 34: it was "last hour"); a span chosen
+    # is carried
+    assert build_query("topic", {"range": HISTORY_HELD, "metric": "lag"}) == ""
+    assert build_query("topic", {"range": 3_600_000}) == "?range=1h"
+    assert parse_query("topic", "?range=held").values == {"range": HISTORY_HELD}
     assert parse_query("fleet", "") == parse_query("fleet", None) == parse_query("fleet", "?name=")
     assert parse_query("alerts", "").values == {}
 

@@ -26,7 +26,7 @@ import yaml
 from prometheus_client.parser import text_string_to_metric_families
 from test_alert_docs import MIN, S, part, steady_doc, storm_doc, wordcount_doc
 
-from collectors.alerts.evaluate import ClusterEvaluator
+from collectors.alerts.cluster_cycle import ClusterEvaluator
 from collectors.demo.servers.processes import free_port
 from collectors.demo.servers.prometheus import PROMTOOL, PrometheusServer
 from collectors.exporter.scrape import FAMILIES

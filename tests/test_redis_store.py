@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from collectors.storage.redis_store import HOUR_MS, RedisStore, fleet_row
+from collectors.storage.fleet_rows import HOUR_MS, fleet_row
+from collectors.storage.redis_store import RedisStore
 from coordinator_model.document import (
     GenerationDoc,
     GroupDocument,
@@ -331,7 +332,7 @@ def test_touch_refreshed_moves_only_the_refresh_stamps(redis_client):
 
 @pytest.mark.servers
 def test_trim_keeps_totals_only_of_lag_points_past_the_detail_horizon(redis_client):
-    from collectors.storage.redis_store import LAG_DETAIL_MS
+    from collectors.storage.upkeep import LAG_DETAIL_MS
 
     st = RedisStore(redis_client)
     st.write_group(make_doc("g"), now_ms=T0 + 4 * MINUTE + LAG_DETAIL_MS)  # trim walks the known groups

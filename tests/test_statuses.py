@@ -16,14 +16,15 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 from test_alert_docs import MIN, S, doc, gen, mid, part, steady_doc, storm_doc
 
-from collectors.alerts.evaluate import ClusterEvaluator
+from collectors.alerts.cluster_cycle import ClusterEvaluator
+from collectors.alerts.fleet_statuses import read_statuses
+from collectors.alerts.summary_rules import PackedView
 from collectors.cli.main import cli
 from collectors.exporter.scrape import MetricsSource
 from collectors.storage.alerts import AlertStore
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix
-from collectors.storage.fleet_statuses import read_statuses
 from collectors.storage.redis_store import RedisStore
-from collectors.storage.summaries import RULES_VERSION, PackedView, lag_rows, summarize
+from collectors.storage.summaries import RULES_VERSION, lag_rows, summarize
 from coordinator_model.alert_rules import parse_alert_config
 from coordinator_model.alert_rules.docview import GroupView
 from coordinator_model.alert_rules.rules import lag

@@ -12,23 +12,12 @@ rules that cannot return anything are left out; a group whose lag rules must loo
 (it lags, or it is Empty with messages waiting), or that has no summaries (written by an older
 collector), is judged from its document, read with one MGET per chunk.
 
-A changed group is often only a lag refresh of a healthy group. Before judging it again the
-evaluator compares the signature of what its rebalance rules read (the rule head's key, from the
-facts; for a group without summaries, the fleet row and the current generation's row: state,
-generation or epoch, start of the current state, member count, the generation as stored) with the
-one it judged last; when that is unchanged, the group has no active alert, and no lag rule can count
-its lag (the facts, or for a group without summaries its fleet row: total 0, or worst seconds below
-every configured threshold, and not in a state group_empty alerts in with messages waiting), the
-verdict cannot have changed and the group is not judged again.
-
 `at_ms` evaluates as of a past moment: every group is judged from its document, with its
 generations and timeline cut at that moment and its lag taken from the lag history point in force
 then.
 
-An `Evaluator` judges one Kafka cluster's groups (the layout under one prefix). `ClusterEvaluator`
-runs a cycle over every cluster (the registry's, re-read each cycle, and the configured ones), each
-with its own Evaluator, its own alerts and its own rules (`AlertConfig.for_cluster`); a cluster whose
-data cannot be read or judged is reported and skipped, and never stops the others.
+Groups whose verdict cannot have changed are left out first (quiet_groups.py); every cluster of
+one Redis is judged by cluster_cycle.py.
 """
 
 from __future__ import annotations
@@ -37,71 +26,22 @@ import json
 import logging
 import time
 import uuid
-import zlib
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from collectors.alerts.clusters import cluster_names
+from collectors.alerts.cycle_results import CycleResult, Transition, wall_clock_ms
+from collectors.alerts.quiet_groups import QuietGroups, chunks
+from collectors.alerts.summary_rules import PackedEvaluator, quiet_lag_seconds, summaries_usable
 from collectors.gc_pause import no_cyclic_gc
 from collectors.storage.alerts import Alert, AlertStore, alert_id, cluster_of_prefix
-from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
 from collectors.storage.redis_store import RedisStore
-from collectors.storage.summaries import (
-    Facts,
-    PackedEvaluator,
-    decode_facts,
-    head_readable,
-    quiet_lag_seconds,
-    summaries_usable,
-)
+from collectors.storage.summaries import Facts, decode_facts, head_readable
 from coordinator_model.alert_rules import AlertConfig, Evaluation, Finding, evaluate_group
-from coordinator_model.alert_rules.docview import GONE_STATES
 from coordinator_model.document.types import DocumentError, GroupDocument, LagDoc, PartitionLag
 
 log = logging.getLogger(__name__)
 
 MAX_EVIDENCE_ITEMS = 50
-
-
-@dataclass(frozen=True)
-class Transition:
-    """An alert that started firing or was resolved in this cycle: what the notifiers send."""
-
-    event: str  # "firing" | "resolved"
-    alert: dict[str, Any]
-
-
-@dataclass
-class CycleResult:
-    now_ms: int
-    groups_total: int = 0
-    evaluated: int = 0
-    fired: int = 0
-    resolved: int = 0
-    updated: int = 0
-    active: int = 0
-    trimmed: int = 0  # resolved alerts dropped from the history (older than the retention)
-    skipped_quiet: int = 0  # changed groups whose verdict could not change: document not read
-    bad_documents: int = 0  # groups whose stored value is not a group document: not judged
-    duration_s: float = 0.0
-    cpu_s: float = 0.0  # this process's CPU time: the cost without other load on the machine
-    skipped_locked: bool = False
-    transitions: list[Transition] = field(default_factory=list)
-
-    def summary(self) -> dict[str, Any]:
-        d = {k: v for k, v in self.__dict__.items() if k != "transitions"}
-        d["transitions"] = len(self.transitions)
-        return d
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def _chunks(items: list[str], n: int) -> Iterator[list[str]]:
-    for i in range(0, len(items), n):
-        yield items[i : i + n]
 
 
 def _trim_evidence(evidence: dict[str, Any]) -> dict[str, Any]:
@@ -158,7 +98,7 @@ def _doc_input(doc: GroupDocument | DocumentError | None, facts: Facts | None = 
     return _Input(facts=facts, doc=doc)
 
 
-class Evaluator:
+class Evaluator(QuietGroups):
     def __init__(
         self,
         client: Any,
@@ -177,115 +117,11 @@ class Evaluator:
         self.alerts = AlertStore(client, prefix=prefix, cluster=self.cluster)
         self.chunk = chunk
         self.quiet_seconds = quiet_lag_seconds(config)
-        # False reads every group's document (the path before summaries; benchmarks and tests
+        # False reads every group's document (the path summaries spare; benchmarks and tests
         # compare the two). A configuration the summaries cannot serve reads documents too.
         self.use_summaries = summaries and summaries_usable(config)
         self.packed = PackedEvaluator(config)
         self._lock_ttl_ms = 60_000
-
-    def _signatures(self, groups: list[str]) -> tuple[list[str | None], list[dict[str, Any] | None]]:
-        """Per group: the signature of what the rebalance rules read, and the fleet row."""
-        rows: list[dict[str, Any] | None] = []
-        for raw in self.r.hmget(self.data.key_of("fleet"), groups):
-            try:
-                rows.append(json.loads(raw) if raw else None)
-            except ValueError:
-                rows.append(None)
-        pipe = self.r.pipeline(transaction=False)
-        for g, row in zip(groups, rows, strict=True):
-            gen = (
-                None
-                if row is None
-                else (row.get("generation") if row.get("generation") is not None else row.get("group_epoch"))
-            )
-            pipe.hget(self.data.group_key(g, "generations"), str(gen))
-        sigs: list[str | None] = []
-        for row, gen_raw in zip(rows, pipe.execute(), strict=True):
-            if row is None:
-                sigs.append(None)
-                continue
-            head = (
-                row.get("state"),
-                row.get("generation"),
-                row.get("group_epoch"),
-                row.get("last_change"),
-                row.get("members"),
-            )
-            sigs.append(f"{head}|{zlib.crc32(gen_raw or b'')}")
-        return sigs, rows
-
-    @staticmethod
-    def _doc_signature(doc: GroupDocument) -> str:
-        """The signature `_signatures` computes from Redis, computed from the document itself (the
-        fleet row and the generation row are derived from it by collectors/storage/redis_store.py). Were the
-        two ever to differ, the group would only be re-read more often, never judged less."""
-        gen = doc.generation if doc.generation is not None else doc.group_epoch
-        gen_raw = b""
-        for g in reversed(doc.generations):
-            if g.generation == gen and g.start is not None:
-                gen_raw = json.dumps(g.to_json(), separators=(",", ":"), sort_keys=True, default=str).encode()
-                break
-        head = (
-            doc.state or "Unknown",
-            doc.generation,
-            doc.group_epoch,
-            doc.last_change(),
-            len(doc.members),
-        )
-        return f"{head}|{zlib.crc32(gen_raw)}"
-
-    def _lag_quiet(self, row: dict[str, Any]) -> bool:
-        lag = row.get("lag") or 0
-        if lag == 0:
-            return True
-        if row.get("state") in GONE_STATES:
-            return False  # messages wait for a group nobody consumes: group_empty may fire
-        return float(row.get("lag_seconds") or 0.0) < self.quiet_seconds
-
-    def _facts_quiet(self, facts: Facts, now: int) -> bool:
-        """Whether a change of lag alone cannot change the verdict of a group with these facts: no
-        lag rule can count a row, and group_empty (which sums the lag waiting) cannot apply."""
-        silence = self.packed.silence
-        return silence.lag(facts) and (not facts.lagging or silence.empty(facts, now))
-
-    def _skip_quiet(
-        self, groups: list[str], refreshed: dict[str, str], result: CycleResult, now: int
-    ) -> list[str]:
-        """Mark the quiet groups as judged and return the others (to be read and evaluated)."""
-        out: list[str] = []
-        for chunk in _chunks(groups, self.chunk):
-            pipe = self.r.pipeline(transaction=False)
-            pipe.hmget(self.alerts.key_of("sig"), chunk)
-            pipe.hmget(self.data.summary_key("facts"), chunk)
-            old, facts = pipe.execute()
-            if not self.use_summaries:
-                facts = [None] * len(chunk)
-            quiet: dict[str, str] = {}
-            # Never judged (a cold start): nothing to compare with, read them. With summary facts the
-            # signature is the key of the group's rule head; without, it comes from the fleet row.
-            known: list[tuple[str, str]] = []
-            for g, prev, raw in zip(chunk, old, facts, strict=True):
-                if prev is None:
-                    out.append(g)
-                    continue
-                f = decode_facts(raw)
-                if f is None:
-                    known.append((g, prev.decode()))
-                elif f.key == prev.decode() and self._facts_quiet(f, now):
-                    quiet[g] = refreshed[g]
-                else:
-                    out.append(g)
-            if known:
-                sigs, rows = self._signatures([g for g, _ in known])
-                for (g, prev), sig, row in zip(known, sigs, rows, strict=True):
-                    if sig is not None and row is not None and prev == sig and self._lag_quiet(row):
-                        quiet[g] = refreshed[g]
-                    else:
-                        out.append(g)
-            if quiet:
-                self.r.hset(self.alerts.key_of("seen"), mapping=quiet)
-                result.skipped_quiet += len(quiet)
-        return out
 
     def run_cycle(
         self,
@@ -299,7 +135,7 @@ class Evaluator:
         renewed after every chunk, so a long cycle keeps it and a crashed one frees it within the TTL."""
         t0, c0 = time.perf_counter(), time.process_time()
         historic = at_ms is not None
-        now = at_ms if historic else (now_ms if now_ms is not None else _now_ms())
+        now = at_ms if historic else (now_ms if now_ms is not None else wall_clock_ms())
         assert now is not None
         result = CycleResult(now_ms=now)
         token = uuid.uuid4().hex
@@ -316,11 +152,11 @@ class Evaluator:
             self.alerts.release_lock(token)
         result.duration_s = time.perf_counter() - t0
         result.cpu_s = time.process_time() - c0
-        self.r.set(self.alerts.key_of("cycle"), json.dumps({**result.summary(), "wall_ms": _now_ms()}))
+        self.r.set(self.alerts.cycle_key, json.dumps({**result.summary(), "wall_ms": wall_clock_ms()}))
         return result
 
     def _cycle(self, result: CycleResult, now: int, historic: bool, full: bool) -> None:
-        refreshed = {k.decode(): v.decode() for k, v in self.r.hgetall(self.data.key_of("refreshed")).items()}
+        refreshed = {k.decode(): v.decode() for k, v in self.r.hgetall(self.data.refreshed_key).items()}
         result.groups_total = len(refreshed)
         active = self.alerts.active_by_group()
         if full:
@@ -340,24 +176,24 @@ class Evaluator:
             ]
         # Groups the collector no longer keeps (trimmed, deleted): their alerts end.
         gone = [g for g in active if g not in refreshed]
-        for chunk in _chunks(todo, self.chunk):
+        for chunk in chunks(todo, self.chunk):
             self._chunk(chunk, refreshed, active, now, historic, result)
-            self.r.pexpire(self.alerts.key_of("lock"), self._lock_ttl_ms)
+            self.r.pexpire(self.alerts.lock_key, self._lock_ttl_ms)
         if gone and not historic:
             pipe = self.r.pipeline(transaction=False)
             for g in gone:
                 for alert in active[g].values():
                     self._resolve(pipe, alert, now, result, reason="group no longer in Redis")
-                pipe.zrem(self.alerts.key_of("recheck"), g)
-                pipe.hdel(self.alerts.key_of("seen"), g)
-                pipe.hdel(self.alerts.key_of("sig"), g)
+                pipe.zrem(self.alerts.recheck_key, g)
+                pipe.hdel(self.alerts.seen_key, g)
+                pipe.hdel(self.alerts.signatures_key, g)
             pipe.execute()
-        result.active = self.r.hlen(self.alerts.key_of("active"))
+        result.active = self.r.hlen(self.alerts.active_key)
         # Resolved alerts older than the retention go, at most every ten minutes (whoever gets there).
         if (
             not historic
             and self.history_retention_ms is not None
-            and self.r.set(self.alerts.key_of("trimmed"), now, nx=True, px=600_000)
+            and self.r.set(self.alerts.trimmed_key, now, nx=True, px=600_000)
         ):
             result.trimmed = self.alerts.trim(now - self.history_retention_ms)
 
@@ -367,8 +203,8 @@ class Evaluator:
         if historic or not self.use_summaries:
             return [_doc_input(d) for d in self._docs(groups, now, historic, result)]
         pipe = self.r.pipeline(transaction=False)
-        pipe.hmget(self.data.summary_key("facts"), groups)
-        pipe.hmget(self.data.summary_key("rules"), groups)
+        pipe.hmget(self.data.facts_key, groups)
+        pipe.hmget(self.data.rule_heads_key, groups)
         facts, heads = pipe.execute()
         inputs = [
             _Input(f, head) if (f := decode_facts(raw)) is not None and head_readable(head) else _Input()
@@ -451,9 +287,9 @@ class Evaluator:
         newer than at_ms (its latest lag point is after at_ms)."""
         pipe = self.r.pipeline(transaction=False)
         for g in groups:
-            idx = self.data.group_key(g, "lag:idx")
-            pipe.zrevrangebyscore(idx, "+inf", "-inf", start=0, num=1, withscores=True)
-            pipe.zrevrangebyscore(idx, at_ms, "-inf", start=0, num=1)
+            lag_index = self.data.lag_index_key(g)
+            pipe.zrevrangebyscore(lag_index, "+inf", "-inf", start=0, num=1, withscores=True)
+            pipe.zrevrangebyscore(lag_index, at_ms, "-inf", start=0, num=1)
         res = pipe.execute()
         fetch: list[tuple[int, str]] = []
         for i in range(len(groups)):
@@ -469,7 +305,7 @@ class Evaluator:
             return
         pipe = self.r.pipeline(transaction=False)
         for i, field_id in fetch:
-            pipe.hget(self.data.group_key(groups[i], "lag"), field_id)
+            pipe.hget(self.data.lag_points_key(groups[i]), field_id)
         for (i, _), raw in zip(fetch, pipe.execute(), strict=True):
             doc = docs[i]
             if raw and isinstance(doc, GroupDocument):
@@ -526,10 +362,10 @@ class Evaluator:
         # Bookkeeping for the whole chunk in a few commands.
         if historic:
             # the live evaluator re-judges them next cycle
-            pipe.hdel(self.alerts.key_of("seen"), *groups)
-            pipe.hdel(self.alerts.key_of("sig"), *groups)
+            pipe.hdel(self.alerts.seen_key, *groups)
+            pipe.hdel(self.alerts.signatures_key, *groups)
         else:
-            pipe.hset(self.alerts.key_of("seen"), mapping={g: refreshed[g] for g in groups})
+            pipe.hset(self.alerts.seen_key, mapping={g: refreshed[g] for g in groups})
             # The signature judged: the rule head's key, or for a document the one _signatures
             # computes from its fleet row.
             known = {
@@ -538,16 +374,16 @@ class Evaluator:
                 if x.facts is not None or x.doc is not None
             }
             if known:
-                pipe.hset(self.alerts.key_of("sig"), mapping=known)
+                pipe.hset(self.alerts.signatures_key, mapping=known)
             if rechecks:
-                pipe.zadd(self.alerts.key_of("recheck"), rechecks)
+                pipe.zadd(self.alerts.recheck_key, rechecks)
             if no_recheck:
-                pipe.zrem(self.alerts.key_of("recheck"), *no_recheck)
+                pipe.zrem(self.alerts.recheck_key, *no_recheck)
         if fires:
             # An episode already recorded and resolved (a replay of a moment judged before) is not
             # fired again: its id is the same, and the history keeps its end.
             ids = [alert_id(self.cluster, f.group, f.rule, min(f.since, now)) for f in fires]
-            known = self.r.hmget(self.alerts.key_of("log"), ids)
+            known = self.r.hmget(self.alerts.log_key, ids)
             for f, raw in zip(fires, known, strict=True):
                 if raw is None or json.loads(raw).get("state") == "firing":
                     self._fire(pipe, f, now, result)
@@ -581,111 +417,3 @@ class Evaluator:
         self.alerts.queue_resolve(pipe, alert)
         result.resolved += 1
         result.transitions.append(Transition("resolved", alert.to_json()))
-
-
-@dataclass
-class FleetResult:
-    """One cycle over every cluster: each cluster's result, and the clusters that failed."""
-
-    now_ms: int
-    cycles: dict[str, CycleResult] = field(default_factory=dict)
-    errors: dict[str, str] = field(default_factory=dict)  # cluster -> why its cycle failed
-
-    @property
-    def transitions(self) -> list[Transition]:
-        return [t for c in self.cycles.values() for t in c.transitions]
-
-    @property
-    def locked(self) -> list[str]:
-        """Clusters whose cycle was skipped because another one held their lock."""
-        return [name for name, c in self.cycles.items() if c.skipped_locked]
-
-    def total(self, what: str) -> int:
-        return sum(int(getattr(c, what)) for c in self.cycles.values())
-
-    def summary(self) -> dict[str, Any]:
-        totals = (
-            "groups_total",
-            "evaluated",
-            "fired",
-            "resolved",
-            "updated",
-            "active",
-            "skipped_quiet",
-            "bad_documents",
-        )
-        return {
-            "now_ms": self.now_ms,
-            **{k: self.total(k) for k in totals},
-            "transitions": len(self.transitions),
-            "clusters": {name: c.summary() for name, c in self.cycles.items()},
-            "errors": dict(self.errors),
-        }
-
-
-class ClusterEvaluator:
-    """Evaluation cycles over every Kafka cluster in one Redis.
-
-    The clusters are those of the registry (each collector registers its cluster when it starts)
-    and the configured ones, read again every cycle, so a cluster whose collector starts after the
-    worker is judged from its first cycle on. Each cluster keeps its own Evaluator (its caches and
-    its resolved rules) and its own alerts, lock and bookkeeping under its prefix."""
-
-    def __init__(
-        self,
-        client: Any,
-        config: AlertConfig,
-        configured: Iterable[str] = (),
-        base: str = BASE_PREFIX,
-        only: str | None = None,
-        **evaluator_kw: Any,
-    ) -> None:
-        self.r = client
-        self.config = config
-        self.configured = list(configured)
-        self.base = base
-        self.only = only  # one cluster (`alerts evaluate --cluster`), else all
-        self.evaluator_kw = evaluator_kw
-        self._evaluators: dict[str, Evaluator] = {}
-
-    def cluster_names(self) -> list[str]:
-        if self.only is not None:
-            return [self.only]
-        return cluster_names(self.r, self.configured, self.base)
-
-    def evaluator(self, name: str) -> Evaluator:
-        ev = self._evaluators.get(name)
-        if ev is None:
-            ev = Evaluator(
-                self.r,
-                self.config.for_cluster(name),
-                prefix=cluster_prefix(name, self.base),
-                cluster=name,
-                **self.evaluator_kw,
-            )
-            self._evaluators[name] = ev
-        return ev
-
-    def run_cycle(
-        self,
-        now_ms: int | None = None,
-        at_ms: int | None = None,
-        full: bool = False,
-        lock_ttl_ms: int = 60_000,
-    ) -> FleetResult:
-        """One cycle per cluster (see Evaluator.run_cycle), one after the other. Without `now_ms`
-        each cluster's cycle takes the clock when it starts, as a single cluster's does."""
-        out = FleetResult(
-            now_ms=at_ms if at_ms is not None else (now_ms if now_ms is not None else _now_ms())
-        )
-        for name in self.cluster_names():  # the registry: a Redis it cannot read fails the cycle
-            try:
-                out.cycles[name] = self.evaluator(name).run_cycle(
-                    now_ms=now_ms, at_ms=at_ms, full=full, lock_ttl_ms=lock_ttl_ms
-                )
-            except Exception as e:  # one cluster's broken data must not stop the others' evaluation
-                log.error("cluster %s: evaluation cycle failed; the other clusters go on", name, exc_info=e)
-                out.errors[name] = f"{type(e).__name__}: {e}"
-                # Its evaluator may hold half-read state; the next cycle starts it afresh.
-                self._evaluators.pop(name, None)
-        return out

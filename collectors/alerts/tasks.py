@@ -4,7 +4,7 @@ notification is its own task, retried with exponential backoff, so a failing cha
 Redis is the broker (the same Redis the collector writes). Tasks go to the `groupscope-alerts` queue,
 so a Celery worker of the dashboard (background callbacks) on the same Redis never takes them.
 
-A cycle evaluates every Kafka cluster of that Redis (collectors/alerts/evaluate.py, ClusterEvaluator):
+A cycle evaluates every Kafka cluster of that Redis (collectors/alerts/cluster_cycle.py, ClusterEvaluator):
 the registry's clusters, read again each cycle, and the configured ones.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from celery import Celery
 
-from collectors.alerts.evaluate import ClusterEvaluator
+from collectors.alerts.cluster_cycle import ClusterEvaluator
 from collectors.alerts.notifiers import build_notifier
 from collectors.alerts.notify import Notifier, NotifyError, backoff_delay, make_event
 from collectors.redis_tls import celery_tls_conf

@@ -73,10 +73,11 @@ def evaluate(
     the others are evaluated all the same (exit status 1)."""
     import redis
 
+    from collectors.alerts.cluster_cycle import ClusterEvaluator
     from collectors.alerts.config import load_alert_config
-    from collectors.alerts.evaluate import ClusterEvaluator
     from collectors.alerts.notifiers import build_notifier
     from collectors.alerts.notify import ThreadDispatcher, make_event
+    from collectors.storage.alerts import AlertStore
     from collectors.storage.clusters import cluster_prefix
 
     settings = settings_from(redis_url=redis_url)
@@ -143,7 +144,7 @@ def evaluate(
     for name in result.locked:
         click.echo(
             f"groupscope: cluster {name}: another evaluation cycle is running "
-            f"(lock {cluster_prefix(name)}:alerts:lock); try again",
+            f"(lock {AlertStore(client, prefix=cluster_prefix(name)).lock_key}); try again",
             err=True,
         )
     if result.errors or result.locked:

@@ -18,7 +18,8 @@ from collectors.command_options import redis_option, settings_from
 from collectors.config import DEFAULT_CLUSTER, ConfigError, Settings, check_cluster_name, one_cluster
 from collectors.redact import redact
 from collectors.storage.clusters import ClusterRegistry, cluster_prefix, list_groups_across
-from collectors.storage.redis_store import SORT_KEYS, RedisStore
+from collectors.storage.fleet_rows import SORT_KEYS
+from collectors.storage.redis_store import RedisStore
 
 cluster_option = click.option(
     "--cluster",
@@ -56,8 +57,8 @@ class Clusters:
         return self._alert_config.for_cluster(cluster)
 
     def statuses(self, stores: dict[str, RedisStore], now_ms: int) -> dict[str, Any]:
-        """cluster -> its FleetStatuses at now_ms (collectors/storage/fleet_statuses.py)."""
-        from collectors.storage.fleet_statuses import read_statuses
+        """cluster -> its FleetStatuses at now_ms (collectors/alerts/fleet_statuses.py)."""
+        from collectors.alerts.fleet_statuses import read_statuses
 
         return {n: read_statuses(st, self.alert_config(n), now_ms) for n, st in stores.items()}
 

@@ -27,7 +27,7 @@ covers every cluster of the Redis, those of its registry and the configured ones
 
 The statuses (storm, flapping, lagging) are the alert rules' (coordinator_model/statuses.py), with
 the alert configuration given (`config`, the worker's; default: the built-in rules), judged at
-scrape time (collectors/storage/fleet_statuses.py): a scrape counts the groups the alerts raise
+scrape time (collectors/alerts/fleet_statuses.py): a scrape counts the groups the alerts raise
 those alerts for.
 
 The endpoints that serve it (`make_wsgi_app`, `start_metrics_server`, `make_registry`) are
@@ -42,13 +42,8 @@ the ~500,000 samples through several function calls, which was as slow as readin
 `make_registry` keeps a prometheus_client registry for other servers, with the same series from the
 same read.
 
-The sink stores each group's lines without a cluster label (collectors/storage/summaries.py); the label
-is added when serving, by `with_label` over a family's joined lines: one `bytes.replace` of
-`\nFAMILY{` at line starts. That is exact because every line of a family's hash starts with the
-family's name and `{` (or a space, for a line without labels, which `with_label` handles too), and
-no line holds a raw newline before its end (the text format escapes one in a label value as `\n`),
-so the pattern matches line starts only, whatever a group or topic is called
-(tests/test_alerts_clusters_metrics.py holds this with hypothesis on odd names).
+The sink stores each group's lines without a cluster label; the label is added when serving
+(cluster_label.py).
 """
 
 from __future__ import annotations
@@ -64,13 +59,13 @@ from prometheus_client.core import Metric
 from prometheus_client.parser import text_string_to_metric_families
 
 from collectors.alerts.clusters import cluster_names
+from collectors.alerts.fleet_statuses import FleetStatuses, read_statuses
 from collectors.config import DEFAULT_CLUSTER
+from collectors.exporter.cluster_label import label_lines
 from collectors.gc_pause import no_cyclic_gc
 from collectors.storage.alerts import AlertStore
 from collectors.storage.clusters import BASE_PREFIX, cluster_prefix
-from collectors.storage.fleet_statuses import FleetStatuses, read_statuses
-from collectors.storage.redis_store import RedisStore
-from collectors.storage.summaries import (
+from collectors.storage.metric_lines import (
     GROUP_FAMILIES,
     TASK_FAMILIES,
     esc,
@@ -80,6 +75,7 @@ from collectors.storage.summaries import (
     task_lines,
     task_values,
 )
+from collectors.storage.redis_store import RedisStore
 from coordinator_model.alert_rules import AlertConfig, parse_alert_config
 from coordinator_model.document.types import DocumentError, GroupDocument
 from coordinator_model.statuses import STATUSES
@@ -116,71 +112,6 @@ FAMILIES: dict[str, str] = {
     "groupscope_alert_cycle_groups_evaluated": "Groups judged in the last evaluation cycle",
     "groupscope_scrape_errors": "1 when Redis could not be read for this scrape",
 }
-
-
-def with_label(family: str, lines: list[bytes], label: bytes) -> bytes:
-    """The lines of one family (each ending in a newline) joined, with `label` (`name="value"`,
-    escaped) first in every line's labels. See the module's docstring for why a replace at line
-    starts is exact. Lines that are not of the family are left out (see `_labelled`)."""
-    return bytes(_labelled(family, lines, label)[0])
-
-
-def _labelled(family: str, lines: list[bytes], label: bytes) -> tuple[memoryview, int]:
-    """`with_label` as a view (which the scrape's final join copies once), and how many lines were
-    left out. At 50,000 groups the replace meets ~500,000 line starts; its search per match costs
-    more than copying the text.
-
-    The sink's lines always start with the family's name; were a stored value not to (garbage), or
-    cut short of its newline (gluing two groups' lines into one), Prometheus would refuse the whole
-    scrape, every cluster's. The replaces' growth says how many line starts they labelled, and two
-    counts how many lines there are and how often the family's name occurs: unless all three agree
-    (and the text ends with a newline), the lines are taken one by one (parsed: slow, but only then)
-    and those that are not one sample of the family are left out. A group or topic whose name holds
-    the family's name takes that path too, and is served. A malformed value within a line of the
-    family's (never written by the sink) is not looked for."""
-    name = family.encode()
-    text = b"".join([b"\n", *lines])
-    size = len(text)
-    text = text.replace(b"\n" + name + b"{", b"\n" + name + b"{" + label + b",")
-    labelled = (len(text) - size) // (len(label) + 1)
-    size = len(text)
-    # A line without labels (none is stored today; a line of an older or newer sink might be).
-    text = text.replace(b"\n" + name + b" ", b"\n" + name + b"{" + label + b"} ")
-    labelled += (len(text) - size) // (len(label) + 2)
-    lines_ = text.count(b"\n") - 1
-    if labelled == lines_ and text.endswith(b"\n") and text.count(name) == lines_:
-        return memoryview(text)[1:], 0
-    return _labelled_lines(family, lines, label)
-
-
-def _labelled_lines(family: str, lines: list[bytes], label: bytes) -> tuple[memoryview, int]:
-    """The slow path of `_labelled`, for a family whose stored lines are not all samples of it."""
-    name = family.encode()
-    good: list[bytes] = []
-    dropped = 0
-    for value in lines:
-        parts = value.split(b"\n")
-        if parts[-1]:
-            dropped += 1  # a value cut short of its newline: its last line is not whole
-        for line in parts[:-1]:
-            if not line:
-                continue
-            if line.startswith(name + b"{"):
-                out = name + b"{" + label + b"," + line[len(name) + 1 :]
-            elif line.startswith(name + b" "):
-                out = name + b"{" + label + b"}" + line[len(name) :]
-            else:
-                dropped += 1
-                continue
-            try:
-                samples = [s for f in text_string_to_metric_families(out.decode() + "\n") for s in f.samples]
-            except Exception:
-                samples = []
-            if len(samples) == 1 and samples[0].name == family:
-                good.append(out + b"\n")
-            else:
-                dropped += 1
-    return memoryview(b"".join(good)), dropped
 
 
 @dataclass
@@ -235,7 +166,7 @@ class MetricsSource:
         self.configured = list(clusters)
         self.per_partition = per_partition
         self.chunk = chunk
-        # False reads every group's fleet row and document (the path before summaries; benchmarks
+        # False reads every group's fleet row and document (the path summaries spare; benchmarks
         # and tests compare the two).
         self.summaries = summaries
 
@@ -263,14 +194,14 @@ class MetricsSource:
         # dictionaries of 50,000 keys cost as much as the transfer).
         families = GROUP_FAMILIES if self.summaries else ()
         pipe = self.r.pipeline(transaction=False)
-        pipe.hkeys(data.key_of("fleet"))
-        pipe.hgetall(data.key_of("fleet", "state"))
-        pipe.hgetall(data.key_of("fleet", "type"))
+        pipe.hkeys(data.fleet_key)
+        pipe.hgetall(data.fleet_states_key)
+        pipe.hgetall(data.fleet_types_key)
         if families:
-            pipe.hkeys(data.summary_key(f"metrics:{families[0]}"))
+            pipe.hkeys(data.metrics_key(families[0]))
             for family in families:
-                pipe.hlen(data.summary_key(f"metrics:{family}"))
-                pipe.hvals(data.summary_key(f"metrics:{family}"))
+                pipe.hlen(data.metrics_key(family))
+                pipe.hvals(data.metrics_key(family))
         names, states, types, *found = pipe.execute()
         fleet = set(names)
         for raw_name in names:
@@ -290,7 +221,7 @@ class MetricsSource:
             else:  # groups without summaries, or deleted since: take those of the fleet only
                 pipe = self.r.pipeline(transaction=False)
                 for family in families:
-                    pipe.hgetall(data.summary_key(f"metrics:{family}"))
+                    pipe.hgetall(data.metrics_key(family))
                 stored = pipe.execute()
                 complete = fleet.intersection(*(hash_.keys() for hash_ in stored))
                 for family, hash_ in zip(families, stored, strict=True):
@@ -300,7 +231,7 @@ class MetricsSource:
             # other lines were (the others' come with them from their documents, below)
             pipe = self.r.pipeline(transaction=False)
             for family in TASK_FAMILIES:
-                pipe.hgetall(data.summary_key(f"metrics:{family}"))
+                pipe.hgetall(data.metrics_key(family))
             for family, hash_ in zip(TASK_FAMILIES, pipe.execute(), strict=True):
                 scrape.lines[family] = [v for k, v in hash_.items() if v and k in complete]
         missing = [n.decode() for n in names if n not in complete]
@@ -338,7 +269,7 @@ class MetricsSource:
         from their fleet rows and documents: the same computation the sink's summaries are made with."""
         for i in range(0, len(names), self.chunk):
             chunk = names[i : i + self.chunk]
-            rows = self.r.hmget(data.key_of("fleet"), chunk)
+            rows = self.r.hmget(data.fleet_key, chunk)
             docs = data.document_texts(chunk)
             for name, raw_row, raw_doc in zip(chunk, rows, docs, strict=True):
                 row = _loads(raw_row)
@@ -366,7 +297,7 @@ class MetricsSource:
                 stored[name] = []
                 for scrape in scrapes:
                     if scrape.error is None and scrape.lines[name]:
-                        text, dropped = _labelled(name, scrape.lines[name], scrape.label.encode())
+                        text, dropped = label_lines(name, scrape.lines[name], scrape.label.encode())
                         stored[name].append(text)
                         if dropped:
                             log.warning(

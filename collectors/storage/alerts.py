@@ -118,11 +118,48 @@ class AlertStore:
         a["cluster"] = self.cluster
         return a
 
+    # ---- key names (the module's docstring says what each holds) ------------------------------------
     def key_of(self, *parts: str) -> str:
         return ":".join((self.p, "alerts", *parts))
 
     def group_key(self, group: str) -> str:
         return f"{self.p}:alerts:group:{{{group}}}"
+
+    @property
+    def active_key(self) -> str:
+        return self.key_of("active")
+
+    @property
+    def log_key(self) -> str:
+        return self.key_of("log")
+
+    @property
+    def history_key(self) -> str:
+        return self.key_of("history")
+
+    @property
+    def seen_key(self) -> str:
+        return self.key_of("seen")
+
+    @property
+    def recheck_key(self) -> str:
+        return self.key_of("recheck")
+
+    @property
+    def signatures_key(self) -> str:
+        return self.key_of("sig")
+
+    @property
+    def cycle_key(self) -> str:
+        return self.key_of("cycle")
+
+    @property
+    def lock_key(self) -> str:
+        return self.key_of("lock")
+
+    @property
+    def trimmed_key(self) -> str:
+        return self.key_of("trimmed")
 
     @staticmethod
     def field(group: str, rule: str) -> str:
@@ -134,10 +171,10 @@ class AlertStore:
     ) -> list[dict[str, Any]]:
         """Firing alerts, newest first, optionally for one group and/or rule."""
         if group is not None and rule is not None:
-            raw = self.r.hget(self.key_of("active"), self.field(group, rule))
+            raw = self.r.hget(self.active_key, self.field(group, rule))
             values = [raw] if raw else []
         else:
-            values = list(self.r.hvals(self.key_of("active")))
+            values = list(self.r.hvals(self.active_key))
         out = [self._load(v) for v in values]
         out = [
             a
@@ -162,7 +199,7 @@ class AlertStore:
         """Every alert (firing and resolved) with its evidence, newest first; filters optional.
 
         `since`/`until` bound the alert's start time. With a group, reads only that group's index."""
-        key = self.group_key(group) if group is not None else self.key_of("history")
+        key = self.group_key(group) if group is not None else self.history_key
         lo = "-inf" if since is None else since
         hi = "+inf" if until is None else until
         out: list[dict[str, Any]] = []
@@ -174,7 +211,7 @@ class AlertStore:
             if not ids:
                 break
             start += len(ids)
-            for raw in self.r.hmget(self.key_of("log"), ids):
+            for raw in self.r.hmget(self.log_key, ids):
                 if not raw:
                     continue
                 a = self._load(raw)
@@ -199,17 +236,17 @@ class AlertStore:
             "active": sum(by_rule.values()),
             "by_rule": by_rule,
             "by_severity": by_severity,
-            "history": self.r.zcard(self.key_of("history")),
+            "history": self.r.zcard(self.history_key),
         }
 
     def last_cycle(self) -> dict[str, Any] | None:
-        raw = self.r.get(self.key_of("cycle"))
+        raw = self.r.get(self.cycle_key)
         return json.loads(raw) if raw else None
 
     # ---- write side (the evaluator) -----------------------------------------------------------------
     def active_by_group(self) -> dict[str, dict[str, Alert]]:
         out: dict[str, dict[str, Alert]] = {}
-        for raw in self.r.hvals(self.key_of("active")):
+        for raw in self.r.hvals(self.active_key):
             a = Alert.from_json(json.loads(raw), self.cluster)
             out.setdefault(a.group, {})[a.rule] = a
         return out
@@ -218,9 +255,9 @@ class AlertStore:
         if alert.cluster is None:
             alert.cluster = self.cluster
         body = _dumps(alert.to_json())
-        pipe.hset(self.key_of("active"), self.field(alert.group, alert.rule), body)
-        pipe.hset(self.key_of("log"), alert.id, body)
-        pipe.zadd(self.key_of("history"), {alert.id: alert.since})
+        pipe.hset(self.active_key, self.field(alert.group, alert.rule), body)
+        pipe.hset(self.log_key, alert.id, body)
+        pipe.zadd(self.history_key, {alert.id: alert.since})
         pipe.zadd(self.group_key(alert.group), {alert.id: alert.since})
 
     def queue_update(self, pipe: Any, alert: Alert) -> None:
@@ -229,42 +266,42 @@ class AlertStore:
     def queue_resolve(self, pipe: Any, alert: Alert) -> None:
         if alert.cluster is None:
             alert.cluster = self.cluster
-        pipe.hdel(self.key_of("active"), self.field(alert.group, alert.rule))
-        pipe.hset(self.key_of("log"), alert.id, _dumps(alert.to_json()))
-        pipe.zadd(self.key_of("history"), {alert.id: alert.since})
+        pipe.hdel(self.active_key, self.field(alert.group, alert.rule))
+        pipe.hset(self.log_key, alert.id, _dumps(alert.to_json()))
+        pipe.zadd(self.history_key, {alert.id: alert.since})
         pipe.zadd(self.group_key(alert.group), {alert.id: alert.since})
 
     def seen(self) -> dict[str, str]:
-        return {k.decode(): v.decode() for k, v in self.r.hgetall(self.key_of("seen")).items()}
+        return {k.decode(): v.decode() for k, v in self.r.hgetall(self.seen_key).items()}
 
     def due(self, now_ms: int) -> list[str]:
-        return [g.decode() for g in self.r.zrangebyscore(self.key_of("recheck"), "-inf", now_ms)]
+        return [g.decode() for g in self.r.zrangebyscore(self.recheck_key, "-inf", now_ms)]
 
     def acquire_lock(self, ttl_ms: int, token: str) -> bool:
-        return bool(self.r.set(self.key_of("lock"), token, nx=True, px=ttl_ms))
+        return bool(self.r.set(self.lock_key, token, nx=True, px=ttl_ms))
 
     def release_lock(self, token: str) -> None:
         # Only the holder releases: compare-and-delete on the server.
         self.r.eval(
             "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0",
             1,
-            self.key_of("lock"),
+            self.lock_key,
             token,
         )
 
     def trim(self, older_than_ms: int) -> int:
         """Drop resolved alerts that ended before `older_than_ms` (the history retention)."""
         removed = 0
-        ids = self.r.zrangebyscore(self.key_of("history"), "-inf", older_than_ms)
+        ids = self.r.zrangebyscore(self.history_key, "-inf", older_than_ms)
         for i in range(0, len(ids), 1000):
             chunk = ids[i : i + 1000]
             pipe = self.r.pipeline(transaction=False)
-            for raw_id, raw in zip(chunk, self.r.hmget(self.key_of("log"), chunk), strict=True):
+            for raw_id, raw in zip(chunk, self.r.hmget(self.log_key, chunk), strict=True):
                 a = json.loads(raw) if raw else None
                 if a is not None and (a["state"] == "firing" or (a.get("until") or 0) >= older_than_ms):
                     continue
-                pipe.hdel(self.key_of("log"), raw_id)
-                pipe.zrem(self.key_of("history"), raw_id)
+                pipe.hdel(self.log_key, raw_id)
+                pipe.zrem(self.history_key, raw_id)
                 if a is not None:
                     pipe.zrem(self.group_key(a["group"]), raw_id)
                 removed += 1
@@ -273,4 +310,4 @@ class AlertStore:
 
     def clear(self) -> None:
         """Forget the evaluator's bookkeeping (not the alerts): the next cycle re-judges every group."""
-        self.r.delete(self.key_of("seen"), self.key_of("recheck"), self.key_of("sig"))
+        self.r.delete(self.seen_key, self.recheck_key, self.signatures_key)

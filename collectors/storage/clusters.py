@@ -122,7 +122,7 @@ def list_groups_across(
 ) -> tuple[int, list[dict[str, Any]]]:
     """`RedisStore.list_groups` over several clusters: (total matching, one page of fleet rows, each
     with its `cluster`), in the order one index of all of them would give (merge_pages)."""
-    from collectors.storage.redis_store import sort_scores
+    from collectors.storage.fleet_rows import sort_scores
 
     parts = {
         c: store.list_groups(sort_by, descending, state, name_contains, type_, 0, offset + limit)

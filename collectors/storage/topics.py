@@ -240,7 +240,7 @@ class TopicIndex:
         self.p = prefix
         self.group_key = group_key  # RedisStore.group_key: a group's own keys (its lag history)
         self._aggregate = client.register_script(AGGREGATE_SCRIPT)
-        self._filter = filter_script  # the fleet's index walk (redis_store._FILTER_SCRIPT)
+        self._filter = filter_script  # the fleet's index walk (lua_scripts.FILTER_SCRIPT)
         self.touched: set[str] = set()  # topics whose aggregate is due (flush)
 
     # ---- key names (docs/redis-schema.md, "Topics") ------------------------------------------------

@@ -2,7 +2,8 @@
 the only one): every group of that cluster that reads the topic, its state, the members that
 own the topic's partitions and its lag, as a table (with links to the group's page and what-if), a
 partition x group heatmap of lag and each group's lag over time. The lag history's span and metric
-are in the page's URL (`?range=6h&metric=seconds`, dashboard/urls.py)."""
+are in the page's URL (`?range=6h&metric=seconds`, dashboard/urls.py); by default the span is the
+history held (up to a day), said in the chart's title, and the bare URL says so."""
 
 from __future__ import annotations
 
@@ -25,13 +26,17 @@ from dashboard.components import (
     url_note,
 )
 from dashboard.data import DashboardData, Unavailable
-from dashboard.figures import empty_figure, lag_over_time_figure, topic_lag_heatmap
-from dashboard.urls import build_query, parse_path, parse_query, topics_url
+from dashboard.figures import _dur, empty_figure, lag_over_time_figure, topic_lag_heatmap
+from dashboard.urls import HISTORY_HELD, build_query, parse_path, parse_query, topics_url
 
 HEATMAP_GROUPS = 60  # the worst groups drawn in the heatmap (the table lists all of them)
 HISTORY_GROUPS = 10  # the worst groups drawn in the lag history
-# The span of lag history drawn, ending at the newest point known (now, on a live cluster).
+# The span of lag history drawn, ending at the newest point known (now, on a live cluster). The
+# default is the history held, however short ("last hour" sat over 50 s of a new cluster's data, issue
+# 34), up to the longest preset's: a cluster watched for a week opens on its last day.
+HELD_UP_TO_MS = 24 * 3_600_000
 HISTORY_RANGES = [
+    ("all the history held", HISTORY_HELD),
     ("last 15 min", 15 * 60_000),
     ("last hour", 3_600_000),
     ("last 6 hours", 6 * 3_600_000),
@@ -114,7 +119,9 @@ def layout(name: str, cluster: str | None = None, multi: bool = False, search: s
                     html.Div(
                         [
                             choice("topic-lag-metric", LAG_METRICS, q.get("metric", "lag")),
-                            choice("topic-lag-range", HISTORY_RANGES, q.get("range", 3_600_000), width=160),
+                            choice(
+                                "topic-lag-range", HISTORY_RANGES, q.get("range", HISTORY_HELD), width=200
+                            ),
                         ],
                         className="filters",
                     ),
@@ -130,7 +137,8 @@ def topic_outputs(
     data: DashboardData, name: str, metric: str, range_ms: int, cluster: str | None = None
 ) -> tuple[Any, Any, Any, Any]:
     """(header, group rows, heatmap, lag history) of one topic of `cluster` (None: a legacy URL's,
-    DashboardData.resolve); an unknown topic is explained."""
+    DashboardData.resolve); an unknown topic is explained. `range_ms` HISTORY_HELD: the lag history
+    held, up to HELD_UP_TO_MS, its span said in the chart's title."""
     title = "Lag per partition (partition × group)"
     history_title = "Lag over time"
     try:
@@ -149,7 +157,8 @@ def topic_outputs(
                 empty_figure(history_title, "No groups."),
             )
         worst = [g["group"] for g in view.groups[:HISTORY_GROUPS]]
-        history = data.topic_lag_history(name, worst, range_ms, cluster)
+        span = HELD_UP_TO_MS if range_ms == HISTORY_HELD else range_ms
+        history = data.topic_lag_history(name, worst, span, cluster)
     except Unavailable as e:
         msg = empty_state("Redis is unreachable", str(e), "The page retries on every refresh.")
         return msg, [], empty_figure(title, "Redis is unreachable."), empty_figure(history_title, "")
@@ -190,7 +199,22 @@ def topic_outputs(
     lines = lag_over_time_figure(series, metric, "group")
     if len(view.groups) > HISTORY_GROUPS:
         lines.update_layout(title_text=lines.layout.title.text + f" (the {HISTORY_GROUPS} furthest behind)")
+    if range_ms == HISTORY_HELD and history:
+        lines.update_layout(title_text=lines.layout.title.text + f": {held_span(history)}")
     return header, rows, heatmap, lines
+
+
+def held_span(history: dict[str, list[tuple[int, int, float]]]) -> str:
+    """How much lag history the chart draws when it draws all that is held: "all 52.0 s held", "all
+    3.5 h held"; "the last 24.0 h" when it reads as far back as it may (there may be more before);
+    "one moment held" for points all at one time."""
+    times = [t for points in history.values() for t, _, _ in points]
+    span = max(times) - min(times)
+    if span == 0:
+        return "one moment held"
+    if span >= HELD_UP_TO_MS - 60_000:
+        return f"the last {_dur(HELD_UP_TO_MS)}"
+    return f"all {_dur(span)} held"
 
 
 def register(app: Dash, data: DashboardData) -> None:
@@ -208,7 +232,7 @@ def register(app: Dash, data: DashboardData) -> None:
     def render(pathname: str | None, _n: int | None, metric: str, range_ms: int) -> tuple[Any, ...]:
         route = parse_path(pathname)
         out = topic_outputs(
-            data, route.topic or "", metric or "lag", int(range_ms or 3_600_000), route.cluster
+            data, route.topic or "", metric or "lag", int(range_ms or HISTORY_HELD), route.cluster
         )
         # as tall as its rows, up to ten of them (then it scrolls)
         return (*out, {"height": f"{60 + 42 * min(max(len(out[1]), 1), 10)}px"})

@@ -18,8 +18,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from collectors.alerts.summary_rules import PackedEvaluator
 from collectors.storage.redis_store import RedisStore
-from collectors.storage.summaries import Facts, PackedEvaluator, decode_facts
+from collectors.storage.summaries import Facts, decode_facts
 from coordinator_model.alert_rules import AlertConfig, Finding
 from coordinator_model.document.types import DocumentError
 from coordinator_model.statuses import STATUSES, group_statuses
@@ -75,9 +76,9 @@ def read_statuses(
     out = FleetStatuses(now_ms, {s: {} for s in wanted})
     r = store.r
     pipe = r.pipeline(transaction=False)
-    pipe.hkeys(store.key_of("fleet"))
+    pipe.hkeys(store.fleet_key)
     if summaries:
-        pipe.hgetall(store.summary_key("facts"))
+        pipe.hgetall(store.facts_key)
     names_raw, *facts_raw = pipe.execute()
     stored: dict[bytes, bytes] = facts_raw[0] if facts_raw else {}
     packed = PackedEvaluator(config)
@@ -94,7 +95,7 @@ def read_statuses(
     want_head = [name for name, f in with_facts if packed.needs_head(name, f, now_ms, wanted)]
     for i in range(0, len(want_head), chunk):
         part = want_head[i : i + chunk]
-        heads.update(zip(part, r.hmget(store.summary_key("rules"), part), strict=True))
+        heads.update(zip(part, r.hmget(store.rule_heads_key, part), strict=True))
     for name, f in with_facts:
         found = packed.statuses(name, f, heads.get(name), now_ms, wanted)
         if found is None:
