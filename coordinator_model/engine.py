@@ -17,13 +17,12 @@ Who knows what (and so who wins when sources disagree):
   sampled: between snapshots nothing is known from them.
 
 Evidence from different sources may arrive a few seconds out of order: a late piece of evidence is
-applied at the time of the latest transition it cannot precede (`_clamp`), and an inferred
+applied at the time of the latest transition it cannot precede (`clamp`), and an inferred
 rebalance start is moved to the broker's time when the broker's line comes in.
 """
 
 from __future__ import annotations
 
-import bisect
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -33,7 +32,7 @@ from coordinator_model.broker_log import (
 )
 from coordinator_model.classic import ClassicGroupModel
 from coordinator_model.consumer import ConsumerGroupModel, has_k848_details
-from coordinator_model.document.types import GroupDocument, LagDoc
+from coordinator_model.document.types import GroupDocument
 from coordinator_model.document.writer import group_document
 from coordinator_model.evidence import (
     CONSUMER,
@@ -59,14 +58,20 @@ from coordinator_model.evidence import (
     StreamsTopology,
     UnknownRecord,
 )
-from coordinator_model.evidence_order import sort_evidence, sort_key
-from coordinator_model.group_metadata import CONSUMER_PROTOCOL_TYPE
+from coordinator_model.evidence_order import sort_evidence
+from coordinator_model.group_offsets import GroupOffsets
 from coordinator_model.membership import (
-    TP,
     Generation,  # noqa: F401  engines pickled before membership.py
     Member,
 )
-from coordinator_model.offsets import CommitRun, OffsetState, OffsetStore, merged_rows
+from coordinator_model.offsets import (
+    OffsetState,  # noqa: F401  engines pickled before offsets/ name it here
+    OffsetStore,
+)
+from coordinator_model.offsets.expiry import (
+    CONSUMER_PROTOCOL_TYPE,
+    DEFAULT_OFFSETS_RETENTION_MS,
+)
 from coordinator_model.older_pickles import migrate
 from coordinator_model.share import ShareGroupModel
 from coordinator_model.share.group import SHARE_PROTOCOL_TYPE
@@ -81,7 +86,6 @@ from coordinator_model.weighing import (
     outweighs,
 )
 
-DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000
 MAX_DEPARTED = 500
 # The sources that speak for the group coordinator itself: its `__consumer_offsets` records, its log,
 # and the Admin API's answers. Client heartbeat events are not among them: any application with the
@@ -90,10 +94,10 @@ MAX_DEPARTED = 500
 COORDINATOR_SOURCES = frozenset({"offsets", "broker_log", "describe", SHARE_START_OFFSETS})
 
 
-class GroupEngine:
+class GroupEngine(GroupOffsets):
     """Rebuilds one group's state, members, generations and timeline from evidence."""
 
-    def __init__(self, group: str, retention_ms: int = DEFAULT_RETENTION_MS) -> None:
+    def __init__(self, group: str, retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS) -> None:
         self.group = group
         self.retention_ms = retention_ms
         self.type: str | None = None  # classic | consumer
@@ -162,85 +166,6 @@ class GroupEngine:
         handler = _HANDLERS.get(type(ev))
         if handler is not None:
             handler(self, ev)
-
-    def apply_commits(self, rows: list[tuple[int, str, int, int, int, int, int, int]]) -> None:
-        """Offset commits in bulk, with exactly the effect of `apply`ing each as an OffsetCommit in
-        the order given (the evidence order; no other evidence of the group among them).
-
-        rows: (ts, topic, partition, offset, commit timestamp, leader epoch, expire timestamp, log
-        offset), none a tombstone, each with an empty metadata string. A catch-up feeds millions of
-        these, so only what survives is built: one OffsetState per partition (each commit replaces
-        the last) and the CommitSamples of the window's last slots (see lag.PartitionWindow.add)."""
-        if not rows:
-            return
-        last_ts = max(r[0] for r in rows)
-        if last_ts >= self._next_due:
-            self._commits_one_by_one(rows)
-            return
-        self._commits_begin(last_ts)
-        by_tp: dict[TP, list[tuple]] = {}
-        for row in rows:
-            seq = by_tp.get((row[1], row[2]))
-            if seq is None:
-                seq = by_tp[(row[1], row[2])] = []
-            seq.append(row)
-        # Partitions are independent of each other; the first commit kept (in evidence order, which
-        # is by time) is when a group seen only through its commits became Empty.
-        firsts = [self.offsets.commit_rows(tp, seq) for tp, seq in by_tp.items()]
-        self._commits_end(firsts)
-
-    def apply_commit_runs(self, runs: list[CommitRun]) -> None:
-        """`apply_commits` for commits the pipeline's first stage gathered into runs (one partition's
-        commits each, in evidence order, with a summary). A run whose summary holds against this
-        engine's state (see `_commit_run`) costs O(1) whatever its length; any other is expanded."""
-        if not runs:
-            return
-        for run in runs:
-            if run.topic_id is not None and run.topic_id not in self.consumer.topic_names:
-                self.consumer.learn_topic_id(run.topic_id, run.topic)
-        runs = sorted(runs, key=lambda r: (r.first_ts, r.first_log))
-        last_ts = max(r.last_ts for r in runs)
-        if last_ts >= self._next_due:
-            self._commits_one_by_one(merged_rows(runs))
-            return
-        self._commits_begin(last_ts)
-        self._commits_end(self.offsets.apply_runs(runs))
-
-    def _commits_one_by_one(self, rows: Iterable[tuple]) -> None:
-        # a session timer falls among them: one by one, so that it fires where it would
-        for ts, topic, part, off, cts, epoch, expire, log_off in rows:
-            self.apply(OffsetCommit(ts, self.group, topic, part, off, cts, epoch, "", expire, log_off))
-
-    def _commits_begin(self, last_ts: int) -> None:
-        self.now = max(self.now, last_ts)
-        self.sources.add("offsets")
-        self.type = self.type or "classic"
-
-    def _commits_end(self, firsts: list[int | None]) -> None:
-        kept = [t for t in firsts if t is not None]
-        if kept:
-            self._only_commits(min(kept))
-
-    def _only_commits(self, ts: int) -> None:
-        """A classic group seen only through its commits is a standalone (assign()) group: Kafka
-        describes it as Empty."""
-        if self.state is None and not self.members and self.type == "classic":
-            self.classic.simple = True
-            self.classic.goto("Empty", ts, True)
-
-    def preview_commits(self, commits: Iterable[OffsetCommit | CommittedSnapshot]) -> None:
-        """Offset commits (and a share group's positions, CommittedSnapshot of SHARE_START_OFFSETS)
-        shown before their turn: committed offsets and lag samples only, no timers and no state
-        inference. Only for a throwaway copy of an engine (the live pipeline shows a commit's lag
-        while the commit waits behind the event-time watermark; the real engine applies it in
-        evidence order later)."""
-        for ev in sorted(commits, key=sort_key):
-            if isinstance(ev, CommittedSnapshot):
-                self.now = max(self.now, ev.ts)
-                self.offsets.snapshot(ev.ts, ev.offsets, drop_unseen=False)
-            elif ev.offset is not None:
-                self.now = max(self.now, ev.ts)
-                self.offsets.commit((ev.topic, ev.partition), _offset_state(ev))
 
     def advance(self, now_ms: int) -> None:
         """Run the timers up to `now_ms`: session expiry seen from missing heartbeats, offsets expiry."""
@@ -317,23 +242,11 @@ class GroupEngine:
             self.classic.leader = next(iter(self.members), None)
         return m
 
-    # ------------------------------------------------------------------------------------------
-    # 1. __consumer_offsets
-    def _on_offset_commit(self, ev: OffsetCommit) -> None:
-        self.type = self.type or "classic"
-        if ev.topic_id is not None and ev.topic_id not in self.consumer.topic_names:
-            self.consumer.learn_topic_id(ev.topic_id, ev.topic)
-        tp = (ev.topic, ev.partition)
-        if ev.offset is None:
-            self.offsets.tombstone(tp, ev.log_offset)
-            return
-        if self.offsets.commit(tp, _offset_state(ev)):
-            self._only_commits(ev.ts)
-
     def _on_unknown_record(self, ev: UnknownRecord) -> None:
         pass
 
-    # KIP-848 and KIP-932 records
+    # ------------------------------------------------------------------------------------------
+    # the group's kind: classic, or a modern one (KIP-848, KIP-932 share, KIP-1071 streams)
     def as_share(self, source: str = "records") -> None:
         """A share group (KIP-932): its modern-protocol part becomes a ShareGroupModel (what a record
         of the consumer kind had set up is kept: topic names, epochs)."""
@@ -401,10 +314,10 @@ class GroupEngine:
         c["last"], c["count"], c["note"] = ts, c["count"] + 1, note
 
     # ------------------------------------------------------------------------------------------
-    # 2. broker log
+    # the coordinator's log
     def _on_broker(self, ev: BrokerLogEvent) -> None:
-        k = ev.kind
-        if k in (
+        kind = ev.kind
+        if kind in (
             "group_epoch",
             "target_assignment",
             "consumer_member_joined",
@@ -416,7 +329,7 @@ class GroupEngine:
         self.classic.on_broker(ev)
 
     # ------------------------------------------------------------------------------------------
-    # 3. heartbeat events
+    # client heartbeat events
     def _on_heartbeat(self, ev: HeartbeatEvent) -> None:
         mid = ev.member_id
         if mid is None:
@@ -444,7 +357,7 @@ class GroupEngine:
             self.classic.on_heartbeat(ev)
 
     # ------------------------------------------------------------------------------------------
-    # 4. Admin API
+    # the Admin API
     def _on_describe(self, ev: DescribeSnapshot) -> None:
         self.denied.pop("describe", None)  # allowed again
         if ev.coordinator_id is not None and ev.coordinator_host and ev.coordinator_port is not None:
@@ -486,101 +399,17 @@ class GroupEngine:
     def contradiction(self, ev: DescribeSnapshot) -> str | None:
         return contradiction(ev, self.members, self.sources)
 
-    def _on_committed(self, ev: CommittedSnapshot) -> None:
-        self.denied.pop("offsets", None)
-        self.offsets.snapshot(ev.ts, ev.offsets, drop_unseen="offsets" not in self.sources)
-
-    # ------------------------------------------------------------------------------------------
-    # offsets, lag
-    def _end_offset(self, topic: str, partition: int, ts: int, end: int) -> None:
-        new, note = self.offsets.end_offset((topic, partition), ts, end)
-        if new and self.type in MODERN_TYPES:
-            self.consumer.rename_partitions()  # a partition count may name a topic id
-        if note is not None:
-            self.conflict("end_offsets", ts, note)
-
-    def log_end_topics(self) -> set[str]:
-        """The topics whose log ends the group's lag needs: those it commits to, and those its
-        members subscribe to or own."""
-        topics = {t for t, _ in self.offsets.committed}
-        for m in self.members.values():
-            topics.update(m.subscription)
-            topics.update(t for t, _ in m.assignment)
-        return topics
-
-    def take_log_ends(self, histories: dict[TP, Any], upto: int) -> None:
-        """The cluster's log-end histories of the group's partitions, shared by every group that reads
-        them (the live pipeline keeps one per partition, not one per group), as far as `upto`: what
-        the engine would hold had it seen each observation up to then as EndOffset evidence. A
-        partition new to the group has the effects of `_end_offset` (a KIP-848 group may now name a
-        topic id; a committed offset past the log end is noted)."""
-        old = self.offsets.ends
-        self.offsets.ends = {}
-        for tp, h in histories.items():
-            cut = bisect.bisect_right(h.ts, upto)
-            if cut < len(h.ts):
-                # a history cut at `upto` is a new one: the caller may have lent its own, which other
-                # groups read after this one
-                h = type(h)(h.ts[:cut], h.offsets[:cut], min(h.last_seen, upto))
-            if not h.ts:
-                continue
-            self.offsets.ends[tp] = h
-            if tp not in old:
-                if self.type in MODERN_TYPES:
-                    self.consumer.rename_partitions()
-                cur = self.offsets.committed.get(tp)
-                if cur is not None and cur.ts <= h.ts[-1] and cur.offset > h.offsets[-1]:
-                    _, note = self.offsets.end_offset(tp, h.ts[-1], h.offsets[-1])
-                    if note is not None:
-                        self.conflict("end_offsets", h.ts[-1], note)
-
-    def _expire_offsets(self, now: int) -> None:
-        """Kafka's GroupMetadata.removeExpiredOffsets, with the group's state and protocol type."""
-        rule = self._expiry_rule()
-        if rule is None:
-            return
-        first = self.offsets.first_expiry(self.retention_ms, *rule)
-        if first is not None and now >= first:  # (almost never: the list is made only then)
-            self.offsets.expire(now, self.offsets.expiries(self.retention_ms, *rule))
-
-    def next_offset_expiry(self) -> int | None:
-        """When the first committed offset expires if nothing else happens to the group (None: none
-        can, in its present state): what an idle group has to be looked at again for."""
-        rule = self._expiry_rule()
-        return None if rule is None else self.offsets.first_expiry(self.retention_ms, *rule)
-
-    def _expiry_rule(self) -> tuple[int | None, Callable[[TP], bool] | None] | None:
-        """Which offsets expire in the group's present state (removeExpiredOffsets' choice by state and
-        protocol type) and from when: (the time the group became Empty, else None: each offset's
-        commit; a filter of the partitions, or None: all of them); None: none expire."""
-        if not self.offsets.committed:
-            return None
-        if self.protocol_type and self.state == "Empty":
-            return self.classic.empty_since, None
-        if self.protocol_type == CONSUMER_PROTOCOL_TYPE:
-            subscribed = {t for m in self.members.values() for t in m.subscription}
-            if not subscribed:
-                return None
-            return None, lambda tp: tp[0] not in subscribed
-        if not self.protocol_type:
-            return None, None
-        return None
-
     def _trim(self, now: int) -> None:
         cutoff = now - self.retention_ms
         while len(self.timeline) > 1 and self.timeline[1][1] < cutoff:
             del self.timeline[0]
         for store in (self.classic.generations, self.consumer.epochs):
-            for k in [k for k, g in store.items() if g.end is not None and g.end < cutoff]:
-                del store[k]
+            for number in [n for n, g in store.items() if g.end is not None and g.end < cutoff]:
+                del store[number]
         self.offsets.trim(cutoff)
 
     # ------------------------------------------------------------------------------------------
     # output
-    def lag(self, now: int) -> LagDoc:
-        owner = {tp: mid for mid, m in self.members.items() for tp in m.assignment}
-        return self.offsets.lag(now, owner)
-
     def document(self, at_ms: int | None = None) -> GroupDocument:
         """The group as the collector stores and shows it (coordinator_model/document/)."""
         return group_document(self, self.now if at_ms is None else at_ms)
@@ -594,11 +423,11 @@ class GroupEngine:
         attributes added since with their initial values."""
         if state.keys() >= _ATTRIBUTES:
             # pickled by this version: as it is (the pipeline unpickles every group it touches at
-            # every micro-batch; building a fresh engine here cost half as much again)
+            # every micro-batch, and building a fresh engine first would cost half as much again)
             self.__dict__.update(state)
             self._attach()
             return
-        fresh = GroupEngine(state.get("group", ""), state.get("retention_ms", DEFAULT_RETENTION_MS))
+        fresh = GroupEngine(state.get("group", ""), state.get("retention_ms", DEFAULT_OFFSETS_RETENTION_MS))
         self.__dict__.update(fresh.__dict__)
         state = migrate(state, ClassicGroupModel(self), ConsumerGroupModel(self))
         self.__dict__.update(state)
@@ -639,16 +468,6 @@ _HANDLERS = {
     DescribeSnapshot: GroupEngine._on_describe,
     CommittedSnapshot: GroupEngine._on_committed,
 }
-
-
-def _offset_state(ev: OffsetCommit) -> OffsetState:
-    """What a partition keeps of a (non-tombstone) commit record."""
-    assert ev.offset is not None
-    cts = ev.commit_timestamp if ev.commit_timestamp >= 0 else ev.ts
-    return OffsetState(
-        ev.offset, cts, ev.ts, ev.log_offset, ev.metadata, ev.leader_epoch, ev.expire_timestamp
-    )
-
 
 # what an engine of this version holds: one pickled with all of them needs no migration
 _ATTRIBUTES = frozenset(vars(GroupEngine("")))

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from coordinator_model.broker_log import BrokerLogEvent
-from coordinator_model.engine import COORDINATOR_SOURCES, DEFAULT_RETENTION_MS, GroupEngine
+from coordinator_model.engine import COORDINATOR_SOURCES, GroupEngine
 from coordinator_model.evidence import (
     CommittedSnapshot,
     ConsumerGroupTopics,
@@ -21,10 +21,11 @@ from coordinator_model.evidence import (
     OffsetCommit,
 )
 from coordinator_model.evidence_order import sort_evidence
+from coordinator_model.offsets.expiry import DEFAULT_OFFSETS_RETENTION_MS
 
 
 def rebuild(
-    evidence: Iterable[Evidence], at_ms: int | None = None, retention_ms: int = DEFAULT_RETENTION_MS
+    evidence: Iterable[Evidence], at_ms: int | None = None, retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS
 ) -> dict[str, GroupEngine]:
     """Rebuild every group the evidence names. End offsets go to every group that commits to (or is
     assigned) that topic. `at_ms`: only evidence up to that moment, timers run to it.

@@ -10,6 +10,7 @@ import pickle
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from coordinator_model.classic.group_metadata import GroupMetadata, MemberMetadata
 from coordinator_model.engine import GroupEngine
 from coordinator_model.evidence import (
     BrokerLogEvent,
@@ -20,7 +21,6 @@ from coordinator_model.evidence import (
     MemberSnapshot,
     OffsetCommit,
 )
-from coordinator_model.group_metadata import GroupMetadata, MemberMetadata
 from coordinator_model.states import GroupState, IllegalStateTransition
 
 MEMBERS = ["m1", "m2", "m3", "i1"]

@@ -21,8 +21,8 @@ from coordinator_model.document.types import (
     TopologyDoc,
 )
 from coordinator_model.group_context import GroupContext
-from coordinator_model.group_metadata import coordinator_partition
 from coordinator_model.membership import MEMBER_STATES, STREAMS_MEMBER_STATES
+from coordinator_model.offsets.partition_for import coordinator_partition
 from coordinator_model.states import MODERN_TYPES
 
 

@@ -1,23 +1,26 @@
-"""Every rule the seeds state about Kafka's classic group metadata (000 GroupMetadata, 001 heartbeats,
-004 basics), including the seeds' own examples."""
+"""Every rule Kafka's classic group metadata follows (GroupMetadata.scala and MemberMetadata.scala,
+GroupCoordinator's heartbeat handling, GroupMetadataManager.partitionFor), with the examples of the
+write-ups of that code; each checked on the code the model runs: the states and their moves
+(states.py, `goto` in classic/rebalances.py), committed offsets and their expiry (offsets/), the
+coordinator's member bookkeeping (classic/group_metadata.py)."""
 
 from __future__ import annotations
 
 import re
+from itertools import pairwise
 
 import pytest
 from conftest import capture_dirs
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from coordinator_model.group_metadata import (
-    CommitRecordMetadataAndOffset,
-    GroupMetadata,
-    HeartbeatError,
-    MemberMetadata,
-    OffsetAndMetadata,
-    coordinator_partition,
-    java_string_hash,
-    kafka_utils_abs,
-)
+from coordinator_model.classic.group_metadata import GroupMetadata, HeartbeatError, MemberMetadata
+from coordinator_model.engine import GroupEngine
+from coordinator_model.evidence import GroupMetadataSnapshot, MemberSnapshot, OffsetCommit
+from coordinator_model.offsets import OffsetState, OffsetStore
+from coordinator_model.offsets.expiry import expiry_rule, remove_expired_offsets
+from coordinator_model.offsets.partition_for import coordinator_partition, java_string_hash, kafka_utils_abs
 from coordinator_model.states import (
     ConsumerGroupState,
     GroupState,
@@ -54,7 +57,7 @@ def stable_group(*members: MemberMetadata, now: int = 0) -> GroupMetadata:
     return g
 
 
-# -- states (seed 000: transitionTo / validPreviousStates / canRebalance) ---------------------------
+# -- states (GroupMetadata.transitionTo / validPreviousStates / canRebalance) ----------------------
 LEGAL = {
     S.PREPARING_REBALANCE: {S.STABLE, S.COMPLETING_REBALANCE, S.EMPTY},
     S.COMPLETING_REBALANCE: {S.PREPARING_REBALANCE},
@@ -85,6 +88,53 @@ def test_transition_to_refuses_illegal_moves_and_stamps_time() -> None:
     g.transition_to(S.DEAD, 30)
     with pytest.raises(IllegalStateTransition):
         g.transition_to(S.EMPTY, 40)  # nothing leaves Dead
+
+
+def test_the_models_state_machine_passes_the_states_kafka_never_records() -> None:
+    eng = GroupEngine("g")
+    eng.classic.goto("Empty", 5)
+    eng.classic.goto("Stable", 10)  # Empty -> Stable skips the rebalance: its states are inferred
+    assert eng.timeline == [
+        ["Empty", 5, False],
+        ["PreparingRebalance", 10, True],
+        ["CompletingRebalance", 10, True],
+        ["Stable", 10, False],
+    ]
+    eng.classic.goto("Empty", 50)
+    assert eng.timeline[-2:] == [["PreparingRebalance", 50, True], ["Empty", 50, False]]
+    assert eng.classic.empty_since == 50  # removeExpiredOffsets' base time while Empty
+    eng.classic.goto("Dead", 60)
+    eng.classic.goto("Empty", 70)  # nothing leaves Dead: the group id used again is a new group
+    assert eng.timeline[-2:] == [["Dead", 60, False], ["Empty", 70, False]]
+    assert eng.classic.generation is None and not eng.classic.generations
+
+
+class ClassicTransitions(RuleBasedStateMachine):
+    """Any sequence of moves of the model's classic state machine leaves a timeline of legal
+    transitions (GroupMetadata.transitionTo's validPreviousStates), in time order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.engine = GroupEngine("g")
+        self.now = 0
+
+    @rule(state=st.sampled_from([s.value for s in S]), dt=st.integers(-1000, 5000), again=st.booleans())
+    def move(self, state: str, dt: int, again: bool) -> None:
+        self.now += dt  # evidence may come late: the move is clamped to the last transition
+        self.engine.classic.goto(state, self.now, again=again)
+        assert self.engine.state == state
+
+    @invariant()
+    def every_move_is_legal_and_in_time_order(self) -> None:
+        for (a, ta, _), (b, tb, _) in pairwise(self.engine.timeline):
+            assert ta <= tb
+            if a == "Dead" and b != "Dead":
+                continue  # a new group under the same id
+            assert S.parse(b).can_follow(S.parse(a)), (a, b)
+
+
+ClassicTransitions.TestCase.settings = settings(max_examples=100, stateful_step_count=40, deadline=None)
+test_classic_transitions = ClassicTransitions.TestCase
 
 
 @pytest.mark.parametrize("state", list(S))
@@ -141,8 +191,8 @@ def test_awaiting_join_count_follows_add_and_remove() -> None:
     assert g.num_members_awaiting_join == 0
 
 
-# -- protocol vote ------------------------------------------------------------------------------------
-def test_seed_vote_among_strategies_a_to_d_elects_b() -> None:
+# -- protocol vote ---------------------------------------------------------------------------------
+def test_vote_among_strategies_a_to_d_elects_b() -> None:
     g = GroupMetadata("g")
     g.add(member("1", protocols=("B", "A")))
     g.add(member("2", protocols=("A", "B", "C")))
@@ -169,7 +219,7 @@ def test_select_protocol_of_an_empty_group_fails_and_votes_follow_removal() -> N
     assert g.select_protocol() == "roundrobin"  # back to the Python member's first choice
 
 
-# -- pending and static members ---------------------------------------------------------------------
+# -- pending and static members --------------------------------------------------------------------
 def test_pending_member_becomes_a_member_when_it_rejoins_with_its_id() -> None:
     g = GroupMetadata("g")
     g.add_pending_member("m1-uuid")
@@ -192,7 +242,7 @@ def test_static_member_restart_keeps_its_place_and_fences_the_old_id() -> None:
     assert g.handle_heartbeat("inst-2-b", "inst-2", gen, 10) is HeartbeatError.NONE
 
 
-# -- generations ----------------------------------------------------------------------------------------
+# -- generations -----------------------------------------------------------------------------------
 def test_generation_grows_by_one_per_completed_join_and_empty_groups_have_no_protocol() -> None:
     g = GroupMetadata("g")
     g.add(member("m1"))
@@ -206,7 +256,7 @@ def test_generation_grows_by_one_per_completed_join_and_empty_groups_have_no_pro
     assert (g.generation_id, g.state, g.protocol_name) == (2, S.EMPTY, None)
 
 
-# -- heartbeats (seed 001) -------------------------------------------------------------------------------
+# -- heartbeats (GroupCoordinator.handleHeartbeat / onExpireHeartbeat) -----------------------------
 def test_heartbeat_response_by_state() -> None:
     g = GroupMetadata("g")
     g.add(member("m1", session_timeout_ms=6000))
@@ -244,63 +294,76 @@ def test_expiry_of_a_dead_group_does_nothing() -> None:
     assert not g.on_expire_heartbeat("m1", 100)
 
 
-# -- committed offsets (seed 000 onOffsetCommitAppend / removeExpiredOffsets) -----------------------------
-def commit(log_offset: int | None, offset: int, ts: int = 0, expire: int | None = None):
-    return CommitRecordMetadataAndOffset(
-        log_offset, OffsetAndMetadata(offset, commit_timestamp=ts, expire_timestamp=expire)
-    )
+# -- committed offsets (GroupMetadata.onOffsetCommitAppend / removeExpiredOffsets) -----------------
+def commit(ts: int, topic: str, part: int, offset: int, log_offset: int, expire: int = -1) -> OffsetCommit:
+    return OffsetCommit(ts, "g", topic, part, offset, ts, -1, "", expire, log_offset)
 
 
 def test_an_older_commit_record_never_overwrites_a_newer_one() -> None:
-    g = GroupMetadata("g")
-    tp = ("t", 0)
-    newer, older = commit(10, 500), commit(7, 400)
-    for c in (newer, older):
-        g.prepare_offset_commit({tp: c.offset_and_metadata})
-    g.on_offset_commit_append(tp, newer)
-    g.on_offset_commit_append(tp, older)  # appended later, but sits earlier in the log
-    assert g.offsets[tp].offset_and_metadata.offset == 500
-    assert not g.pending_offset_commits
-    with pytest.raises(ValueError):
-        g.prepare_offset_commit({tp: OffsetAndMetadata(1)})
-        g.on_offset_commit_append(tp, commit(None, 1))
+    eng = GroupEngine("g")
+    eng.apply(commit(1, "t", 0, 500, log_offset=10))
+    eng.apply(commit(2, "t", 0, 400, log_offset=7))  # applied later, but sits earlier in the log
+    assert eng.offsets.committed[("t", 0)].offset == 500
+    store = OffsetStore()
+    assert store.commit(("t", 0), OffsetState(500, 1, 1, log_offset=10))
+    assert not store.commit(("t", 0), OffsetState(400, 2, 2, log_offset=7))
+    assert store.commit(("t", 0), OffsetState(600, 3, 3, log_offset=11))
+    assert store.committed[("t", 0)].offset == 600
+
+
+def record(ts: int, generation: int, members: tuple[str, ...], subscription=("t",)) -> GroupMetadataSnapshot:
+    snapshots = tuple(MemberSnapshot(m, None, "c", "/h", 45_000, 300_000, subscription, ()) for m in members)
+    return GroupMetadataSnapshot(
+        ts, "g", False, "consumer", generation, "range" if members else None, members[0] if members else None,
+        ts, snapshots,
+    )  # fmt: skip
 
 
 def test_offsets_expire_from_when_an_empty_group_became_empty() -> None:
-    g = GroupMetadata("g")
-    g.add(member("m1"))
-    g.prepare_rebalance("x", 0)
-    g.init_next_generation(0)
-    g.complete_sync(0)
-    g.initialize_offsets({("t", 0): commit(1, 5, ts=0)})
-    g.remove_member_and_update_group("m1", "leave", DAY)
-    g.init_next_generation(DAY)  # Empty at DAY
-    assert g.remove_expired_offsets(7 * DAY, 7 * DAY) == {}  # 6 days after becoming Empty
-    assert set(g.remove_expired_offsets(8 * DAY, 7 * DAY)) == {("t", 0)}
+    eng = GroupEngine("g", retention_ms=7 * DAY)
+    eng.apply(record(0, 1, ("m1",)))
+    eng.apply(commit(0, "t", 0, 5, log_offset=1))
+    eng.apply(record(DAY, 2, ()))  # Empty at DAY
+    assert eng.state == "Empty" and eng.next_offset_expiry() == 8 * DAY
+    eng.advance(7 * DAY)  # 6 days after becoming Empty
+    assert ("t", 0) in eng.offsets.committed
+    eng.advance(8 * DAY)
+    assert not eng.offsets.committed
 
 
 def test_active_consumer_group_expires_only_topics_it_no_longer_subscribes_to() -> None:
-    g = stable_group(member("m1"))
-    g.subscribed_topics = {"kept"}
-    g.initialize_offsets({("kept", 0): commit(1, 5, ts=0), ("gone", 0): commit(2, 5, ts=0)})
-    assert set(g.remove_expired_offsets(8 * DAY, 7 * DAY)) == {("gone", 0)}
-    assert ("kept", 0) in g.offsets
+    eng = GroupEngine("g", retention_ms=7 * DAY)
+    eng.apply(record(0, 1, ("m1",), subscription=("kept",)))
+    eng.apply(commit(0, "kept", 0, 5, log_offset=1))
+    eng.apply(commit(0, "gone", 0, 5, log_offset=2))
+    eng.advance(8 * DAY)
+    assert eng.state == "Stable" and set(eng.offsets.committed) == {("kept", 0)}
 
 
 def test_standalone_group_expires_from_commit_time_and_explicit_expire_timestamp_wins() -> None:
-    g = GroupMetadata("g")  # no protocol type: assign() + commit
-    g.initialize_offsets({("t", 0): commit(1, 5, ts=DAY), ("t", 1): commit(2, 5, ts=0, expire=DAY)})
-    assert set(g.remove_expired_offsets(DAY, 7 * DAY)) == {("t", 1)}
-    assert set(g.remove_expired_offsets(8 * DAY, 7 * DAY)) == {("t", 0)}
+    eng = GroupEngine("g", retention_ms=7 * DAY)  # no protocol type: assign() + commit
+    eng.apply(commit(DAY, "t", 0, 5, log_offset=1))
+    eng.apply(commit(0, "t", 1, 5, log_offset=2, expire=DAY))
+    assert eng.protocol_type is None
+    eng.advance(DAY)
+    assert set(eng.offsets.committed) == {("t", 0)}
+    eng.advance(8 * DAY)
+    assert not eng.offsets.committed
 
 
 def test_other_protocol_types_keep_offsets_while_not_empty() -> None:
-    g = stable_group(member("w1", ptype="connect"))
-    g.initialize_offsets({("t", 0): commit(1, 5, ts=0)})
-    assert g.remove_expired_offsets(100 * DAY, 7 * DAY) == {}
+    assert expiry_rule("connect", "Stable", None, None) is None
+    store = OffsetStore()
+    store.commit(("t", 0), OffsetState(5, 0, 0, log_offset=1))
+    rule = expiry_rule("connect", "Empty", DAY, None)
+    assert rule is not None
+    remove_expired_offsets(store, 7 * DAY, 7 * DAY, rule)
+    assert ("t", 0) in store.committed  # Empty: from when it became Empty, not from the commit
+    remove_expired_offsets(store, 8 * DAY, 7 * DAY, rule)
+    assert not store.committed
 
 
-# -- coordinator partition (004: abs(hashCode) % offsets.topic.num.partitions) -----------------------------
+# -- coordinator partition (GroupMetadataManager.partitionFor) ------------------------------------
 def test_java_string_hash_and_utils_abs() -> None:
     assert java_string_hash("") == 0
     assert java_string_hash("a") == 97
@@ -322,7 +385,7 @@ def test_coordinator_partition_matches_the_real_broker() -> None:
     assert seen > 100
 
 
-# -- KIP-848 state derivation ---------------------------------------------------------------------------
+# -- KIP-848 state derivation ----------------------------------------------------------------------
 def test_consumer_group_state_is_derived_like_kafka() -> None:
     assert derive_consumer_group_state(0, 5, 5, True) is ConsumerGroupState.EMPTY
     assert derive_consumer_group_state(2, 6, 5, True) is ConsumerGroupState.ASSIGNING

@@ -1,8 +1,15 @@
-"""Kafka's classic group metadata: `GroupMetadata` and `MemberMetadata` follow Kafka's
-GroupMetadata.scala / MemberMetadata.scala and the parts of GroupCoordinator.scala that drive them
-(handleHeartbeat, onExpireHeartbeat, prepareRebalance). Times
-are explicit `now_ms` arguments: the model never reads a clock, so the reconstruction can replay
-history at the speed of the evidence.
+"""Kafka's bookkeeping of a classic group on its coordinator, as Kafka's GroupMetadata.scala and
+MemberMetadata.scala keep it, with the parts of GroupCoordinator.scala that drive them
+(handleHeartbeat, onExpireHeartbeat, prepareRebalance): members and their leader, the protocol
+vote, pending and static members, heartbeat answers and session expiry.
+
+The model does not replay these: it reads their outcome (who the members are, which protocol won,
+when a session expired) from the coordinator's records and log (classic/group.py). They are here so
+that those rules are written once, in Kafka's words, and checked against Kafka's behaviour
+(tests/test_model_kafka_rules.py). The states and their legal moves are the one table of states.py, as the
+model's own state machine (`goto` in classic/rebalances.py) uses it; committed offsets and their expiry
+live in offsets/ (store.py, expiry.py). Times are explicit `now_ms` arguments: nothing here reads a
+clock.
 """
 
 from __future__ import annotations
@@ -11,31 +18,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
 
+from coordinator_model.offsets.expiry import CONSUMER_PROTOCOL_TYPE
 from coordinator_model.states import GroupState, assert_valid_transition
-
-CONSUMER_PROTOCOL_TYPE = "consumer"
-OFFSETS_TOPIC_PARTITIONS = 50  # offsets.topic.num.partitions default
-DEFAULT_OFFSETS_RETENTION_MS = 7 * 24 * 3600 * 1000  # offsets.retention.minutes = 10080
-
-
-def java_string_hash(s: str) -> int:
-    """java.lang.String.hashCode over UTF-16 code units, as a signed 32-bit int."""
-    h = 0
-    data = s.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def kafka_utils_abs(n: int) -> int:
-    """org.apache.kafka.common.utils.Utils.abs: Integer.MIN_VALUE maps to 0 (Math.abs keeps it negative)."""
-    return 0 if n == -(2**31) else abs(n)
-
-
-def coordinator_partition(group_id: str, partitions: int = OFFSETS_TOPIC_PARTITIONS) -> int:
-    """The `__consumer_offsets` partition holding the group (its leader is the group's coordinator):
-    GroupMetadataManager.partitionFor = Utils.abs(groupId.hashCode) % groupMetadataTopicPartitionCount."""
-    return kafka_utils_abs(java_string_hash(group_id)) % partitions
 
 
 class HeartbeatError(Enum):
@@ -85,31 +69,6 @@ class MemberMetadata:
         )
 
 
-@dataclass(slots=True, frozen=True)
-class OffsetAndMetadata:
-    offset: int
-    leader_epoch: int = -1
-    metadata: str = ""
-    commit_timestamp: int = -1
-    expire_timestamp: int | None = None
-
-
-@dataclass(slots=True, frozen=True)
-class CommitRecordMetadataAndOffset:
-    """A committed offset and where its commit record sits in `__consumer_offsets` (None until appended)."""
-
-    appended_batch_offset: int | None
-    offset_and_metadata: OffsetAndMetadata
-
-    def older_than(self, that: CommitRecordMetadataAndOffset) -> bool:
-        if self.appended_batch_offset is None or that.appended_batch_offset is None:
-            raise ValueError("cannot compare commits that were not appended to the log")
-        return self.appended_batch_offset < that.appended_batch_offset
-
-
-TopicPartition = tuple[str, int]
-
-
 class GroupMetadata:
     """One classic group on its coordinator (GroupMetadata.scala)."""
 
@@ -126,9 +85,6 @@ class GroupMetadata:
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         self.supported_protocols: Counter[str] = Counter()
         self.num_members_awaiting_join = 0
-        self.offsets: dict[TopicPartition, CommitRecordMetadataAndOffset] = {}
-        self.pending_offset_commits: dict[TopicPartition, OffsetAndMetadata] = {}
-        self.subscribed_topics: set[str] | None = None
         self.rebalance_reason: str | None = None
 
     # -- state ------------------------------------------------------------------------------------
@@ -321,58 +277,3 @@ class GroupMetadata:
         """Fire every member session timer that is due at `now_ms`."""
         due = [m.member_id for m in self.members.values() if m.session_expired(now_ms)]
         return [mid for mid in due if self.on_expire_heartbeat(mid, now_ms)]
-
-    # -- offsets ----------------------------------------------------------------------------------
-    def initialize_offsets(self, offsets: dict[TopicPartition, CommitRecordMetadataAndOffset]) -> None:
-        self.offsets.update(offsets)
-
-    def prepare_offset_commit(self, offsets: dict[TopicPartition, OffsetAndMetadata]) -> None:
-        self.pending_offset_commits.update(offsets)
-
-    def on_offset_commit_append(self, tp: TopicPartition, commit: CommitRecordMetadataAndOffset) -> None:
-        """A commit record was written. An older record (smaller log offset) never replaces a newer one."""
-        if tp in self.pending_offset_commits:
-            if commit.appended_batch_offset is None:
-                raise ValueError("Cannot complete offset commit write without the record's log offset")
-            if tp not in self.offsets or self.offsets[tp].older_than(commit):
-                self.offsets[tp] = commit
-        if self.pending_offset_commits.get(tp) == commit.offset_and_metadata:
-            del self.pending_offset_commits[tp]
-
-    def remove_expired_offsets(self, now_ms: int, retention_ms: int = DEFAULT_OFFSETS_RETENTION_MS) -> dict:
-        """removeExpiredOffsets: which base time counts depends on state and protocol type."""
-
-        def expired(base_ts, subscribed: set[str] = frozenset()) -> dict[TopicPartition, OffsetAndMetadata]:
-            out = {}
-            for tp, commit in self.offsets.items():
-                if tp[0] in subscribed or tp in self.pending_offset_commits:
-                    continue
-                om = commit.offset_and_metadata
-                if om.expire_timestamp is not None:
-                    gone = now_ms >= om.expire_timestamp
-                else:
-                    gone = now_ms - base_ts(commit) >= retention_ms
-                if gone:
-                    out[tp] = om
-            return out
-
-        if self.protocol_type is not None and self.state is GroupState.EMPTY:
-            # Empty: counted from when the group became Empty (else the commit time)
-            out = expired(
-                lambda c: (
-                    self.current_state_timestamp
-                    if self.current_state_timestamp is not None
-                    else c.offset_and_metadata.commit_timestamp
-                )
-            )
-        elif self.protocol_type == CONSUMER_PROTOCOL_TYPE and self.subscribed_topics is not None:
-            # active consumer group: only topics it no longer subscribes to, from the commit time
-            out = expired(lambda c: c.offset_and_metadata.commit_timestamp, self.subscribed_topics)
-        elif self.protocol_type is None:
-            # standalone consumer (assign() + commit): from the commit time
-            out = expired(lambda c: c.offset_and_metadata.commit_timestamp)
-        else:
-            out = {}
-        for tp in out:
-            del self.offsets[tp]
-        return out
