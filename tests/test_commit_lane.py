@@ -185,3 +185,52 @@ def test_a_real_commit_to_a_held_partition_reaches_redis_through_the_lane(kafka_
     assert (topic, 2) not in got, "a partition the group does not hold is the model stage's"
     assert got[(topic, 0)].log_offset >= 0 and lane.records >= 1
     print(f"commit -> Redis through the lane: {took:.2f} s")
+
+
+@pytest.mark.servers
+def test_a_lane_far_behind_goes_on_from_the_log_ends(kafka_broker, redis_server, monkeypatch) -> None:
+    """Started far behind (here: at the log starts, with a backlog of other commits), the lane skips to
+    the log ends, which the micro-batches read anyway, and applies what comes after."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from collectors.pipeline import commit_lane
+    from collectors.pipeline.kafka_source import Watermarks
+
+    monkeypatch.setattr(commit_lane, "MAX_BEHIND", 2)
+    monkeypatch.setattr(commit_lane, "LOOK_EVERY_S", 0.0)
+    monkeypatch.setattr(commit_lane, "READ_ROWS", 1)  # a record at a time: its fetches see the ends first
+    bs = kafka_broker.bootstrap_servers
+    topic, group = f"lane-{uuid.uuid4().hex[:8]}", f"lane-behind-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
+    for i in range(3):  # a backlog: 6 records the lane starts behind
+        backlog = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, i) for p in range(2)])
+        admin.alter_consumer_group_offsets([backlog])[group].result(30)
+    store, sink = _store(redis_server.url)
+    for p in (0, 1):
+        s = OffsetStore()
+        s.committed[(topic, p)] = OffsetState(0, 1, 1, -1)
+        store.r.hset(store.group_key(group, "offsets"), f"{topic}:{p}", encode(s, (topic, p)))
+    wm = Watermarks({"bootstrap.servers": bs})
+    try:
+        start = wm.offsets([OFFSETS_TOPIC], "earliest")
+    finally:
+        wm.close()
+    lane = CommitLane({"bootstrap.servers": bs}, OFFSETS_TOPIC, sink, 16)
+    lane.start()
+    try:
+        lane.start_at(start)
+        _wait(lambda: lane.skipped >= 3, 30, "the lane to skip its backlog")
+        time.sleep(0.5)
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, 10 + p) for p in range(2)])
+        admin.alter_consumer_group_offsets([req])[group].result(30)
+        got = _wait(
+            lambda: (h := _held(store, group)) and all(h[(topic, p)].offset == 10 + p for p in (0, 1)) and h,
+            30,
+            "the commit after the skip",
+        )
+    finally:
+        lane.stop()
+        lane.join(10)
+    assert got[(topic, 0)].offset == 10

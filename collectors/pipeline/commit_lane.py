@@ -35,6 +35,10 @@ log = logging.getLogger("groupscope.commit_lane")
 READ_ROWS = 10_000  # records handed to the first stage's code at once
 POLL_S = 0.2
 FETCH_WAIT_MS = 100  # an idle fetch waits this long in the broker: a quiet cluster costs 10 requests a second
+# a lane further behind than this many records (seconds of a busy cluster's commits) skips to the log
+# ends; it looks every LOOK_EVERY_S
+MAX_BEHIND = 50_000
+LOOK_EVERY_S = 5.0
 SAY_EVERY_S = 30.0  # how often the lane logs what it read and how far behind it is
 RETRY_S = (1.0, 30.0)  # a failed lane starts again after this long, doubling up to the second
 
@@ -52,6 +56,7 @@ class CommitLane(Loop):
         self._positions: dict[int, int] = {}  # partition -> next offset to read
         self.records = 0  # read since the start (read by tests)
         self.behind = 0  # records between its positions and the log ends, at the last look
+        self.skipped = 0  # records it left to the micro-batches, being too far behind
 
     def start_at(self, end_offset: Any) -> None:
         """The query's end offsets after a finished batch (its progress's `endOffset`, this source's
@@ -104,7 +109,7 @@ class CommitLane(Loop):
         schema = arrow_schema(RAW_SCHEMA)
         kinds = {self.topic: "offsets"}
         known = KnownCommits(self.sink)
-        said, said_records = time.monotonic(), self.records
+        said, said_records, looked = time.monotonic(), self.records, time.monotonic()
         try:
             c.assign([TopicPartition(self.topic, p, o) for p, o in sorted(self._positions.items())])
             log.info("commit lane: following %s from the query's position", self.topic)
@@ -118,6 +123,9 @@ class CommitLane(Loop):
                         self.behind,
                     )
                     said, said_records = time.monotonic(), self.records
+                if time.monotonic() - looked >= LOOK_EVERY_S:
+                    looked = time.monotonic()
+                    self._jump_if_far_behind(c)
                 msgs = c.consume(READ_ROWS, timeout=POLL_S)
                 cols: dict[str, list[Any]] = {
                     k: [] for k in ("topic", "partition", "offset", "timestamp", "key", "value")
@@ -144,19 +152,42 @@ class CommitLane(Loop):
         finally:
             c.close()
 
-    def _behind(self, c: Any) -> int:
-        """Records between the lane's positions and the log ends its fetches last saw."""
+    def _highs(self, c: Any) -> dict[int, int]:
+        """Each partition's log end as the lane's fetches last saw it (those it knows)."""
         from confluent_kafka import TopicPartition
 
-        behind = 0
-        for p, o in self._positions.items():
+        out: dict[int, int] = {}
+        for p in self._positions:
             try:
                 _, high = c.get_watermark_offsets(TopicPartition(self.topic, p), cached=True)
             except Exception:
                 continue
             if high >= 0:
-                behind += max(0, high - o)
-        return behind
+                out[p] = high
+        return out
+
+    def _behind(self, c: Any) -> int:
+        """Records between the lane's positions and the log ends its fetches last saw."""
+        return sum(max(0, h - self._positions[p]) for p, h in self._highs(c).items())
+
+    def _jump_if_far_behind(self, c: Any) -> None:
+        """A lane more than MAX_BEHIND records behind (a machine short of CPU, a long Redis outage)
+        goes on from the log ends: what it skips the micro-batches apply anyway, and catching up on
+        it would only spend, beside Spark, the CPU Spark needs for the same records."""
+        from confluent_kafka import TopicPartition
+
+        highs = self._highs(c)
+        behind = sum(max(0, h - self._positions[p]) for p, h in highs.items())
+        if behind <= MAX_BEHIND:
+            return
+        for p, h in highs.items():
+            if h > self._positions[p]:
+                c.seek(TopicPartition(self.topic, p, h))
+                self._positions[p] = h
+        self.skipped += behind
+        log.info(
+            "commit lane: %d records behind the log ends; goes on from there (Spark applies them)", behind
+        )
 
 
 def lane_for(cfg: Any) -> CommitLane:
