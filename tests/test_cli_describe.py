@@ -365,7 +365,7 @@ def test_a_log_end_older_than_the_commit_is_shown_at_the_commit() -> None:
     """The Admin poller's last log end can be older than a commit the offsets topic brought after it:
     describe shows the end at the committed offset (the log had reached it), never below it, as
     kafka-consumer-groups.sh does; a known end past the commit is shown as it is."""
-    from collectors.cli.describe_cmd import partition_rows
+    from collectors.cli.describe_tables import partition_rows
 
     doc = GroupDocument(
         group="g",
