@@ -1,6 +1,6 @@
 """What "in a rebalance storm", "flapping" and "lagging" mean: one definition for every reader.
 
-Each status is one alert rule (coordinator_model/alert_rules/rules.py), run with the parameters the
+Each status is one alert rule (coordinator_model/alert_rules/), run with the parameters the
 alert configuration gives the group: the built-in defaults (`DEFAULT_RULES`), then the alerts file or
 the `alerts:` section of the config file, a cluster's `clusters:` entry and the per-group overrides
 (docs/alerts.md). A group is in a status at a moment exactly when that rule returns a finding for it

@@ -11,11 +11,14 @@ from test_alert_docs import MIN, T0, S, doc, gen, mid, part, storm_doc
 
 from coordinator_model.alert_rules import (
     DEFAULT_RULES,
+    RULES,
     AlertConfigError,
     evaluate_group,
+    group_state_rules,
+    lag_rules,
     parse_alert_config,
+    rebalance_rules,
 )
-from coordinator_model.alert_rules import rules as R
 from coordinator_model.document.types import DocumentError, GroupDocument, MemberDoc, TimelineSpan
 
 
@@ -32,7 +35,7 @@ def rules_fired(d: dict, now: int, config=None) -> set[str]:
 
 def test_storm_fires_on_a_flapping_process_and_resolves_when_the_window_passes() -> None:
     d, end = storm_doc()
-    r = R.rebalance_storm(d, T0 + 25 * S, P("rebalance_storm"))
+    r = rebalance_rules.rebalance_storm(d, T0 + 25 * S, P("rebalance_storm"))
     assert r.finding is not None
     ev = r.finding.evidence
     assert ev["rebalances"] >= 5 and ev["threshold"] == 5
@@ -41,9 +44,9 @@ def test_storm_fires_on_a_flapping_process_and_resolves_when_the_window_passes()
     # fires from the fifth counted rebalance: flap joins at 10, 13, 16 s, leaves at 12, 15 s
     assert r.finding.since == T0 + 16 * S
     # before the fifth counted rebalance: no storm yet
-    assert R.rebalance_storm(d, T0 + 15 * S + 1, P("rebalance_storm")).finding is None
+    assert rebalance_rules.rebalance_storm(d, T0 + 15 * S + 1, P("rebalance_storm")).finding is None
     # ten minutes after the last flap, the window holds nothing: resolved
-    later = R.rebalance_storm(d, end + 10 * MIN + 1, P("rebalance_storm"))
+    later = rebalance_rules.rebalance_storm(d, end + 10 * MIN + 1, P("rebalance_storm"))
     assert later.finding is None and later.recheck_at is None
     # the rule says when to look again while the storm is in the window
     assert r.recheck_at is not None and r.recheck_at > T0 + 25 * S
@@ -75,20 +78,20 @@ def test_leave_of_the_whole_group_is_a_shutdown_not_a_storm() -> None:
     for i, m in enumerate(ms):  # members stop one after the other
         gens.append(gen(2 + i, t + i * S, "member_left", left=[m], members=5 - i))
     d = doc("stop", gens, [("Stable", T0, t + 5 * S), ("Empty", t + 5 * S, None)], state="Empty")
-    r = R.rebalance_storm(d, t + 10 * S, P("rebalance_storm"))
+    r = rebalance_rules.rebalance_storm(d, t + 10 * S, P("rebalance_storm"))
     assert r.finding is None
 
 
 def test_storm_threshold_and_window_come_from_the_config() -> None:
     d, _ = storm_doc(flaps=3)  # 6 counted rebalances in ~9 s
-    assert R.rebalance_storm(d, T0 + 25 * S, P("rebalance_storm")).finding is not None
-    assert R.rebalance_storm(d, T0 + 25 * S, P("rebalance_storm", count=7)).finding is None
-    assert R.rebalance_storm(d, T0 + 25 * S, P("rebalance_storm", window_s=5)).finding is None
+    assert rebalance_rules.rebalance_storm(d, T0 + 25 * S, P("rebalance_storm")).finding is not None
+    assert rebalance_rules.rebalance_storm(d, T0 + 25 * S, P("rebalance_storm", count=7)).finding is None
+    assert rebalance_rules.rebalance_storm(d, T0 + 25 * S, P("rebalance_storm", window_s=5)).finding is None
 
 
 def test_generations_after_now_are_ignored() -> None:
     d, _ = storm_doc()
-    assert R.rebalance_storm(d, T0 + 5 * S, P("rebalance_storm")).finding is None
+    assert rebalance_rules.rebalance_storm(d, T0 + 5 * S, P("rebalance_storm")).finding is None
 
 
 # --- flapping ------------------------------------------------------------------------------------
@@ -103,15 +106,15 @@ def test_same_client_joining_and_leaving_repeatedly_is_flapping() -> None:
         gens.append(gen(n + 1, t + 20 * S, "session_timeout", left=[m]))
         n, t = n + 2, t + 40 * S
     d = doc("flappy", gens, [("Stable", T0, None)])
-    r = R.member_flapping(d, t, P("member_flapping"))
+    r = rebalance_rules.member_flapping(d, t, P("member_flapping"))
     assert r.finding is not None
     assert r.finding.evidence["clients"]["worker-7"]["joins"] == 3
     assert "steady" not in r.finding.evidence["clients"]
     # two cycles only: not yet
-    assert R.member_flapping(d, T0 + 60 * S, P("member_flapping")).finding is None
+    assert rebalance_rules.member_flapping(d, T0 + 60 * S, P("member_flapping")).finding is None
     # distinct processes (the storm capture) are a storm, not a flapping client
     sd, _ = storm_doc()
-    assert R.member_flapping(sd, T0 + 60 * S, P("member_flapping")).finding is None
+    assert rebalance_rules.member_flapping(sd, T0 + 60 * S, P("member_flapping")).finding is None
 
 
 def test_static_member_instance_id_is_the_flapping_key() -> None:
@@ -124,7 +127,9 @@ def test_static_member_instance_id_is_the_flapping_key() -> None:
         back = current if i == 3 else mid("inst-1")
         gens.append(gen(2 * i + 1, T0 + i * 10 * S + 5 * S, "member_joined", [back]))
     listed = [MemberDoc(current, group_instance_id="inst-1", client_id="consumer-inst-1-1")]
-    r = R.member_flapping(doc("static", gens, members=listed), T0 + 50 * S, P("member_flapping"))
+    r = rebalance_rules.member_flapping(
+        doc("static", gens, members=listed), T0 + 50 * S, P("member_flapping")
+    )
     assert r.finding is not None and set(r.finding.evidence["clients"]) == {"inst-1"}
 
 
@@ -137,20 +142,20 @@ def test_member_lost_fires_for_the_window_then_resolves(cause: str) -> None:
     gens = [gen(1, T0, "group_created", [mid("p1")]), gen(2, T0 + 5 * S, "member_joined", [m])]
     gens.append(gen(3, T0 + 30 * S, cause, left=[m], reason="removing member on LeaveGroup"))
     d = doc("lost", gens, [("Stable", T0, None)])
-    assert R.member_lost(d, T0 + 29 * S, P("member_lost")).finding is None
-    r = R.member_lost(d, T0 + 31 * S, P("member_lost"))
+    assert rebalance_rules.member_lost(d, T0 + 29 * S, P("member_lost")).finding is None
+    r = rebalance_rules.member_lost(d, T0 + 31 * S, P("member_lost"))
     assert r.finding is not None
     assert r.finding.evidence["members"] == [m]
     assert r.finding.evidence["causes"] == {cause: 1}
     assert r.finding.evidence["generations"][0]["generation"] == 3
     assert r.recheck_at == T0 + 30 * S + 10 * MIN + 1
-    assert R.member_lost(d, r.recheck_at, P("member_lost")).finding is None
+    assert rebalance_rules.member_lost(d, r.recheck_at, P("member_lost")).finding is None
 
 
 def test_graceful_leave_is_not_a_lost_member() -> None:
     m = mid("p2")
     gens = [gen(1, T0, "group_created", [mid("p1"), m]), gen(2, T0 + 30 * S, "member_left", left=[m])]
-    assert R.member_lost(doc("g", gens), T0 + 31 * S, P("member_lost")).finding is None
+    assert rebalance_rules.member_lost(doc("g", gens), T0 + 31 * S, P("member_lost")).finding is None
 
 
 # --- rebalance stuck ---------------------------------------------------------------------------------
@@ -164,19 +169,19 @@ def test_rebalance_stuck_counts_the_whole_non_stable_stretch() -> None:
         ("PreparingRebalance", T0 + 4 * MIN, None),
     ]
     d = doc("stuck", [], tl, state="PreparingRebalance")
-    early = R.rebalance_stuck(d, T0 + 4 * MIN, P("rebalance_stuck"))
+    early = rebalance_rules.rebalance_stuck(d, T0 + 4 * MIN, P("rebalance_stuck"))
     assert early.finding is None and early.recheck_at == T0 + 6 * MIN
-    r = R.rebalance_stuck(d, T0 + 6 * MIN + 1, P("rebalance_stuck"))
+    r = rebalance_rules.rebalance_stuck(d, T0 + 6 * MIN + 1, P("rebalance_stuck"))
     assert r.finding is not None
     assert r.finding.evidence["rebalancing_since"] == T0 + MIN
     assert r.finding.since == T0 + 6 * MIN
     # as of a moment when it was Stable: nothing
-    assert R.rebalance_stuck(d, T0 + 30 * S, P("rebalance_stuck")).finding is None
+    assert rebalance_rules.rebalance_stuck(d, T0 + 30 * S, P("rebalance_stuck")).finding is None
 
 
 def test_kip848_reconciling_counts_as_rebalancing() -> None:
     d = doc("k", [], [("Stable", T0, T0 + S), ("Reconciling", T0 + S, None)], state="Reconciling")
-    assert R.rebalance_stuck(d, T0 + 10 * MIN, P("rebalance_stuck")).finding is not None
+    assert rebalance_rules.rebalance_stuck(d, T0 + 10 * MIN, P("rebalance_stuck")).finding is not None
 
 
 # --- Empty / Dead ------------------------------------------------------------------------------------
@@ -185,9 +190,9 @@ def test_kip848_reconciling_counts_as_rebalancing() -> None:
 def test_group_empty_after_the_grace_period_and_not_on_restart() -> None:
     tl = [("Stable", T0, T0 + MIN), ("Empty", T0 + MIN, None)]
     d = doc("gone", [], tl, state="Empty", lag=[part("t", 0, 500, 90.0, "STOP")])
-    early = R.group_empty(d, T0 + MIN + 30 * S, P("group_empty"))
+    early = group_state_rules.group_empty(d, T0 + MIN + 30 * S, P("group_empty"))
     assert early.finding is None and early.recheck_at == T0 + 2 * MIN
-    r = R.group_empty(d, T0 + 2 * MIN, P("group_empty"))
+    r = group_state_rules.group_empty(d, T0 + 2 * MIN, P("group_empty"))
     assert r.finding is not None and r.finding.evidence["previous_state"] == "Stable"
     # said as a time people read (it goes to Slack, e-mail, Alertmanager), not epoch milliseconds
     became = datetime.fromtimestamp((T0 + MIN) / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
@@ -200,21 +205,21 @@ def test_group_empty_after_the_grace_period_and_not_on_restart() -> None:
     ]
     d2 = doc("restart", [], tl2, state="PreparingRebalance")
     for now in range(T0, T0 + 5 * MIN, 5 * S):
-        assert R.group_empty(d2, now, P("group_empty")).finding is None
+        assert group_state_rules.group_empty(d2, now, P("group_empty")).finding is None
 
 
 def test_group_empty_consumed_to_the_end_does_not_alert() -> None:
     tl = [("Stable", T0, T0 + MIN), ("Empty", T0 + MIN, None)]
     done = [part("t", 0, 0, 0.0, "OK"), part("tx", 0, 1, 900.0, "STALL")]  # nothing left but a marker
     d = doc("batch", [], tl, state="Empty", lag=done)
-    assert R.group_empty(d, T0 + 30 * MIN, P("group_empty")).finding is None
+    assert group_state_rules.group_empty(d, T0 + 30 * MIN, P("group_empty")).finding is None
     assert rules_fired(d, T0 + 30 * MIN) == set()
-    assert R.group_empty(d, T0 + 30 * MIN, P("group_empty", min_lag=0)).finding is not None
+    assert group_state_rules.group_empty(d, T0 + 30 * MIN, P("group_empty", min_lag=0)).finding is not None
 
 
 def test_standalone_group_always_empty_never_alerts() -> None:
     d = doc("standalone", [], [("Empty", T0, None)], state="Empty")
-    assert R.group_empty(d, T0 + 60 * MIN, P("group_empty")).finding is None
+    assert group_state_rules.group_empty(d, T0 + 60 * MIN, P("group_empty")).finding is None
     assert rules_fired(d, T0 + 60 * MIN) == set()
 
 
@@ -222,8 +227,8 @@ def test_group_empty_resolve_after() -> None:
     tl = [("Stable", T0, T0 + MIN), ("Dead", T0 + MIN, None)]
     d = doc("gone", [], tl, state="Dead", lag=[part("t", 0, 500, 90.0, "STOP")])
     p = P("group_empty", resolve_after_s=600)
-    assert R.group_empty(d, T0 + 3 * MIN, p).finding is not None
-    assert R.group_empty(d, T0 + 13 * MIN, p).finding is None
+    assert group_state_rules.group_empty(d, T0 + 3 * MIN, p).finding is not None
+    assert group_state_rules.group_empty(d, T0 + 13 * MIN, p).finding is None
 
 
 # --- lag ---------------------------------------------------------------------------------------------
@@ -231,20 +236,21 @@ def test_group_empty_resolve_after() -> None:
 
 def test_lag_status_with_thresholds() -> None:
     d = doc("slow", lag=[part("t", 0, 5000, 240.0, "STOP"), part("t", 1, 0, 0.0, "OK")])
-    r = R.lag(d, T0, P("lag"))
+    r = lag_rules.lag(d, T0, P("lag"))
     assert r.finding is not None and r.finding.severity == "critical"
     assert [p["partition"] for p in r.finding.evidence["partitions"]] == [0]
     warn = doc("w", lag=[part("t", 0, 800, 90.0, "WARN")])
-    rw = R.lag(warn, T0, P("lag"))
+    rw = lag_rules.lag(warn, T0, P("lag"))
     assert rw.finding is not None and rw.finding.severity == "warning"
     # below the seconds threshold (match: all): nothing
-    assert R.lag(doc("w", lag=[part("t", 0, 800, 30.0, "WARN")]), T0, P("lag")).finding is None
+    assert lag_rules.lag(doc("w", lag=[part("t", 0, 800, 30.0, "WARN")]), T0, P("lag")).finding is None
     # match any: the offsets alone are enough
     assert (
-        R.lag(doc("w", lag=[part("t", 0, 800, 30.0, "WARN")]), T0, P("lag", match="any")).finding is not None
+        lag_rules.lag(doc("w", lag=[part("t", 0, 800, 30.0, "WARN")]), T0, P("lag", match="any")).finding
+        is not None
     )
     # status OK never alerts, however big the numbers
-    assert R.lag(doc("ok", lag=[part("t", 0, 10**6, 10**5, "OK")]), T0, P("lag")).finding is None
+    assert lag_rules.lag(doc("ok", lag=[part("t", 0, 10**6, 10**5, "OK")]), T0, P("lag")).finding is None
 
 
 @pytest.mark.parametrize(
@@ -259,19 +265,19 @@ def test_lag_status_with_thresholds() -> None:
 )
 def test_lag_false_alarms_do_not_alert(rows: list[dict]) -> None:
     d = doc("quiet", lag=rows)
-    assert R.lag(d, T0, P("lag")).finding is None
-    assert R.lag_retention(d, T0, P("lag_retention")).finding is None
+    assert lag_rules.lag(d, T0, P("lag")).finding is None
+    assert lag_rules.lag_retention(d, T0, P("lag_retention")).finding is None
     assert rules_fired(d, T0) == set()
 
 
 def test_lag_without_status_uses_thresholds_only() -> None:
     row = part("t", 0, 5000, 600.0, status=None)  # lag from a lag history point has no status
-    assert R.lag(doc("x", lag=[row]), T0, P("lag")).finding is not None
+    assert lag_rules.lag(doc("x", lag=[row]), T0, P("lag")).finding is not None
 
 
 def test_lag_evidence_is_the_documents_rows() -> None:
     row = part("t", 0, 5000, 600.0, "ERR")
-    r = R.lag(doc("x", lag=[row]), T0, P("lag"))
+    r = lag_rules.lag(doc("x", lag=[row]), T0, P("lag"))
     assert r.finding is not None and r.finding.evidence["partitions"] == [row]
 
 
@@ -281,20 +287,20 @@ def test_a_value_that_is_not_a_document_is_refused_not_guessed() -> None:
         with pytest.raises(DocumentError):
             evaluate_group(bad, T0, cfg)
     # a document without lag (no lag source yet) has nothing to say about lag
-    assert R.lag({"group": "x"}, T0, P("lag")).finding is None
+    assert lag_rules.lag({"group": "x"}, T0, P("lag")).finding is None
 
 
 def test_lag_close_to_retention() -> None:
     hour = 3600 * 1000
     rows = [part("short", 0, 9000, 0.85 * hour / 1000, "WARN")]
-    r = R.lag_retention(doc("r", lag=rows), T0, P("lag_retention", topics={"short": hour}))
+    r = lag_rules.lag_retention(doc("r", lag=rows), T0, P("lag_retention", topics={"short": hour}))
     assert r.finding is not None and r.finding.evidence["partitions"][0]["retention_ms"] == hour
     assert r.finding.evidence["partitions"][0]["fraction_of_retention"] == pytest.approx(0.85)
     # the default retention (7 days) is far away
-    assert R.lag_retention(doc("r", lag=rows), T0, P("lag_retention")).finding is None
+    assert lag_rules.lag_retention(doc("r", lag=rows), T0, P("lag_retention")).finding is None
     half = doc("r", lag=[part("short", 0, 9000, 0.5 * hour / 1000, "WARN")])
-    assert R.lag_retention(half, T0, P("lag_retention", topics={"short": hour})).finding is None
-    assert R.lag_retention(half, T0, P("lag_retention", topics={"short": hour // 2})).finding
+    assert lag_rules.lag_retention(half, T0, P("lag_retention", topics={"short": hour})).finding is None
+    assert lag_rules.lag_retention(half, T0, P("lag_retention", topics={"short": hour // 2})).finding
 
 
 # --- configuration ----------------------------------------------------------------------------------
@@ -432,9 +438,9 @@ def _streams_doc(spans: list[tuple[str, int, int | None]]) -> GroupDocument:
 def test_a_streams_group_notready_past_for_s_alerts_and_not_before() -> None:
     p = dict(DEFAULT_RULES["streams_not_ready"])
     doc = _streams_doc([("Empty", T0, T0 + 5 * S), ("NotReady", T0 + 5 * S, None)])
-    early = R.RULES["streams_not_ready"](doc, T0 + 30 * S, p)
+    early = RULES["streams_not_ready"](doc, T0 + 30 * S, p)
     assert early.finding is None and early.recheck_at == T0 + 5 * S + 60 * S
-    late = R.RULES["streams_not_ready"](doc, T0 + 70 * S, p)
+    late = RULES["streams_not_ready"](doc, T0 + 70 * S, p)
     assert late.finding is not None and late.finding.since == T0 + 65 * S
     assert late.finding.evidence["not_ready_since"] == T0 + 5 * S
     assert "NotReady for 65 s" in late.finding.summary
@@ -443,9 +449,9 @@ def test_a_streams_group_notready_past_for_s_alerts_and_not_before() -> None:
 def test_a_streams_group_ready_again_does_not_alert() -> None:
     p = dict(DEFAULT_RULES["streams_not_ready"])
     doc = _streams_doc([("NotReady", T0, T0 + 90 * S), ("Stable", T0 + 90 * S, None)])
-    assert R.RULES["streams_not_ready"](doc, T0 + 200 * S, p).finding is None
+    assert RULES["streams_not_ready"](doc, T0 + 200 * S, p).finding is None
     # while it was NotReady, past for_s, it did
-    assert R.RULES["streams_not_ready"](doc, T0 + 80 * S, p).finding is not None
+    assert RULES["streams_not_ready"](doc, T0 + 80 * S, p).finding is not None
 
 
 # --- member_not_converging ----------------------------------------------------------------------
@@ -469,26 +475,26 @@ def test_a_member_behind_the_target_epoch_past_for_s_alerts_and_not_before() -> 
     p = dict(DEFAULT_RULES["member_not_converging"])
     # "a" converged; "b" is still at epoch 2 of 4: behind since epoch 3 began (T0 + 20 s)
     doc = _epochs_doc("consumer", 4, {"a": 4, "b": 2})
-    early = R.RULES["member_not_converging"](doc, T0 + 50 * S, p)
+    early = RULES["member_not_converging"](doc, T0 + 50 * S, p)
     assert early.finding is None and early.recheck_at == T0 + 20 * S + 60 * S
-    late = R.RULES["member_not_converging"](doc, T0 + 100 * S, p)
+    late = RULES["member_not_converging"](doc, T0 + 100 * S, p)
     assert late.finding is not None and late.finding.since == T0 + 80 * S
     behind = [{"member_id": "b", "member_epoch": 2, "behind_since": T0 + 20 * S}]
     assert late.finding.evidence["members"] == behind
     assert "1 member(s) behind the target assignment (epoch 4) for 80 s" in late.finding.summary
     # a streams group's members reconcile towards their target tasks the same way
-    assert R.RULES["member_not_converging"](_epochs_doc("streams", 4, {"a": 2}), T0 + 100 * S, p).finding
+    assert RULES["member_not_converging"](_epochs_doc("streams", 4, {"a": 2}), T0 + 100 * S, p).finding
 
 
 def test_members_at_the_target_epoch_or_of_other_kinds_never_alert() -> None:
     p = dict(DEFAULT_RULES["member_not_converging"])
     late = T0 + 3600 * S
-    rule = R.RULES["member_not_converging"]
+    rule = RULES["member_not_converging"]
     assert rule(_epochs_doc("consumer", 4, {"a": 4, "b": 4}), late, p).finding is None
     # a share group's members take their partitions at once; a classic group has no member epochs
     assert rule(_epochs_doc("share", 4, {"a": 1}), late, p).finding is None
     assert rule(_epochs_doc("classic", 4, {"a": 1}), late, p).finding is None
     # judged as of a moment before the epoch it lags began, it was not behind yet
     doc = _epochs_doc("consumer", 4, {"a": 3})
-    assert R.members_behind(doc, T0 + 25 * S) == []
-    assert R.members_behind(doc, T0 + 35 * S) == [("a", 3, T0 + 30 * S)]
+    assert group_state_rules.members_behind(doc, T0 + 25 * S) == []
+    assert group_state_rules.members_behind(doc, T0 + 35 * S) == [("a", 3, T0 + 30 * S)]

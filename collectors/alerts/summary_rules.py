@@ -16,7 +16,7 @@ from coordinator_model.alert_rules.docview import (
     MemberRef,
     StateSpan,
 )
-from coordinator_model.alert_rules.rules import NOT_READY
+from coordinator_model.alert_rules.group_state_rules import NOT_READY
 from coordinator_model.document import PartitionLag
 from coordinator_model.statuses import STATUS_RULES, STATUSES, judge
 

@@ -59,7 +59,7 @@ from coordinator_model.alert_rules.docview import (
     GroupView,
     state_at,
 )
-from coordinator_model.alert_rules.rules import members_behind
+from coordinator_model.alert_rules.group_state_rules import members_behind
 from coordinator_model.document import GroupDocument, PartitionLag
 
 # Bumped whenever the layout of the rule input or the facts changes. It is part of the head's key,

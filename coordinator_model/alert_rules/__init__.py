@@ -7,14 +7,8 @@ from coordinator_model.alert_rules.config import (
     AlertConfigError,
     parse_alert_config,
 )
-from coordinator_model.alert_rules.rules import (
-    RULES,
-    Evaluation,
-    Finding,
-    RuleResult,
-    evaluate_group,
-    lookback_ms,
-)
+from coordinator_model.alert_rules.findings import Evaluation, Finding, RuleResult
+from coordinator_model.alert_rules.rules import RULES, evaluate_group, lookback_ms
 
 __all__ = [
     "DEFAULT_RULES",
