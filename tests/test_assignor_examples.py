@@ -1,4 +1,4 @@
-"""Seed 002's worked examples (Kafka's RangeAssignor and RoundRobinAssignor), and Kafka's member order."""
+"""Worked examples of Kafka's RangeAssignor and RoundRobinAssignor, and Kafka's member order."""
 
 from __future__ import annotations
 
