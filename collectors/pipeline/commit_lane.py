@@ -190,13 +190,6 @@ class CommitLane(Loop):
         )
 
 
-def lane_for(cfg: Any) -> CommitLane:
-    """The lane of a live pipeline (job.PipelineConfig)."""
-    from collectors.pipeline.job import sink_config
-
-    return CommitLane(cfg.kafka, cfg.offsets_topic, sink_config(cfg), cfg.state_buckets)
-
-
 def end_offset_of(progress: dict | None) -> Any:
     """The end offset of a query progress's Kafka source, in the source's shape (or None)."""
     import json

@@ -430,7 +430,7 @@ def run_pipeline(
     """Run the pipeline until the replay is done, `duration_s` passes, or `stop_event` is set."""
     from collectors.pipeline.admin_process import AdminProcess
     from collectors.pipeline.broker_log_shipper import BrokerLogShipper
-    from collectors.pipeline.commit_lane import lane_for
+    from collectors.pipeline.commit_lane import CommitLane
     from collectors.pipeline.kafka_source import CLUSTER_GONE
     from collectors.pipeline.lag_refresh import LagRefresher
     from collectors.pipeline.topic_check import answers_now, check_topics, wait_until_answers
@@ -476,7 +476,7 @@ def run_pipeline(
             )
             if offsets_ok and cfg.commit_lane:
                 # commits to partitions groups hold, in Redis as they arrive (commit_lane.py)
-                lane = lane_for(cfg)
+                lane = CommitLane(cfg.kafka, cfg.offsets_topic, sink_config(cfg), cfg.state_buckets)
                 threads.append(lane)
     own_spark = spark is None
     # The poller starts before Spark does (some 20 s on a small machine): its first answers about
