@@ -16,7 +16,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from collectors.demo.share import ShareMember as Member
-from coordinator_model.offsets.partition_for import coordinator_partition
+from coordinator_model.coordinator_partition import coordinator_partition
 
 PARTITIONS = 3
 

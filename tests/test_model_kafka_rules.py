@@ -16,11 +16,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from coordinator_model.classic.group_metadata import GroupMetadata, HeartbeatError, MemberMetadata
+from coordinator_model.coordinator_partition import coordinator_partition, java_string_hash, kafka_utils_abs
 from coordinator_model.engine import GroupEngine
 from coordinator_model.evidence import GroupMetadataSnapshot, MemberSnapshot, OffsetCommit
 from coordinator_model.offsets import OffsetState, OffsetStore
 from coordinator_model.offsets.expiry import expiry_rule, remove_expired_offsets
-from coordinator_model.offsets.partition_for import coordinator_partition, java_string_hash, kafka_utils_abs
 from coordinator_model.states import (
     ConsumerGroupState,
     GroupState,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
+from coordinator_model.coordinator_partition import coordinator_partition
 from coordinator_model.document.types import (
     ClientDoc,
     Conflict,
@@ -22,7 +23,6 @@ from coordinator_model.document.types import (
 )
 from coordinator_model.group_context import GroupContext
 from coordinator_model.membership import MEMBER_STATES, STREAMS_MEMBER_STATES
-from coordinator_model.offsets.partition_for import coordinator_partition
 from coordinator_model.states import MODERN_TYPES
 
 
