@@ -189,8 +189,8 @@ def test_a_real_commit_to_a_held_partition_reaches_redis_through_the_lane(kafka_
 
 @pytest.mark.servers
 def test_a_lane_far_behind_goes_on_from_the_log_ends(kafka_broker, redis_server, monkeypatch) -> None:
-    """Started far behind (here: at the log starts, with a backlog of other commits), the lane skips to
-    the log ends, which the micro-batches read anyway, and applies what comes after."""
+    """Started far behind (here: six commits behind), the lane skips to the log ends, which the
+    micro-batches read anyway, and applies what comes after."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -204,7 +204,14 @@ def test_a_lane_far_behind_goes_on_from_the_log_ends(kafka_broker, redis_server,
     topic, group = f"lane-{uuid.uuid4().hex[:8]}", f"lane-behind-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bs})
     admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
-    for i in range(3):  # a backlog: 6 records the lane starts behind
+    first = ConsumerGroupTopicPartitions(f"{group}-first", [TopicPartition(topic, 0, 0)])
+    admin.alter_consumer_group_offsets([first])[f"{group}-first"].result(30)  # the offsets topic exists
+    wm = Watermarks({"bootstrap.servers": bs})
+    try:
+        start = wm.offsets([OFFSETS_TOPIC], "latest")
+    finally:
+        wm.close()
+    for i in range(3):  # a backlog of 6 records past where the lane starts
         backlog = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, i) for p in range(2)])
         admin.alter_consumer_group_offsets([backlog])[group].result(30)
     store, sink = _store(redis_server.url)
@@ -212,11 +219,6 @@ def test_a_lane_far_behind_goes_on_from_the_log_ends(kafka_broker, redis_server,
         s = OffsetStore()
         s.committed[(topic, p)] = OffsetState(0, 1, 1, -1)
         store.r.hset(store.group_key(group, "offsets"), f"{topic}:{p}", encode(s, (topic, p)))
-    wm = Watermarks({"bootstrap.servers": bs})
-    try:
-        start = wm.offsets([OFFSETS_TOPIC], "earliest")
-    finally:
-        wm.close()
     lane = CommitLane({"bootstrap.servers": bs}, OFFSETS_TOPIC, sink, 16)
     lane.start()
     try:
@@ -234,3 +236,15 @@ def test_a_lane_far_behind_goes_on_from_the_log_ends(kafka_broker, redis_server,
         lane.stop()
         lane.join(10)
     assert got[(topic, 0)].offset == 10
+
+
+def test_a_lane_steps_aside_while_the_offsets_topic_is_busy() -> None:
+    """Above MAX_RATE records a second the micro-batches carry the commits alone; below it the lane
+    applies them again."""
+    from collectors.pipeline import commit_lane
+
+    lane = CommitLane({}, OFFSETS_TOPIC, None, 16)
+    lane._step_aside_if_busy(commit_lane.MAX_RATE * 5)
+    assert lane.aside
+    lane._step_aside_if_busy(commit_lane.MAX_RATE / 100)
+    assert not lane.aside

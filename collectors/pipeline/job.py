@@ -81,7 +81,7 @@ class PipelineConfig:
     # live: the share of one core the lag refresher may spend (lag_refresh.py); past it, a round of the
     # fleet's lagging groups takes longer than a minute rather than slowing the commits
     lag_refresh_cpu_share: float = 0.2
-    commit_lane: bool = True  # live: commits to held partitions applied as they arrive (commit_lane.py)
+    commit_lane: bool = False  # live: commits to held partitions applied as they arrive (commit_lane.py)
 
     @property
     def live(self) -> bool:
