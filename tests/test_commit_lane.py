@@ -248,3 +248,43 @@ def test_a_lane_steps_aside_while_the_offsets_topic_is_busy() -> None:
     assert lane.aside
     lane._step_aside_if_busy(commit_lane.MAX_RATE / 100)
     assert not lane.aside
+
+
+@pytest.mark.servers
+def test_a_lane_aside_reads_on_and_applies_nothing(kafka_broker, redis_server, monkeypatch) -> None:
+    """Aside, the lane only moves its positions on: the commit is left to the micro-batches."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from collectors.pipeline import commit_lane
+    from collectors.pipeline.kafka_source import Watermarks
+
+    monkeypatch.setattr(commit_lane, "MAX_RATE", -1)  # any rate is too busy
+    monkeypatch.setattr(commit_lane, "LOOK_EVERY_S", 0.0)
+    bs = kafka_broker.bootstrap_servers
+    topic, group = f"lane-{uuid.uuid4().hex[:8]}", f"lane-aside-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bs})
+    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+    first = ConsumerGroupTopicPartitions(f"{group}-first", [TopicPartition(topic, 0, 0)])
+    admin.alter_consumer_group_offsets([first])[f"{group}-first"].result(30)
+    store, sink = _store(redis_server.url)
+    s = OffsetStore()
+    s.committed[(topic, 0)] = OffsetState(0, 1, 1, -1)
+    store.r.hset(store.group_key(group, "offsets"), f"{topic}:0", encode(s, (topic, 0)))
+    wm = Watermarks({"bootstrap.servers": bs})
+    try:
+        start = wm.offsets([OFFSETS_TOPIC], "latest")
+    finally:
+        wm.close()
+    lane = CommitLane({"bootstrap.servers": bs}, OFFSETS_TOPIC, sink, 16)
+    lane.start()
+    try:
+        lane.start_at(start)
+        _wait(lambda: lane.aside, 10, "the lane to step aside")
+        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 7)])
+        admin.alter_consumer_group_offsets([req])[group].result(30)
+        _wait(lambda: lane.records >= 1, 30, "the lane to read the commit")
+    finally:
+        lane.stop()
+        lane.join(10)
+    assert _held(store, group)[(topic, 0)].offset == 0, "applied by nobody here: the micro-batches' to apply"

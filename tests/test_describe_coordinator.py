@@ -251,3 +251,21 @@ def test_the_pollers_describe_carries_the_coordinator_kafka_names(
         assert r.exit_code == 0, r.output
         row = [ln for ln in r.output.splitlines() if ln.startswith(doc.group + " ")]
         assert row and f" {said} " in row[0], (said, r.output)
+
+
+def test_share_and_streams_describes_name_their_coordinator_too() -> None:
+    """ShareGroupDescribe and StreamsGroupDescribe go to each group's coordinator (FindCoordinator):
+    their lines say which one answered, as the classic and KIP-848 lines do."""
+    from collectors.kafka_protocol.coordinators import Node
+    from collectors.pipeline.admin_lines import share_describe_json, streams_describe_json
+
+    node = Node(3, "broker-3.internal", 9094)
+    share = share_describe_json("s", {"state": "Stable", "assignor": "simple", "members": []}, 1_000, node)
+    streams = streams_describe_json("t", {"state": "Empty", "topology": None, "members": []}, 1_000, node)
+    for line in (share, streams):
+        ev = from_describe_json(line)
+        assert (ev.coordinator_id, ev.coordinator_host, ev.coordinator_port) == (3, "broker-3.internal", 9094)
+    assert (
+        share_describe_json("s", {"state": "Empty", "assignor": "simple", "members": []}, 1)["coordinator"]
+        is None
+    )

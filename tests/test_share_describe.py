@@ -215,7 +215,9 @@ class FakeProtocol:
         self.listed += 1
         return {g: ("share", b.get("state", "Stable")) for g, b in self.blocks.items()}, []
 
-    def describe_share(self, groups: list[str], deadline: Any) -> dict[str, dict[str, Any]]:
+    def describe_share(
+        self, groups: list[str], deadline: Any, coordinators: Any = None
+    ) -> dict[str, dict[str, Any]]:
         self.described.append(list(groups))
         return {g: self.blocks[g] for g in groups}
 

@@ -112,7 +112,7 @@ def share_groups_tool(bootstrap: str, group: str) -> dict[str, Any]:
         return [line.split() for line in out.splitlines() if line.split()[:1] == [group]]
 
     # GROUP  COORDINATOR (ID)  STATE  GROUP-EPOCH  ASSIGNMENT-EPOCH  #MEMBERS
-    ((*_, state, group_epoch, assignment_epoch, count),) = rows("--state")
+    ((_g, coordinator, coordinator_id, state, group_epoch, assignment_epoch, count),) = rows("--state")
     members = {}
     # GROUP  CONSUMER-ID  HOST  CLIENT-ID  #PARTITIONS  MEMBER-EPOCH  ASSIGNMENT (topic:0,1;topic2:3)
     for _g, member_id, host, client_id, n, member_epoch, *assignment in rows("--members"):
@@ -129,6 +129,7 @@ def share_groups_tool(bootstrap: str, group: str) -> dict[str, Any]:
         }
     assert int(count) == len(members)
     return {
+        "coordinator": f"{coordinator}  {coordinator_id}",
         "state": state,
         "group_epoch": int(group_epoch),
         "assignment_epoch": int(assignment_epoch),
@@ -268,7 +269,9 @@ def share_run(kafka_broker) -> tuple[ShareRun, list[str]]:
 
 def what_kafka_says_of(doc: dict[str, Any]) -> dict[str, Any]:
     """A document in the terms of kafka-share-groups.sh (`share_groups_tool`)."""
+    node = doc.get("coordinator")
     return {
+        "coordinator": f"{node['host']}:{node['port']}  ({node['id']})" if node else "-",
         "state": doc["state"],
         "group_epoch": doc["group_epoch"],
         "assignment_epoch": doc["assignment_epoch"],
@@ -315,7 +318,8 @@ def test_a_running_share_group_from_the_admin_api_is_what_kafka_share_groups_sh_
     records = as_json(
         rebuild([offsets_line_to_evidence(x) for x in run.lines], line["ts"])["share-live-group"], line["ts"]
     )
-    assert what_kafka_says_of(records) == judge
+    # (the records name no coordinator: only a describe does)
+    assert what_kafka_says_of(records) == {**judge, "coordinator": "-"}
 
 
 @pytest.mark.servers

@@ -122,7 +122,10 @@ class KafkaProtocolClient(CoordinatorClient):
 
     # -- ShareGroupDescribe (KIP-932) -------------------------------------------------------------
     def share_group_describe(
-        self, group_ids: Iterable[str], deadline: Deadline | None = None
+        self,
+        group_ids: Iterable[str],
+        deadline: Deadline | None = None,
+        coordinators: dict[str, Node] | None = None,
     ) -> dict[str, dict[str, Any] | GroupError]:
         """Each share group's DescribedGroup (ShareGroupDescribe v1, the decoded response struct), or
         its error (GROUP_ID_NOT_FOUND for an unknown group and for a group of another type)."""
@@ -134,14 +137,21 @@ class KafkaProtocolClient(CoordinatorClient):
             described_groups,
             deadline or Deadline(self.timeout_s),
             max_rounds=MAX_ROUNDS,
+            coordinators=coordinators,
         )
 
-    def describe_share(self, group_ids: Iterable[str], deadline: Deadline | None = None) -> dict[str, dict]:
+    def describe_share(
+        self,
+        group_ids: Iterable[str],
+        deadline: Deadline | None = None,
+        coordinators: dict[str, Node] | None = None,
+    ) -> dict[str, dict]:
         """The `"broker"` block (or error block) of each share group: the KIP-848 block's shape
         (see the module docstring), its members without instance id, member type or target
-        assignment (a share group has none: members take their partitions at once)."""
+        assignment (a share group has none: members take their partitions at once). `coordinators`
+        gets each group's coordinator."""
         deadline = deadline or Deadline(self.timeout_s)
-        described = self.share_group_describe(group_ids, deadline)
+        described = self.share_group_describe(group_ids, deadline, coordinators)
         ids = {
             tp["topic_id"]
             for d in described.values()
@@ -161,7 +171,10 @@ class KafkaProtocolClient(CoordinatorClient):
 
     # -- StreamsGroupDescribe (KIP-1071) ----------------------------------------------------------
     def streams_group_describe(
-        self, group_ids: Iterable[str], deadline: Deadline | None = None
+        self,
+        group_ids: Iterable[str],
+        deadline: Deadline | None = None,
+        coordinators: dict[str, Node] | None = None,
     ) -> dict[str, dict[str, Any] | GroupError]:
         """Each streams group's DescribedGroup (StreamsGroupDescribe v0, the decoded response struct),
         or its error (GROUP_ID_NOT_FOUND for an unknown group and for a group of another type)."""
@@ -173,11 +186,18 @@ class KafkaProtocolClient(CoordinatorClient):
             described_groups,
             deadline or Deadline(self.timeout_s),
             max_rounds=MAX_ROUNDS,
+            coordinators=coordinators,
         )
 
-    def describe_streams(self, group_ids: Iterable[str], deadline: Deadline | None = None) -> dict[str, dict]:
-        """The `"broker"` block (or error block) of each streams group (`streams_broker_block`)."""
-        described = self.streams_group_describe(group_ids, deadline)
+    def describe_streams(
+        self,
+        group_ids: Iterable[str],
+        deadline: Deadline | None = None,
+        coordinators: dict[str, Node] | None = None,
+    ) -> dict[str, dict]:
+        """The `"broker"` block (or error block) of each streams group (`streams_broker_block`).
+        `coordinators` gets each group's coordinator."""
+        described = self.streams_group_describe(group_ids, deadline, coordinators)
         return {
             g: d.as_block() if isinstance(d, GroupError) else streams_broker_block(d)
             for g, d in described.items()

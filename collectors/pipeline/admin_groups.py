@@ -245,8 +245,9 @@ class ModernDescriber:
         from collectors.kafka_protocol.connection import Deadline
 
         call, to_line, api = self.KINDS[kind]
+        coordinators: dict[str, Any] = {}
         try:
-            blocks = getattr(link.client(timeout_s), call)(groups, Deadline(timeout_s))
+            blocks = getattr(link.client(timeout_s), call)(groups, Deadline(timeout_s), coordinators)
         except Exception as e:
             first, again = f"{kind} groups not described ({api}): %s", f"{api} still failing: %s"
             say_failure(kind in self.failing, first, again, e)
@@ -266,5 +267,5 @@ class ModernDescriber:
                 if block.get("error_code") in AUTHORIZATION_FAILED:
                     refused[g] = _refusal(block["error"], block.get("error_message"))
                 continue
-            lines[g] = to_line(g, block, answered)
+            lines[g] = to_line(g, block, answered, coordinators.get(g))
         return lines, refused

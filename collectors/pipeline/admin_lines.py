@@ -127,7 +127,7 @@ def classic_describe_json(group: dict[str, Any], node: Any, ts: int) -> dict[str
     }
 
 
-def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str, Any]:
+def share_describe_json(group: str, block: dict[str, Any], ts: int, node: Any = None) -> dict[str, Any]:
     """A share group's describe.jsonl line from its ShareGroupDescribe "broker" block
     (collectors.kafka_protocol `share_broker_block`): type "share", the members as the block has them
     (no instance id, no target assignment: a share group's members take their partitions at once)."""
@@ -137,7 +137,7 @@ def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str,
         "type": "share",
         "state": block["state"],
         "assignor": block["assignor"],
-        "coordinator": None,
+        "coordinator": _node(node),
         "simple": False,
         "members": [
             {
@@ -154,6 +154,11 @@ def share_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str,
     }
 
 
+def _node(node: Any) -> dict[str, Any] | None:
+    """A coordinator node (kafka_protocol Node) as a describe line says it; None: not known."""
+    return {"id": node.node_id, "host": node.host, "port": node.port} if node is not None else None
+
+
 def task_partitions(tasks: list[list[Any]], topology: dict[str, Any] | None) -> list[list[Any]]:
     """The topic-partitions a streams member's tasks read (coordinator_model.streams `topics_read`),
     from the JSON of a describe. Unknown while the topology is (null, or its subtopologies not ready
@@ -167,7 +172,7 @@ def task_partitions(tasks: list[list[Any]], topology: dict[str, Any] | None) -> 
     ]
 
 
-def streams_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[str, Any]:
+def streams_describe_json(group: str, block: dict[str, Any], ts: int, node: Any = None) -> dict[str, Any]:
     """A streams group's describe.jsonl line from its StreamsGroupDescribe "broker" block
     (collectors.kafka_protocol `streams_broker_block`): type "streams", each member's assignment the
     topic-partitions its active tasks read (`task_partitions`), its tasks themselves in the block."""
@@ -178,7 +183,7 @@ def streams_describe_json(group: str, block: dict[str, Any], ts: int) -> dict[st
         "type": "streams",
         "state": block["state"],
         "assignor": "",
-        "coordinator": None,
+        "coordinator": _node(node),
         "simple": False,
         "members": [
             {

@@ -132,6 +132,12 @@ class CommitLane(Loop):
                     looked, looked_records = time.monotonic(), self.records
                     self._jump_if_far_behind(c)
                 msgs = c.consume(READ_ROWS, timeout=POLL_S)
+                if self.aside:  # only where it stands: the micro-batches carry these
+                    for m in msgs:
+                        if m.error() is None and m.offset() >= self._positions.get(m.partition(), -1):
+                            self._positions[m.partition()] = m.offset() + 1
+                    self.records += len(msgs)
+                    continue
                 cols: dict[str, list[Any]] = {
                     k: [] for k in ("topic", "partition", "offset", "timestamp", "key", "value")
                 }
@@ -146,11 +152,10 @@ class CommitLane(Loop):
                     cols["value"].append(m.value())
                 if not cols["offset"]:
                     continue
-                if not self.aside:
-                    batch = pa.RecordBatch.from_pydict(cols, schema=schema)
-                    # what the first stage's code leaves is the model stage's: Spark reads it too
-                    for _ in route_arrow(iter([batch]), kinds, self.buckets, known=known, trim=False):
-                        pass
+                batch = pa.RecordBatch.from_pydict(cols, schema=schema)
+                # what the first stage's code leaves is the model stage's: Spark reads it too
+                for _ in route_arrow(iter([batch]), kinds, self.buckets, known=known, trim=False):
+                    pass
                 for p, o in zip(cols["partition"], cols["offset"], strict=True):
                     if o >= self._positions.get(p, -1):
                         self._positions[p] = o + 1
