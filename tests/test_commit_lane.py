@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -137,43 +138,78 @@ def _wait(cond: Any, timeout: float, what: str) -> Any:
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.mark.servers
-def test_a_real_commit_to_a_held_partition_reaches_redis_through_the_lane(kafka_broker, redis_server) -> None:
-    """A real broker's commits: those to partitions the group holds in Redis are applied by the lane
-    alone (no Spark runs here), within a second or so; one to a partition it does not hold is left for
-    the model stage."""
+@dataclass
+class Live:
+    """A topic, a group holding some of its partitions in Redis, and where the lane is to start."""
+
+    bs: str
+    admin: Any
+    topic: str
+    group: str
+    store: RedisStore
+    sink: SinkConfig
+    start: dict
+
+    def commit(self, offsets: dict[int, int]) -> None:
+        from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+
+        req = ConsumerGroupTopicPartitions(
+            self.group, [TopicPartition(self.topic, p, o) for p, o in offsets.items()]
+        )
+        self.admin.alter_consumer_group_offsets([req])[self.group].result(30)
+
+    def lane(self) -> CommitLane:
+        lane = CommitLane({"bootstrap.servers": self.bs}, OFFSETS_TOPIC, self.sink, 16)
+        lane.start()
+        return lane
+
+
+def _live(kafka_broker: Any, redis_server: Any, partitions: int, held: tuple[int, ...], name: str) -> Live:
+    """`held` of the topic's partitions stored for the group (as the model stage writes a group's
+    first commits, before any log offset), the lane's start the offsets topic's ends now."""
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
     from collectors.pipeline.kafka_source import Watermarks
 
     bs = kafka_broker.bootstrap_servers
-    topic, group = f"lane-{uuid.uuid4().hex[:8]}", f"lane-group-{uuid.uuid4().hex[:8]}"
+    topic, group = f"lane-{uuid.uuid4().hex[:8]}", f"lane-{name}-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": bs})
-    admin.create_topics([NewTopic(topic, 3, 1)])[topic].result(30)
-    store, sink = _store(redis_server.url)
-    key = store.group_key(group, "offsets")
-    for p in (0, 1):  # held: what the model stage wrote of the group's first commits
-        s = OffsetStore()
-        s.committed[(topic, p)] = OffsetState(1, 1, 1, -1)  # before any log offset
-        store.r.hset(key, f"{topic}:{p}", encode(s, (topic, p)))
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
     # the offsets topic exists once a group has committed (a fresh broker has none yet)
     first = ConsumerGroupTopicPartitions(f"{group}-first", [TopicPartition(topic, 0, 0)])
     admin.alter_consumer_group_offsets([first])[f"{group}-first"].result(30)
+    store, sink = _store(redis_server.url)
+    for p in held:
+        s = OffsetStore()
+        s.committed[(topic, p)] = OffsetState(0, 1, 1, -1)
+        store.r.hset(store.group_key(group, "offsets"), f"{topic}:{p}", encode(s, (topic, p)))
     wm = Watermarks({"bootstrap.servers": bs})
     try:
         start = wm.offsets([OFFSETS_TOPIC], "latest")
     finally:
         wm.close()
-    lane = CommitLane({"bootstrap.servers": bs}, OFFSETS_TOPIC, sink, 16)
-    lane.start()
+    return Live(bs, admin, topic, group, store, sink, start)
+
+
+@pytest.mark.servers
+def test_a_real_commit_to_a_held_partition_reaches_redis_through_the_lane(kafka_broker, redis_server) -> None:
+    """A real broker's commits: those to partitions the group holds in Redis are applied by the lane
+    alone (no Spark runs here), within a second or so; one to a partition it does not hold is left for
+    the model stage."""
+    live = _live(kafka_broker, redis_server, 3, (0, 1), "held")
+    lane = live.lane()
     try:
-        lane.start_at(start)
+        lane.start_at(live.start)
         asked = time.monotonic()
-        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, 5 + p) for p in range(3)])
-        admin.alter_consumer_group_offsets([req])[group].result(30)
+        live.commit({p: 5 + p for p in range(3)})
+        topic = live.topic
         got = _wait(
-            lambda: (h := _held(store, group)) and all(h[(topic, p)].offset == 5 + p for p in (0, 1)) and h,
+            lambda: (
+                (h := _held(live.store, live.group))
+                and all(h[(topic, p)].offset == 5 + p for p in (0, 1))
+                and h
+            ),
             30,
             "the lane's writes",
         )
@@ -191,44 +227,27 @@ def test_a_real_commit_to_a_held_partition_reaches_redis_through_the_lane(kafka_
 def test_a_lane_far_behind_goes_on_from_the_log_ends(kafka_broker, redis_server, monkeypatch) -> None:
     """Started far behind (here: six commits behind), the lane skips to the log ends, which the
     micro-batches read anyway, and applies what comes after."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     from collectors.pipeline import commit_lane
-    from collectors.pipeline.kafka_source import Watermarks
 
     monkeypatch.setattr(commit_lane, "MAX_BEHIND", 2)
     monkeypatch.setattr(commit_lane, "LOOK_EVERY_S", 0.0)
     monkeypatch.setattr(commit_lane, "READ_ROWS", 1)  # a record at a time: its fetches see the ends first
-    bs = kafka_broker.bootstrap_servers
-    topic, group = f"lane-{uuid.uuid4().hex[:8]}", f"lane-behind-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bs})
-    admin.create_topics([NewTopic(topic, 2, 1)])[topic].result(30)
-    first = ConsumerGroupTopicPartitions(f"{group}-first", [TopicPartition(topic, 0, 0)])
-    admin.alter_consumer_group_offsets([first])[f"{group}-first"].result(30)  # the offsets topic exists
-    wm = Watermarks({"bootstrap.servers": bs})
-    try:
-        start = wm.offsets([OFFSETS_TOPIC], "latest")
-    finally:
-        wm.close()
+    live = _live(kafka_broker, redis_server, 2, (0, 1), "behind")
     for i in range(3):  # a backlog of 6 records past where the lane starts
-        backlog = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, i) for p in range(2)])
-        admin.alter_consumer_group_offsets([backlog])[group].result(30)
-    store, sink = _store(redis_server.url)
-    for p in (0, 1):
-        s = OffsetStore()
-        s.committed[(topic, p)] = OffsetState(0, 1, 1, -1)
-        store.r.hset(store.group_key(group, "offsets"), f"{topic}:{p}", encode(s, (topic, p)))
-    lane = CommitLane({"bootstrap.servers": bs}, OFFSETS_TOPIC, sink, 16)
-    lane.start()
+        live.commit({0: i, 1: i})
+    lane = live.lane()
     try:
-        lane.start_at(start)
+        lane.start_at(live.start)
         _wait(lambda: lane.skipped >= 3, 30, "the lane to skip its backlog")
         time.sleep(0.5)
-        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, p, 10 + p) for p in range(2)])
-        admin.alter_consumer_group_offsets([req])[group].result(30)
+        live.commit({0: 10, 1: 11})
+        topic = live.topic
         got = _wait(
-            lambda: (h := _held(store, group)) and all(h[(topic, p)].offset == 10 + p for p in (0, 1)) and h,
+            lambda: (
+                (h := _held(live.store, live.group))
+                and all(h[(topic, p)].offset == 10 + p for p in (0, 1))
+                and h
+            ),
             30,
             "the commit after the skip",
         )
@@ -253,38 +272,18 @@ def test_a_lane_steps_aside_while_the_offsets_topic_is_busy() -> None:
 @pytest.mark.servers
 def test_a_lane_aside_reads_on_and_applies_nothing(kafka_broker, redis_server, monkeypatch) -> None:
     """Aside, the lane only moves its positions on: the commit is left to the micro-batches."""
-    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     from collectors.pipeline import commit_lane
-    from collectors.pipeline.kafka_source import Watermarks
 
     monkeypatch.setattr(commit_lane, "MAX_RATE", -1)  # any rate is too busy
     monkeypatch.setattr(commit_lane, "LOOK_EVERY_S", 0.0)
-    bs = kafka_broker.bootstrap_servers
-    topic, group = f"lane-{uuid.uuid4().hex[:8]}", f"lane-aside-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": bs})
-    admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
-    first = ConsumerGroupTopicPartitions(f"{group}-first", [TopicPartition(topic, 0, 0)])
-    admin.alter_consumer_group_offsets([first])[f"{group}-first"].result(30)
-    store, sink = _store(redis_server.url)
-    s = OffsetStore()
-    s.committed[(topic, 0)] = OffsetState(0, 1, 1, -1)
-    store.r.hset(store.group_key(group, "offsets"), f"{topic}:0", encode(s, (topic, 0)))
-    wm = Watermarks({"bootstrap.servers": bs})
+    live = _live(kafka_broker, redis_server, 1, (0,), "aside")
+    lane = live.lane()
     try:
-        start = wm.offsets([OFFSETS_TOPIC], "latest")
-    finally:
-        wm.close()
-    lane = CommitLane({"bootstrap.servers": bs}, OFFSETS_TOPIC, sink, 16)
-    lane.start()
-    try:
-        lane.start_at(start)
+        lane.start_at(live.start)
         _wait(lambda: lane.aside, 10, "the lane to step aside")
-        req = ConsumerGroupTopicPartitions(group, [TopicPartition(topic, 0, 7)])
-        admin.alter_consumer_group_offsets([req])[group].result(30)
+        live.commit({0: 7})
         _wait(lambda: lane.records >= 1, 30, "the lane to read the commit")
     finally:
         lane.stop()
         lane.join(10)
-    assert _held(store, group)[(topic, 0)].offset == 0, "applied by nobody here: the micro-batches' to apply"
+    assert _held(live.store, live.group)[(live.topic, 0)].offset == 0, "left to the micro-batches"
