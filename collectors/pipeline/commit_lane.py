@@ -9,15 +9,21 @@ partitions it owns every few seconds), and what it changes is one partition's fi
 (known_commits.py): that needs no model, no shuffle and no state store.
 
 The lane is one confluent-kafka consumer in the collector's driver that follows the offsets topic
-from where the query's first finished batch ended, and passes what it reads through the first
-stage's own code (route.route_arrow with known_commits.KnownCommits): the same decoding, the same
-runs, the same rule. What it does not take (a partition not held yet, a group with membership
-records or a tombstone among the records read together) it drops: Spark reads every record anyway,
-and the model stage handles those as before. The lane and the first stage write the same fields;
-each write is a compare-and-set (group_offsets.queue_swaps), and a run already applied is skipped by
-its log offset, so a commit is applied once whichever reads it first. The lane keeps no state: when
-it fails it starts again from where it stood, and a collector that starts again starts it again
-from the query's position.
+from the end of the first batch that read it to its log end (no part in a catch-up), and passes what
+it reads through the first stage's own code (route.route_arrow with known_commits.KnownCommits): the
+same decoding, the same runs, the same rule. What it does not take (a partition not held yet, a
+group with membership records or a tombstone among the records read together) it drops: Spark reads
+every record anyway, and the model stage handles those as before. The lane and the first stage write
+the same fields; each write is a compare-and-set (group_offsets.queue_swaps), and a run already
+applied is skipped by its log offset, so a commit is applied once whichever reads it first. The lane
+keeps no state: when it fails it starts again from where it stood, and a collector that starts again
+starts it again from the query's position.
+
+It is off by default (setting `commit_lane`): it reads every commit a second time beside Spark.
+Idle or quiet, a commit shows 3-4 times sooner at the same CPU; on a machine short of CPU with a
+fleet committing thousands of times a second, the micro-batches lost the CPU it took and commits
+showed later (benchmarks/RESULTS.md). Hence also its step aside above MAX_RATE and its jump past a
+backlog of MAX_BEHIND.
 """
 
 from __future__ import annotations
