@@ -17,7 +17,7 @@ and the alerts all ask here, so on the same data they cannot disagree.
 
 A status whose rule is disabled for a group (everywhere, in its cluster, or for it by a group
 pattern) is never held by that group. Pure: the readers that find the groups in a status over a
-whole fleet in Redis are in collectors/storage/fleet_statuses.py.
+whole fleet in Redis are in collectors/alerts/fleet_statuses.py.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from coordinator_model.alert_rules import RULES, AlertConfig, Finding, evaluate_group
-from coordinator_model.alert_rules.docview import GroupView
 from coordinator_model.document.types import GroupDocument
+from coordinator_model.document.view import GroupView
 
 # status -> the alert rule that defines it
 STATUS_RULES: dict[str, str] = {"storm": "rebalance_storm", "flapping": "member_flapping", "lagging": "lag"}

@@ -26,9 +26,9 @@ from collectors.storage.clusters import ClusterRegistry, cluster_prefix
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import RULES_VERSION, lag_rows, summarize
 from coordinator_model.alert_rules import parse_alert_config
-from coordinator_model.alert_rules.docview import GroupView
 from coordinator_model.alert_rules.lag_rules import lag
 from coordinator_model.document.types import GroupDocument, LagDoc, PartitionLag
+from coordinator_model.document.view import GroupView
 from coordinator_model.statuses import STATUS_RULES, STATUSES, definitions, group_statuses
 from dashboard.data import DashboardData
 from dashboard.pages.group import header

@@ -22,8 +22,8 @@ from collectors.alerts.summary_rules import PackedEvaluator
 from collectors.storage.alerts import AlertStore
 from collectors.storage.redis_store import RedisStore
 from collectors.storage.summaries import Facts, decode_facts
-from coordinator_model.alert_rules.docview import GONE_STATES
 from coordinator_model.document.types import GroupDocument
+from coordinator_model.document.view import GONE_STATES
 
 
 def chunks(items: list[str], n: int) -> Iterator[list[str]]:

@@ -9,15 +9,15 @@ from typing import Any
 
 from collectors.storage.summaries import RULES_VERSION, Facts, decode_head, lag_rows
 from coordinator_model.alert_rules import RULES, AlertConfig, Evaluation, Finding, lookback_ms
-from coordinator_model.alert_rules.docview import (
+from coordinator_model.alert_rules.group_state_rules import NOT_READY
+from coordinator_model.document import PartitionLag
+from coordinator_model.document.view import (
     REBALANCING_STATES,
     Generation,
     GroupView,
     MemberRef,
     StateSpan,
 )
-from coordinator_model.alert_rules.group_state_rules import NOT_READY
-from coordinator_model.document import PartitionLag
 from coordinator_model.statuses import STATUS_RULES, STATUSES, judge
 
 
@@ -25,7 +25,7 @@ class PackedView(GroupView):
     """A GroupView whose generations and timeline come from the rule head instead of being parsed
     from a document, and which has no lag rows: the evaluator builds it only for a group with no
     row a rule could count, or when no rule that reads rows is left to run. The rules
-    (coordinator_model/alert_rules/rules.py) read it unchanged. Each part is decoded the first time a
+    (coordinator_model/alert_rules/) read it unchanged. Each part is decoded the first time a
     rule asks for it, as GroupView parses lazily. `lags`: the facts' lag rows (`lag_rows`), given
     only to find the `lagging` status, which they decide as the document's rows do."""
 
@@ -49,7 +49,7 @@ class PackedView(GroupView):
         if self._gens is None:
             since = self.since
             # The document's generations sorted once at write time; keeping those after `since`
-            # in that order is what docview.generations(doc, since) returns (a stable sort of a
+            # in that order is what view.generations(doc, since) returns (a stable sort of a
             # subset).
             self._gens = [
                 Generation(
@@ -118,7 +118,7 @@ def quiet_lag_seconds(config: AlertConfig) -> float:
 class Silence:
     """Which rules cannot return anything (no finding, no recheck) for a group, from its facts and
     the configuration: each test below is the rule's own first condition for returning nothing
-    (coordinator_model/alert_rules/rules.py), bounded over every parameter set a group can get."""
+    (coordinator_model/alert_rules/), bounded over every parameter set a group can get."""
 
     def __init__(self, config: AlertConfig) -> None:
         self.quiet_seconds = quiet_lag_seconds(config)

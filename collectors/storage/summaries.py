@@ -3,12 +3,12 @@
 full documents.
 
 Measured at 50,000 groups (benchmarks/alerts.py, cProfile): a cold cycle spent about a fifth of its
-time in `json.loads` of the documents and half in the rules' reader (coordinator_model/alert_rules/
-docview.py) turning generations, timeline and lag rows into objects; a scrape decoded every document
+time in `json.loads` of the documents and half in the rules' reader (coordinator_model/document/
+view.py) turning generations, timeline and lag rows into objects; a scrape decoded every document
 for its per-topic lag and spent the rest in prometheus_client's per-sample formatting. So:
 
 - The rule head is what the rebalance rules read (state, timeline, generations), already parsed by
-  the rules' own reader at write time (`docview.timeline`, `docview.generations`) and stored as
+  the rules' own reader at write time (`view.timeline`, `view.generations`) and stored as
   plain JSON lists. The evaluator (collectors/alerts/summary_rules.py) turns the lists back into the
   same objects and runs the same rule functions on them: no verdict is re-implemented, and
   tests/test_alerts_summary.py holds the two paths equal (the real captures, and hypothesis
@@ -54,13 +54,13 @@ from typing import Any, NamedTuple
 import orjson
 
 from collectors.storage.metric_lines import metric_lines, row_values, task_lines, task_values
-from coordinator_model.alert_rules.docview import (
+from coordinator_model.document import GroupDocument, PartitionLag
+from coordinator_model.document.view import (
     Generation,
     GroupView,
+    members_behind,
     state_at,
 )
-from coordinator_model.alert_rules.group_state_rules import members_behind
-from coordinator_model.document import GroupDocument, PartitionLag
 
 # Bumped whenever the layout of the rule input or the facts changes. It is part of the head's key,
 # so a new collector rewrites every head; an evaluator reads only the version it knows and falls
@@ -148,7 +148,7 @@ def _gen_row(g: Generation) -> list[Any]:
 
 
 def rule_head(doc: GroupDocument) -> tuple[str, list[Any]]:
-    """The head of the rule input ([version, state, timeline, generations], as docview reads them),
+    """The head of the rule input ([version, state, timeline, generations], as document/view.py reads them),
     and the facts that follow from it: [settle, settled, states, newest generation]."""
     state = doc.state
     view = GroupView(doc)

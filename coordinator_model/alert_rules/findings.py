@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from coordinator_model.alert_rules.docview import Generation, GroupView
 from coordinator_model.document.types import GroupDocument
+from coordinator_model.document.view import Generation, GroupView
 
 # A rule reads a GroupView; a document (or its JSON form, read with GroupDocument.from_json) is
 # wrapped in one.

@@ -6,9 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator_model.alert_rules.docview import GONE_STATES, state_at, view_of
 from coordinator_model.alert_rules.findings import Doc, Finding, RuleResult, utc_text
-from coordinator_model.document.types import GroupDocument
+from coordinator_model.document.view import GONE_STATES, members_behind, state_at, view_of
 
 # --- streams group not ready ------------------------------------------------------------------
 # KIP-1071: a streams group whose topology the coordinator cannot configure (a source topic missing,
@@ -43,34 +42,6 @@ def streams_not_ready(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:
 
 
 # --- member not converging ---------------------------------------------------------------------
-
-# The kinds of group whose members reconcile towards a target assignment epoch by epoch (KIP-848
-# consumer groups, KIP-1071 streams groups). A share group's members take their partitions at once.
-CONVERGING_TYPES = frozenset({"consumer", "streams"})
-
-
-def members_behind(doc: GroupDocument, now_ms: int) -> list[tuple[str, int, int]]:
-    """The members whose epoch is behind the group's target assignment epoch as of `now_ms`, each
-    as (member id, its epoch, since when it has been behind: the start of the first epoch past its
-    own). A member whose next epoch's start the document no longer holds is left out (it cannot be
-    timed). Both the rule and the alert summaries (collectors/storage/summaries.py) read this."""
-    target = doc.assignment_epoch
-    if doc.type not in CONVERGING_TYPES or target is None:
-        return []
-    starts = sorted(
-        (g.generation, g.start)
-        for g in doc.generations
-        if g.generation is not None and g.start is not None and g.start <= now_ms
-    )
-    out = []
-    for m in doc.members:
-        epoch = m.member_epoch
-        if epoch is None or epoch >= target:
-            continue
-        since = next((start for n, start in starts if n > epoch), None)
-        if since is not None:
-            out.append((m.member_id, epoch, since))
-    return out
 
 
 def member_not_converging(doc: Doc, now_ms: int, p: dict[str, Any]) -> RuleResult:

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from coordinator_model.alert_rules.docview import view_of
 from coordinator_model.alert_rules.findings import Doc, Finding, RuleResult
 from coordinator_model.document.types import PartitionLag
+from coordinator_model.document.view import view_of
 
 # --- lag -------------------------------------------------------------------------------------
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
-from coordinator_model.alert_rules.docview import REBALANCING_STATES, Generation, state_at, view_of
 from coordinator_model.alert_rules.findings import Doc, Finding, RuleResult, earliest, generations_until
+from coordinator_model.document.view import REBALANCING_STATES, Generation, state_at, view_of
 
 # --- rebalance storm --------------------------------------------------------------------------
 

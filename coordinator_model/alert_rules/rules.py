@@ -14,7 +14,6 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from coordinator_model.alert_rules.config import AlertConfig
-from coordinator_model.alert_rules.docview import GroupView, document_of
 from coordinator_model.alert_rules.findings import Doc, Evaluation, RuleResult, earliest
 from coordinator_model.alert_rules.group_state_rules import (
     group_empty,
@@ -29,6 +28,7 @@ from coordinator_model.alert_rules.rebalance_rules import (
     rebalance_stuck,
 )
 from coordinator_model.document.types import GroupDocument
+from coordinator_model.document.view import GroupView, document_of
 
 RULES: dict[str, Callable[[Doc, int, dict[str, Any]], RuleResult]] = {
     "rebalance_storm": rebalance_storm,

@@ -1,4 +1,5 @@
-"""The rules' view of one group document (coordinator_model/document/types.py).
+"""A view of one group document (coordinator_model/document/types.py) for the alert rules and the
+alert summaries storage keeps (collectors/storage/summaries.py): facts the document implies.
 
 The document is read once, with `GroupDocument.from_json` (evaluate_group reads it before any rule
 runs); a value that is not a document raises DocumentError there, which the caller reports as a
@@ -37,6 +38,7 @@ __all__ = [
     "document_of",
     "generations",
     "member_key",
+    "members_behind",
     "state_at",
     "view_of",
 ]
@@ -215,3 +217,33 @@ class GroupView:
 
 def view_of(doc: GroupDocument | Mapping[str, Any] | GroupView) -> GroupView:
     return doc if isinstance(doc, GroupView) else GroupView(doc)
+
+
+# The kinds of group whose members reconcile towards a target assignment epoch by epoch (KIP-848
+# consumer groups, KIP-1071 streams groups). A share group's members take their partitions at once.
+CONVERGING_TYPES = frozenset({"consumer", "streams"})
+
+
+def members_behind(doc: GroupDocument, now_ms: int) -> list[tuple[str, int, int]]:
+    """The members whose epoch is behind the group's target assignment epoch as of `now_ms`, each
+    as (member id, its epoch, since when it has been behind: the start of the first epoch past its
+    own). A member whose next epoch's start the document no longer holds is left out (it cannot be
+    timed). Both the member_not_converging rule and the alert summaries (collectors/storage/summaries.py)
+    read this."""
+    target = doc.assignment_epoch
+    if doc.type not in CONVERGING_TYPES or target is None:
+        return []
+    starts = sorted(
+        (g.generation, g.start)
+        for g in doc.generations
+        if g.generation is not None and g.start is not None and g.start <= now_ms
+    )
+    out = []
+    for m in doc.members:
+        epoch = m.member_epoch
+        if epoch is None or epoch >= target:
+            continue
+        since = next((start for n, start in starts if n > epoch), None)
+        if since is not None:
+            out.append((m.member_id, epoch, since))
+    return out
