@@ -121,7 +121,7 @@ def classic_describe_json(group: dict[str, Any], node: Any, ts: int) -> dict[str
         "type": "classic",
         "state": group["group_state"] or "Unknown",
         "assignor": group["protocol_data"] or "",
-        "coordinator": {"id": node.node_id, "host": node.host, "port": node.port} if node else None,
+        "coordinator": _node(node),
         "simple": not group["protocol_type"],
         "members": members,
     }
