@@ -139,10 +139,8 @@ class CommitLane(Loop):
                     self._jump_if_far_behind(c)
                 msgs = c.consume(READ_ROWS, timeout=POLL_S)
                 if self.aside:  # only where it stands: the micro-batches carry these
-                    for m in msgs:
-                        if m.error() is None and m.offset() >= self._positions.get(m.partition(), -1):
-                            self._positions[m.partition()] = m.offset() + 1
-                    self.records += len(msgs)
+                    read = [m for m in msgs if m.error() is None]
+                    self._advance([m.partition() for m in read], [m.offset() for m in read])
                     continue
                 cols: dict[str, list[Any]] = {
                     k: [] for k in ("topic", "partition", "offset", "timestamp", "key", "value")
@@ -162,10 +160,7 @@ class CommitLane(Loop):
                 # what the first stage's code leaves is the model stage's: Spark reads it too
                 for _ in route_arrow(iter([batch]), kinds, self.buckets, known=known, trim=False):
                     pass
-                for p, o in zip(cols["partition"], cols["offset"], strict=True):
-                    if o >= self._positions.get(p, -1):
-                        self._positions[p] = o + 1
-                self.records += len(cols["offset"])
+                self._advance(cols["partition"], cols["offset"])
         finally:
             c.close()
 
@@ -197,9 +192,17 @@ class CommitLane(Loop):
                 out[p] = high
         return out
 
-    def _behind(self, c: Any) -> int:
+    def _advance(self, partitions: list[int], offsets: list[int]) -> None:
+        """The records read (each partition's position past its last one), counted."""
+        for p, o in zip(partitions, offsets, strict=True):
+            if o >= self._positions.get(p, -1):
+                self._positions[p] = o + 1
+        self.records += len(offsets)
+
+    def _behind(self, c: Any, highs: dict[int, int] | None = None) -> int:
         """Records between the lane's positions and the log ends its fetches last saw."""
-        return sum(max(0, h - self._positions[p]) for p, h in self._highs(c).items())
+        highs = self._highs(c) if highs is None else highs
+        return sum(max(0, h - self._positions[p]) for p, h in highs.items())
 
     def _jump_if_far_behind(self, c: Any) -> None:
         """A lane more than MAX_BEHIND records behind (a machine short of CPU, a long Redis outage)
@@ -208,7 +211,7 @@ class CommitLane(Loop):
         from confluent_kafka import TopicPartition
 
         highs = self._highs(c)
-        behind = sum(max(0, h - self._positions[p]) for p, h in highs.items())
+        behind = self._behind(c, highs)
         if behind <= MAX_BEHIND:
             return
         for p, h in highs.items():
@@ -221,17 +224,14 @@ class CommitLane(Loop):
         )
 
 
-def end_offset_of(progress: dict | None) -> Any:
-    """The end offset of a query progress's Kafka source, in the source's shape (or None)."""
+def offsets_json(value: Any) -> dict | None:
+    """A query progress's source offsets (its `endOffset` or `latestOffset`, a dict or its JSON text)
+    in this source's shape, {topic: {partition: offset}}; None when it is neither."""
     import json
 
-    for s in (progress or {}).get("sources") or ():
-        end = s.get("endOffset")
-        if isinstance(end, str):
-            try:
-                end = json.loads(end)
-            except ValueError:
-                continue
-        if isinstance(end, dict):
-            return end
-    return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, dict) else None

@@ -557,16 +557,13 @@ def run_pipeline(
 
 def caught_up_end(prog: dict, topic: str) -> dict | None:
     """A batch's end offsets when it read `topic` to the log end its planning saw (else None)."""
-    from collectors.pipeline.commit_lane import end_offset_of
+    from collectors.pipeline.commit_lane import offsets_json
 
     for s in prog.get("sources") or ():
-        end, latest = end_offset_of({"sources": [s]}), s.get("latestOffset")
-        if isinstance(latest, str):
-            with contextlib.suppress(ValueError):
-                latest = json.loads(latest)
-        if not isinstance(end, dict) or not isinstance(end.get(topic), dict):
+        end, latest = offsets_json(s.get("endOffset")), offsets_json(s.get("latestOffset"))
+        if end is None or not isinstance(end.get(topic), dict):
             continue
-        ahead = latest.get(topic) if isinstance(latest, dict) else None
+        ahead = (latest or {}).get(topic)
         if isinstance(ahead, dict) and any(int(o) > int(end[topic].get(p, -1)) for p, o in ahead.items()):
             return None  # a capped catch-up batch: the lane would read the rest beside Spark
         return end
